@@ -1,0 +1,16 @@
+include(CMakePackageConfigHelpers)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/stowage DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS stowage_support stowage_runtime EXPORT stowageTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS vm-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET stowc)
+  install(TARGETS stowc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(EXPORT stowageTargets NAMESPACE stowage:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/stowage)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/stowageConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/stowageConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/stowage)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/stowageConfigVersion.cmake COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/stowageConfig.cmake ${PROJECT_BINARY_DIR}/stowageConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/stowage)

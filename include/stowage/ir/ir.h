@@ -1,0 +1,172 @@
+// The Stowage IR: a module of functions in A-normal form plus OpenCL C kernel units.
+//
+// A binding is `result = op(operands)` (or `op(operands)` for ops without a result).
+// Operands are kept in typed fields rather than a generic list, so every pass reads
+// `b.offset` rather than decoding positions. Which fields an op uses:
+//
+//   op                          result   fields used
+//   alloc_storage               Storage  shape (size), device, dtype, scope
+//   alloc_tensor                Tensor   vars[0] storage, offset, shape, dtype
+//   kill_object                 -        vars[0]
+//   copy_tensor                 -        vars[0] src, vars[1] dst
+//   call_kernel                 -        callee (kernel), args, grid, local (may be empty)
+//   empty                       Tensor   shape, dtype, scope
+//   call                        any      callee (function), args
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stowage/support/dtype.h"
+#include "stowage/vm/kernel_signature.h"
+
+namespace stowage::ir {
+
+struct SourceLoc {
+  uint32_t line = 0;  // 1-based; 0 when the node was not read from text
+  uint32_t col = 0;
+};
+
+struct Type {
+  enum class Kind : uint8_t { kTensor, kStorage, kShape, kTuple, kInt, kFloat, kBool, kObject };
+  Kind kind = Kind::kObject;
+  std::vector<int64_t> shape;  // kTensor
+  DType dtype = DType::kFloat32;  // kTensor
+  std::vector<Type> fields;    // kTuple
+
+  static Type tensor(std::vector<int64_t> shape, DType dtype) {
+    Type t;
+    t.kind = Kind::kTensor;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    return t;
+  }
+  static Type of(Kind kind) {
+    Type t;
+    t.kind = kind;
+    return t;
+  }
+  friend bool operator==(const Type& a, const Type& b) {
+    if (a.kind != b.kind) return false;
+    if (a.kind == Kind::kTensor) return a.shape == b.shape && a.dtype == b.dtype;
+    if (a.kind == Kind::kTuple) return a.fields == b.fields;
+    return true;
+  }
+};
+
+enum class Op : uint8_t {
+  kAllocStorage,
+  kAllocTensor,
+  kKillObject,
+  kCopyTensor,
+  kCallKernel,
+  kEmpty,
+  kCall,
+};
+
+const char* op_name(Op op);
+std::optional<Op> parse_op(std::string_view name);
+
+// An argument of call_kernel / call: a variable or a scalar literal.
+struct Arg {
+  enum class Kind : uint8_t { kVar, kInt, kFloat };
+  Kind kind = Kind::kVar;
+  std::string var;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  SourceLoc loc;
+
+  static Arg variable(std::string name) {
+    Arg a;
+    a.var = std::move(name);
+    return a;
+  }
+  static Arg integer(int64_t v) {
+    Arg a;
+    a.kind = Kind::kInt;
+    a.int_value = v;
+    return a;
+  }
+  static Arg floating(double v) {
+    Arg a;
+    a.kind = Kind::kFloat;
+    a.float_value = v;
+    return a;
+  }
+  friend bool operator==(const Arg& a, const Arg& b) {
+    return a.kind == b.kind && a.var == b.var && a.int_value == b.int_value &&
+           (a.float_value == b.float_value || (a.float_value != a.float_value && b.float_value != b.float_value));
+  }
+};
+
+struct Binding {
+  std::string result;  // empty for ops without a result
+  Op op = Op::kKillObject;
+  std::vector<std::string> vars;  // variable operands, see the table above
+  std::vector<Arg> args;          // call_kernel / call
+  std::vector<int64_t> shape;     // alloc_storage size, alloc_tensor / empty shape
+  int64_t offset = 0;             // alloc_tensor
+  int64_t device = 0;             // alloc_storage
+  DType dtype = DType::kUInt8;    // alloc_storage / alloc_tensor / empty
+  std::string scope;              // alloc_storage / empty
+  std::string callee;             // call_kernel: kernel name; call: function name
+  std::vector<int64_t> grid;      // call_kernel global size
+  std::vector<int64_t> local;     // call_kernel local size; empty lets the driver choose
+  SourceLoc loc;
+  std::vector<SourceLoc> var_locs;  // where each of `vars` was written, when parsed
+
+  // Structural equality (source locations do not count).
+  friend bool operator==(const Binding& a, const Binding& b) {
+    return a.result == b.result && a.op == b.op && a.vars == b.vars && a.args == b.args &&
+           a.shape == b.shape && a.offset == b.offset && a.device == b.device &&
+           a.dtype == b.dtype && a.scope == b.scope && a.callee == b.callee && a.grid == b.grid &&
+           a.local == b.local;
+  }
+};
+
+struct Param {
+  std::string name;
+  Type type;
+  SourceLoc loc;
+  friend bool operator==(const Param& a, const Param& b) { return a.name == b.name && a.type == b.type; }
+};
+
+struct Function {
+  std::string name;
+  std::vector<Param> params;
+  Type ret_type;
+  std::vector<Binding> bindings;
+  std::string ret;  // the returned variable
+  SourceLoc loc;
+  SourceLoc ret_loc;
+  friend bool operator==(const Function& a, const Function& b) {
+    return a.name == b.name && a.params == b.params && a.ret_type == b.ret_type &&
+           a.bindings == b.bindings && a.ret == b.ret;
+  }
+};
+
+// One unit of OpenCL C source. `signatures` is filled by the kernel reader
+// (libclang) and is not part of the module's identity.
+struct KernelSourceUnit {
+  std::string name;
+  std::string source;
+  SourceLoc loc;             // where the unit's source text begins in the text form
+  std::vector<KernelSignature> signatures;
+  friend bool operator==(const KernelSourceUnit& a, const KernelSourceUnit& b) {
+    return a.name == b.name && a.source == b.source;
+  }
+};
+
+struct Module {
+  std::vector<KernelSourceUnit> units;
+  std::vector<Function> functions;
+  friend bool operator==(const Module&, const Module&) = default;
+
+  const Function* find_function(std::string_view name) const;
+  // The signature of kernel `name` in any unit, once the kernel reader has run.
+  const KernelSignature* find_kernel(std::string_view name) const;
+};
+
+}  // namespace stowage::ir

@@ -1,0 +1,105 @@
+// The in-memory form of a compiled program: what the code generator produces, what
+// the bytecode writer serialises and what the validating reader rebuilds. Every
+// index inside it has been checked by the reader before the VM sees it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stowage/support/dtype.h"
+#include "stowage/vm/isa.h"
+#include "stowage/vm/kernel_signature.h"
+
+namespace stowage {
+
+// The numeric values are part of the bytecode format: never renumber.
+enum class ConstantKind : uint8_t {
+  kShape = 0,  // a list of int64 extents (sizes, shapes, grids)
+  kInt = 1,    // an integer scalar of `dtype`
+  kFloat = 2,  // a floating-point scalar of `dtype`
+};
+
+struct Constant {
+  ConstantKind kind = ConstantKind::kShape;
+  DType dtype = DType::kInt64;  // scalars: the scalar's type
+  std::vector<int64_t> shape;   // kShape
+  int64_t int_value = 0;        // kInt
+  double float_value = 0.0;     // kFloat
+  friend bool operator==(const Constant&, const Constant&) = default;
+};
+
+// OpenCL C source of one kernel unit, as the module carried it.
+struct KernelUnit {
+  std::string name;
+  std::string source;
+  friend bool operator==(const KernelUnit&, const KernelUnit&) = default;
+};
+
+// The numeric values are part of the bytecode format: never renumber.
+enum class ValueKind : uint8_t { kTensor = 0, kInt = 1, kFloat = 2, kBool = 3, kOther = 4 };
+
+// A function parameter or result as the caller must supply or will receive it.
+struct ValueDesc {
+  std::string name;
+  ValueKind kind = ValueKind::kTensor;
+  DType dtype = DType::kFloat32;  // tensors
+  std::vector<int64_t> shape;     // tensors
+  friend bool operator==(const ValueDesc&, const ValueDesc&) = default;
+};
+
+struct Function {
+  std::string name;
+  std::vector<ValueDesc> params;  // parameters occupy registers 0 .. params.size()-1
+  ValueDesc result;
+  uint32_t num_registers = 0;
+  std::vector<Instruction> code;
+  friend bool operator==(const Function&, const Function&) = default;
+};
+
+// Memory kind of a scope; the numeric values are part of the bytecode format.
+enum class ScopeKind : uint8_t { kBuffer = 0, kImage2d = 1 };
+
+// What the executable needs of one memory scope on the device.
+struct ScopeRequirement {
+  std::string scope;             // e.g. "global", "global.vtcm"
+  ScopeKind kind = ScopeKind::kBuffer;
+  bool onchip = false;           // capacity-limited on-chip memory
+  uint64_t capacity = 0;         // onchip: the capacity the program was planned for
+  uint64_t max_storage_bytes = 0;// largest single storage the program allocates here
+  // Every tensor offset in this scope is a multiple of this (a power of two): the
+  // device's sub-buffer alignment must divide it.
+  uint64_t offset_alignment = 0;
+  friend bool operator==(const ScopeRequirement&, const ScopeRequirement&) = default;
+};
+
+// Feature bits of the header: what a device must support to run the file.
+enum FeatureBits : uint64_t {
+  kFeatureImages = 1u << 0,   // uses image2d storage or image kernel arguments
+  kFeatureFp16 = 1u << 1,     // uses float16 in kernels (cl_khr_fp16)
+  kFeatureFp64 = 1u << 2,     // uses float64 in kernels (cl_khr_fp64)
+  kKnownFeatures = kFeatureImages | kFeatureFp16 | kFeatureFp64,
+};
+
+struct Requirements {
+  uint64_t features = 0;
+  std::vector<ScopeRequirement> scopes;
+  friend bool operator==(const Requirements&, const Requirements&) = default;
+};
+
+struct Executable {
+  std::vector<std::string> strings;         // referenced by kString operands
+  std::vector<Constant> constants;          // referenced by kConst operands
+  std::vector<KernelUnit> units;            // kernel sources
+  std::vector<KernelSignature> kernels;     // referenced by kKernel operands
+  std::vector<Function> functions;          // referenced by kFunc operands
+  Requirements requirements;
+  std::string debug_text;                   // optional: the IR text it was compiled from
+  friend bool operator==(const Executable&, const Executable&) = default;
+
+  // Index of the function named `name`, or -1.
+  int64_t find_function(std::string_view name) const;
+};
+
+}  // namespace stowage
