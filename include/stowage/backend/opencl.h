@@ -1,0 +1,118 @@
+// The OpenCL backend: device discovery and choice, one context and in-order queue
+// per device handle, readable status names, and RAII for cl_mem.
+#pragma once
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stowage/support/error.h"
+#include "stowage/vm/executable.h"
+
+namespace stowage::opencl {
+
+// "CL_OUT_OF_RESOURCES" for -5; "CL_UNKNOWN_ERROR" for codes OpenCL 1.2 does not name.
+const char* status_name(cl_int status);
+
+// An error for a failed OpenCL call: "OpenCL error CL_INVALID_VALUE (-30) from clCreateBuffer".
+Error cl_error(cl_int status, std::string_view call);
+
+// What the runtime needs to know of a device.
+struct DeviceInfo {
+  std::string spec;      // "opencl:N", the index across all platforms
+  std::string name;
+  std::string vendor;
+  std::string platform;
+  std::string version;   // CL_DEVICE_VERSION
+  std::string driver;    // CL_DRIVER_VERSION
+  cl_device_type type = 0;
+  bool image_support = false;
+  uint64_t max_image2d_width = 0;
+  uint64_t max_image2d_height = 0;
+  uint64_t base_addr_align_bytes = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN is in bits
+  uint64_t global_mem_bytes = 0;
+  uint64_t max_alloc_bytes = 0;
+  uint64_t local_mem_bytes = 0;
+  bool fp16 = false;
+  bool fp64 = false;
+
+  std::string summary() const;  // one line: spec, name, platform, driver
+};
+
+// Every OpenCL device of every platform, numbered as "opencl:N".
+std::vector<DeviceInfo> list_devices();
+
+// Why `device` cannot run an executable with `requirements`; empty when it can.
+std::string unmet_requirements(const DeviceInfo& device, const Requirements& requirements);
+
+// Picks a device. `spec` is "" (use STOWAGE_DEVICE if set, else the first device
+// that meets `requirements`, preferring GPUs), "opencl:N", "gpu", "cpu", or a
+// case-insensitive substring of the device or platform name.
+Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements);
+
+// A context and an in-order queue on one device.
+class Context {
+ public:
+  static Expected<std::shared_ptr<Context>> create(const DeviceInfo& device);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  cl_context context() const { return context_; }
+  cl_command_queue queue() const { return queue_; }
+  cl_device_id device() const { return device_; }
+  const DeviceInfo& info() const { return info_; }
+
+ private:
+  Context() = default;
+  DeviceInfo info_;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+};
+
+// Owns one reference to a cl_mem.
+class MemHandle {
+ public:
+  MemHandle() = default;
+  explicit MemHandle(cl_mem mem) : mem_(mem) {}  // adopts the reference
+  ~MemHandle() { reset(); }
+  MemHandle(const MemHandle& other) : mem_(other.mem_) {
+    if (mem_) clRetainMemObject(mem_);
+  }
+  MemHandle& operator=(const MemHandle& other) {
+    if (this != &other) {
+      if (other.mem_) clRetainMemObject(other.mem_);
+      reset();
+      mem_ = other.mem_;
+    }
+    return *this;
+  }
+  MemHandle(MemHandle&& other) noexcept : mem_(other.mem_) { other.mem_ = nullptr; }
+  MemHandle& operator=(MemHandle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      mem_ = other.mem_;
+      other.mem_ = nullptr;
+    }
+    return *this;
+  }
+  void reset() {
+    if (mem_) clReleaseMemObject(mem_);
+    mem_ = nullptr;
+  }
+  cl_mem get() const { return mem_; }
+  explicit operator bool() const { return mem_ != nullptr; }
+
+ private:
+  cl_mem mem_ = nullptr;
+};
+
+}  // namespace stowage::opencl

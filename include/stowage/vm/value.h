@@ -1,0 +1,145 @@
+// The objects a VM register holds, and the values that cross the embedding API.
+//
+// Storage and tensors are reference counted (std::shared_ptr): a tensor keeps its
+// storage alive, `kill` drops a register's reference at once, and a result handed
+// to the caller keeps its storage alive for as long as the caller holds it.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stowage/backend/opencl.h"
+#include "stowage/support/dtype.h"
+#include "stowage/vm/executable.h"
+
+namespace stowage::vm {
+
+// Bytes of one memory scope in use, shared by the storages of that scope so that
+// a storage's destruction returns its bytes (on-chip capacity is enforced with it).
+struct ScopeUsage {
+  std::string scope;
+  bool onchip = false;
+  bool emulated = false;     // on-chip memory emulated by a buffer with capacity enforced
+  uint64_t capacity = 0;     // 0 = unlimited
+  uint64_t in_use = 0;
+  uint64_t peak = 0;
+  uint64_t allocations = 0;  // device allocations made in this scope
+};
+
+class StorageObject {
+ public:
+  StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem);
+  ~StorageObject();
+  StorageObject(const StorageObject&) = delete;
+  StorageObject& operator=(const StorageObject&) = delete;
+
+  const std::string& scope() const { return usage_->scope; }
+  uint64_t nbytes() const { return nbytes_; }
+  cl_mem mem() const { return mem_.get(); }
+
+ private:
+  std::shared_ptr<ScopeUsage> usage_;
+  uint64_t nbytes_;
+  opencl::MemHandle mem_;
+};
+
+// A tensor: either a view into device storage at a byte offset, or host memory
+// lent by the caller (inputs).
+class TensorObject {
+ public:
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  uint64_t nbytes = 0;
+
+  // Device tensors.
+  std::shared_ptr<StorageObject> storage;
+  uint64_t offset = 0;
+  opencl::MemHandle view;  // sub-buffer [offset, offset + nbytes), for kernel arguments
+  std::shared_ptr<opencl::Context> context;
+
+  // Host tensors: `host_data` stays valid while `host_owner` is alive.
+  void* host_data = nullptr;
+  std::shared_ptr<void> host_owner;
+
+  bool on_host() const { return storage == nullptr; }
+};
+
+// A tensor result or argument as the embedding application sees it.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorObject> object) : object_(std::move(object)) {}
+
+  const std::vector<int64_t>& shape() const { return object_->shape; }
+  DType dtype() const { return object_->dtype; }
+  uint64_t nbytes() const { return object_->nbytes; }
+  bool on_host() const { return object_->on_host(); }
+  // The memory scope of a device tensor ("global", "global.vtcm", ...); "host" otherwise.
+  std::string scope() const;
+
+  // Copies the tensor's bytes into `dst` (exactly nbytes()), waiting for the device.
+  void copy_to_host(std::span<std::byte> dst) const;
+  template <typename T>
+  std::vector<T> to_vector() const {
+    std::vector<T> out(nbytes() / sizeof(T));
+    copy_to_host(std::as_writable_bytes(std::span(out)));
+    return out;
+  }
+  // A host copy as a DLPack tensor (kDLCPU); the caller calls its deleter.
+  DLManagedTensor* to_dlpack() const;
+
+  const std::shared_ptr<TensorObject>& object() const { return object_; }
+
+ private:
+  std::shared_ptr<TensorObject> object_;
+};
+
+// Wraps host memory described by a DLPack tensor as a host tensor. The DLTensor
+// must be on kDLCPU, compact and row-major. `owner` keeps the memory alive.
+Expected<Tensor> tensor_from_dlpack(const DLTensor& tensor, std::shared_ptr<void> owner);
+// Takes ownership of `managed` (its deleter runs when the tensor is released).
+Expected<Tensor> tensor_from_dlpack(DLManagedTensor* managed);
+// A host tensor owning a copy of `bytes`.
+Tensor host_tensor(std::vector<int64_t> shape, DType dtype, std::span<const std::byte> bytes);
+
+std::optional<DType> dtype_from_dlpack(DLDataType type);
+DLDataType dtype_to_dlpack(DType dtype);
+
+// A register's content.
+struct Value {
+  enum class Kind : uint8_t { kNone, kInt, kFloat, kShape, kStorage, kTensor };
+  Kind kind = Kind::kNone;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  const std::vector<int64_t>* shape = nullptr;  // kShape: points into the executable's constants
+  std::shared_ptr<StorageObject> storage;
+  std::shared_ptr<TensorObject> tensor;
+
+  static Value integer(int64_t v) {
+    Value out;
+    out.kind = Kind::kInt;
+    out.int_value = v;
+    return out;
+  }
+  static Value real(double v) {
+    Value out;
+    out.kind = Kind::kFloat;
+    out.float_value = v;
+    return out;
+  }
+  static Value from(const Tensor& t) {
+    Value out;
+    out.kind = Kind::kTensor;
+    out.tensor = t.object();
+    return out;
+  }
+  Tensor as_tensor() const { return Tensor(tensor); }
+  const char* kind_name() const;
+};
+
+}  // namespace stowage::vm

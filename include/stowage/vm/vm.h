@@ -1,0 +1,80 @@
+// The Stowage virtual machine: runs a validated Executable on one OpenCL device.
+//
+//   auto exe = stowage::read_bytecode_file("add.stw");          // validates everything
+//   auto vm = stowage::vm::VirtualMachine::create(shared_exe, {.device = "opencl:0"});
+//   stowage::vm::Value out = (*vm)->invoke("main", {x, y, z});  // DLPack tensors in
+//   DLManagedTensor* host = out.as_tensor().to_dlpack();        // and out
+//
+// One Executable may be shared by many VMs on many threads; a VM is used by one
+// thread at a time. Work is enqueued on an in-order queue and synchronised when a
+// result is read. Storage allocated by an `alloc_storage` instruction is kept by
+// that call site and reused by the next execution once nothing else refers to it,
+// so invoking a function again makes no new device allocation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stowage/backend/opencl.h"
+#include "stowage/support/error.h"
+#include "stowage/vm/executable.h"
+#include "stowage/vm/value.h"
+
+namespace stowage::vm {
+
+struct VmOptions {
+  std::string device;    // see opencl::select_device; "" = default
+  bool profile = false;  // time every instruction (waits for the device after each)
+};
+
+struct InstructionProfile {
+  std::string function;
+  uint32_t index = 0;
+  Opcode op = Opcode::kRet;
+  std::string detail;  // e.g. the kernel's name
+  uint64_t count = 0;
+  double total_us = 0;
+};
+
+struct Profile {
+  std::vector<InstructionProfile> instructions;  // filled when profiling
+  uint64_t device_allocations = 0;      // clCreateBuffer / clCreateImage calls
+  uint64_t device_bytes_allocated = 0;
+  uint64_t sub_buffers_created = 0;     // tensor views
+  uint64_t kernel_launches = 0;
+  uint64_t programs_built = 0;          // compiled from source
+  uint64_t programs_loaded = 0;         // loaded from the on-disk cache
+  std::vector<ScopeUsage> scopes;       // bytes per scope: in use now and peak
+};
+
+class VirtualMachine {
+ public:
+  // Picks the device, checks the executable's requirements against it (naming what
+  // is missing) and builds its kernel programs.
+  static Expected<std::unique_ptr<VirtualMachine>> create(std::shared_ptr<const Executable> executable,
+                                                          const VmOptions& options = {});
+  ~VirtualMachine();
+  VirtualMachine(const VirtualMachine&) = delete;
+  VirtualMachine& operator=(const VirtualMachine&) = delete;
+
+  // Runs `function` to completion of its enqueueing. Throws StowageError naming the
+  // function, instruction and OpenCL status on failure.
+  Value invoke(std::string_view function, std::vector<Value> args);
+
+  Profile profile() const;
+  void reset_profile();
+  void set_profiling(bool on);
+  const opencl::DeviceInfo& device() const;
+  const Executable& executable() const;
+  // Waits for all enqueued work.
+  void synchronize();
+
+ private:
+  struct Impl;
+  explicit VirtualMachine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stowage::vm

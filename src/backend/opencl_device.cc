@@ -1,0 +1,210 @@
+// Device discovery, the load-time requirements check, and device choice.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "stowage/backend/opencl.h"
+
+namespace stowage::opencl {
+namespace {
+
+std::string device_string(cl_device_id device, cl_device_info what) {
+  size_t size = 0;
+  if (clGetDeviceInfo(device, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string value(size, '\0');
+  if (clGetDeviceInfo(device, what, size, value.data(), nullptr) != CL_SUCCESS) return {};
+  while (!value.empty() && value.back() == '\0') value.pop_back();
+  return value;
+}
+
+std::string platform_string(cl_platform_id platform, cl_platform_info what) {
+  size_t size = 0;
+  if (clGetPlatformInfo(platform, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string value(size, '\0');
+  if (clGetPlatformInfo(platform, what, size, value.data(), nullptr) != CL_SUCCESS) return {};
+  while (!value.empty() && value.back() == '\0') value.pop_back();
+  return value;
+}
+
+template <typename T>
+T device_value(cl_device_id device, cl_device_info what) {
+  T value{};
+  if (clGetDeviceInfo(device, what, sizeof(T), &value, nullptr) != CL_SUCCESS) return T{};
+  return value;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+struct RawDevice {
+  DeviceInfo info;
+  cl_device_id id;
+};
+
+std::vector<RawDevice> enumerate() {
+  std::vector<RawDevice> devices;
+  cl_uint num_platforms = 0;
+  if (clGetPlatformIDs(0, nullptr, &num_platforms) != CL_SUCCESS || num_platforms == 0) return devices;
+  std::vector<cl_platform_id> platforms(num_platforms);
+  if (clGetPlatformIDs(num_platforms, platforms.data(), nullptr) != CL_SUCCESS) return devices;
+  for (cl_platform_id platform : platforms) {
+    cl_uint num_devices = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &num_devices) != CL_SUCCESS) continue;
+    std::vector<cl_device_id> ids(num_devices);
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, num_devices, ids.data(), nullptr) != CL_SUCCESS) continue;
+    for (cl_device_id id : ids) {
+      DeviceInfo info;
+      info.spec = fmt::format("opencl:{}", devices.size());
+      info.name = device_string(id, CL_DEVICE_NAME);
+      info.vendor = device_string(id, CL_DEVICE_VENDOR);
+      info.platform = platform_string(platform, CL_PLATFORM_NAME);
+      info.version = device_string(id, CL_DEVICE_VERSION);
+      info.driver = device_string(id, CL_DRIVER_VERSION);
+      info.type = device_value<cl_device_type>(id, CL_DEVICE_TYPE);
+      info.image_support = device_value<cl_bool>(id, CL_DEVICE_IMAGE_SUPPORT) == CL_TRUE;
+      info.max_image2d_width = device_value<size_t>(id, CL_DEVICE_IMAGE2D_MAX_WIDTH);
+      info.max_image2d_height = device_value<size_t>(id, CL_DEVICE_IMAGE2D_MAX_HEIGHT);
+      info.base_addr_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
+      info.global_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+      info.max_alloc_bytes = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+      info.local_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
+      std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
+      info.fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
+      info.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
+      devices.push_back({std::move(info), id});
+    }
+  }
+  return devices;
+}
+
+bool is_gpu(const DeviceInfo& d) { return (d.type & CL_DEVICE_TYPE_GPU) != 0; }
+
+}  // namespace
+
+std::string DeviceInfo::summary() const {
+  return fmt::format("{}: {} ({}, {}, driver {})", spec, name, platform, version, driver);
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  for (auto& d : enumerate()) out.push_back(std::move(d.info));
+  return out;
+}
+
+std::string unmet_requirements(const DeviceInfo& device, const Requirements& req) {
+  std::vector<std::string> missing;
+  if ((req.features & kFeatureImages) && !device.image_support) missing.push_back("image support");
+  if ((req.features & kFeatureFp16) && !device.fp16) missing.push_back("cl_khr_fp16 (float16 kernels)");
+  if ((req.features & kFeatureFp64) && !device.fp64) missing.push_back("cl_khr_fp64 (float64 kernels)");
+  for (const auto& scope : req.scopes) {
+    if (scope.kind == ScopeKind::kImage2d && !device.image_support) {
+      missing.push_back(fmt::format("scope '{}' needs image support", scope.scope));
+      continue;
+    }
+    if (scope.kind == ScopeKind::kBuffer) {
+      if (scope.max_storage_bytes > device.max_alloc_bytes) {
+        missing.push_back(fmt::format("scope '{}' needs a buffer of {} bytes, the device allocates at most {}",
+                                      scope.scope, scope.max_storage_bytes, device.max_alloc_bytes));
+      }
+      // Tensor views are sub-buffers, whose origin must be a multiple of the
+      // device's base address alignment.
+      if (scope.offset_alignment != 0 && device.base_addr_align_bytes != 0 &&
+          scope.offset_alignment % device.base_addr_align_bytes != 0) {
+        missing.push_back(fmt::format(
+            "scope '{}' places tensors at offsets aligned to {} bytes, the device needs {} (CL_DEVICE_MEM_BASE_ADDR_ALIGN)",
+            scope.scope, scope.offset_alignment, device.base_addr_align_bytes));
+      }
+    }
+  }
+  if (missing.empty()) return {};
+  return fmt::format("device {} ({}) lacks: {}", device.spec, device.name, fmt::join(missing, "; "));
+}
+
+Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements) {
+  std::string chosen(spec);
+  if (chosen.empty()) {
+    if (const char* env = std::getenv("STOWAGE_DEVICE"); env != nullptr && *env != '\0') chosen = env;
+  }
+  auto devices = list_devices();
+  if (devices.empty()) {
+    return Error(ErrorKind::kUnsupported,
+                 "no OpenCL device found (is an ICD installed? PoCL's CPU device is the default)");
+  }
+  std::vector<const DeviceInfo*> candidates;
+  if (chosen.empty() || chosen == "any") {
+    for (const auto& d : devices) {
+      if (is_gpu(d)) candidates.push_back(&d);
+    }
+    for (const auto& d : devices) {
+      if (!is_gpu(d)) candidates.push_back(&d);
+    }
+  } else if (chosen.starts_with("opencl:")) {
+    std::string_view index_text = std::string_view(chosen).substr(7);
+    size_t index = 0;
+    bool numeric = !index_text.empty() && index_text.size() < 6 &&
+                   std::all_of(index_text.begin(), index_text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (numeric) index = std::stoul(std::string(index_text));
+    if (!numeric || index >= devices.size()) {
+      return Error(ErrorKind::kInvalidInput,
+                   fmt::format("device '{}' does not exist: there are {} OpenCL devices (opencl:0 to opencl:{})",
+                               chosen, devices.size(), devices.size() - 1));
+    }
+    candidates.push_back(&devices[index]);
+  } else {
+    std::string needle = lower(chosen);
+    for (const auto& d : devices) {
+      bool match = (needle == "gpu" && is_gpu(d)) || (needle == "cpu" && (d.type & CL_DEVICE_TYPE_CPU)) ||
+                   lower(d.name).find(needle) != std::string::npos ||
+                   lower(d.platform).find(needle) != std::string::npos;
+      if (match) candidates.push_back(&d);
+    }
+    if (candidates.empty()) {
+      std::vector<std::string> names;
+      for (const auto& d : devices) names.push_back(d.spec + " " + d.name);
+      return Error(ErrorKind::kInvalidInput,
+                   fmt::format("no OpenCL device matches '{}' (devices: {})", chosen, fmt::join(names, ", ")));
+    }
+  }
+  std::string first_reason;
+  for (const DeviceInfo* d : candidates) {
+    std::string reason = unmet_requirements(*d, requirements);
+    if (reason.empty()) return *d;
+    if (first_reason.empty()) first_reason = reason;
+  }
+  return Error(ErrorKind::kUnsupported, first_reason);
+}
+
+Expected<std::shared_ptr<Context>> Context::create(const DeviceInfo& device) {
+  auto raw = enumerate();
+  const RawDevice* found = nullptr;
+  for (const auto& d : raw) {
+    if (d.info.spec == device.spec) found = &d;
+  }
+  if (found == nullptr) {
+    return Error(ErrorKind::kUnsupported, fmt::format("device {} disappeared", device.spec));
+  }
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->info_ = found->info;
+  ctx->device_ = found->id;
+  cl_int status = CL_SUCCESS;
+  ctx->context_ = clCreateContext(nullptr, 1, &ctx->device_, nullptr, nullptr, &status);
+  if (status != CL_SUCCESS) return cl_error(status, "clCreateContext");
+  ctx->queue_ = clCreateCommandQueue(ctx->context_, ctx->device_, 0, &status);
+  if (status != CL_SUCCESS) return cl_error(status, "clCreateCommandQueue");
+  return ctx;
+}
+
+Context::~Context() {
+  if (queue_) {
+    clFinish(queue_);
+    clReleaseCommandQueue(queue_);
+  }
+  if (context_) clReleaseContext(context_);
+}
+
+}  // namespace stowage::opencl

@@ -1,0 +1,296 @@
+#include "stowage/ir/codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace stowage::ir {
+namespace {
+
+ValueDesc value_desc(const std::string& name, const Type& type) {
+  ValueDesc d;
+  d.name = name;
+  switch (type.kind) {
+    case Type::Kind::kTensor:
+      d.kind = ValueKind::kTensor;
+      d.shape = type.shape;
+      d.dtype = type.dtype;
+      break;
+    case Type::Kind::kInt: d.kind = ValueKind::kInt; break;
+    case Type::Kind::kFloat: d.kind = ValueKind::kFloat; break;
+    case Type::Kind::kBool: d.kind = ValueKind::kBool; break;
+    default: d.kind = ValueKind::kOther; break;
+  }
+  return d;
+}
+
+Error codegen_error(const Function& f, const Binding* b, const std::string& what) {
+  if (b != nullptr && b->loc.line > 0) {
+    return Error(ErrorKind::kVerify, fmt::format("{}:{}: error: codegen: function '{}', binding '{}': {}", b->loc.line,
+                                                 b->loc.col, f.name, op_name(b->op), what));
+  }
+  return Error(ErrorKind::kVerify, fmt::format("error: codegen: function '{}': {}", f.name, what));
+}
+
+// Builds the tables that instructions refer to, without duplicates.
+class ExecutableBuilder {
+ public:
+  ExecutableBuilder(const Module& module, const TargetDesc& target) : module_(module), target_(target) {}
+
+  uint32_t string_index(const std::string& s) {
+    auto [it, inserted] = strings_.emplace(s, static_cast<uint32_t>(exe_.strings.size()));
+    if (inserted) exe_.strings.push_back(s);
+    return it->second;
+  }
+
+  uint32_t shape_constant(const std::vector<int64_t>& shape) {
+    auto [it, inserted] = shapes_.emplace(shape, static_cast<uint32_t>(exe_.constants.size()));
+    if (inserted) {
+      Constant c;
+      c.kind = ConstantKind::kShape;
+      c.shape = shape;
+      exe_.constants.push_back(std::move(c));
+    }
+    return it->second;
+  }
+
+  uint32_t scalar_constant(const Arg& arg, DType dtype) {
+    Constant c;
+    c.dtype = dtype;
+    if (arg.kind == Arg::Kind::kFloat || dtype_is_float(dtype)) {
+      c.kind = ConstantKind::kFloat;
+      c.float_value = arg.kind == Arg::Kind::kFloat ? arg.float_value : static_cast<double>(arg.int_value);
+    } else {
+      c.kind = ConstantKind::kInt;
+      c.int_value = arg.int_value;
+    }
+    for (size_t i = 0; i < exe_.constants.size(); ++i) {
+      if (exe_.constants[i] == c) return static_cast<uint32_t>(i);
+    }
+    exe_.constants.push_back(std::move(c));
+    return static_cast<uint32_t>(exe_.constants.size() - 1);
+  }
+
+  // The requirement entry of `scope`, created on first use; nullptr when the
+  // target does not offer the scope.
+  ScopeRequirement* scope_requirement(const std::string& scope) {
+    for (auto& req : exe_.requirements.scopes) {
+      if (req.scope == scope) return &req;
+    }
+    const ScopeDesc* desc = target_.find_scope(scope);
+    if (desc == nullptr) return nullptr;
+    ScopeRequirement req;
+    req.scope = scope;
+    req.kind = desc->kind;
+    req.onchip = desc->onchip;
+    req.capacity = desc->capacity;
+    exe_.requirements.scopes.push_back(req);
+    if (desc->kind == ScopeKind::kImage2d) exe_.requirements.features |= kFeatureImages;
+    return &exe_.requirements.scopes.back();
+  }
+
+  Executable& exe() { return exe_; }
+  const Module& module() const { return module_; }
+
+ private:
+  const Module& module_;
+  const TargetDesc& target_;
+  Executable exe_;
+  std::map<std::string, uint32_t> strings_;
+  std::map<std::vector<int64_t>, uint32_t> shapes_;
+};
+
+// Keeps the lowest set bit over every non-zero offset: the alignment all share.
+void note_offset(ScopeRequirement& req, uint64_t offset) {
+  if (offset == 0) return;
+  uint64_t lowest = offset & (~offset + 1);
+  req.offset_alignment = req.offset_alignment == 0 ? lowest : std::min(req.offset_alignment, lowest);
+}
+
+class FunctionLowering {
+ public:
+  FunctionLowering(ExecutableBuilder& b, const Function& f, const std::map<std::string, uint32_t>& kernels,
+                   const std::map<std::string, uint32_t>& functions)
+      : b_(b), f_(f), kernels_(kernels), functions_(functions) {}
+
+  Expected<stowage::Function> lower() {
+    out_.name = f_.name;
+    for (const auto& p : f_.params) {
+      out_.params.push_back(value_desc(p.name, p.type));
+      define(p.name);
+    }
+    for (const auto& binding : f_.bindings) {
+      if (auto status = lower_binding(binding); !status) return status.error();
+    }
+    auto ret = reg_of(f_.ret, nullptr);
+    if (!ret) return ret.error();
+    emit(Opcode::kRet, {*ret});
+    out_.result = value_desc(f_.ret, f_.ret_type);
+    out_.num_registers = next_reg_;
+    return std::move(out_);
+  }
+
+ private:
+  uint32_t define(const std::string& name) {
+    uint32_t r = next_reg_++;
+    regs_[name] = r;
+    return r;
+  }
+
+  Expected<uint32_t> reg_of(const std::string& name, const Binding* b) {
+    auto it = regs_.find(name);
+    if (it == regs_.end()) return codegen_error(f_, b, fmt::format("'{}' is not defined", name));
+    return it->second;
+  }
+
+  void emit(Opcode op, std::initializer_list<uint64_t> ops, std::vector<uint32_t> list = {}) {
+    Instruction ins;
+    ins.op = op;
+    size_t i = 0;
+    for (uint64_t v : ops) ins.ops[i++] = v;
+    ins.list = std::move(list);
+    out_.code.push_back(std::move(ins));
+  }
+
+  // Registers for call arguments; literals are loaded into fresh registers.
+  Expected<std::vector<uint32_t>> arg_registers(const Binding& b, const std::vector<DType>& literal_types) {
+    std::vector<uint32_t> regs;
+    for (size_t i = 0; i < b.args.size(); ++i) {
+      const Arg& a = b.args[i];
+      if (a.kind == Arg::Kind::kVar) {
+        auto r = reg_of(a.var, &b);
+        if (!r) return r.error();
+        regs.push_back(*r);
+        continue;
+      }
+      DType dtype = i < literal_types.size() ? literal_types[i]
+                                             : (a.kind == Arg::Kind::kFloat ? DType::kFloat64 : DType::kInt64);
+      uint32_t c = b_.scalar_constant(a, dtype);
+      uint32_t r = next_reg_++;
+      emit(Opcode::kLoadConst, {r, c});
+      regs.push_back(r);
+    }
+    return regs;
+  }
+
+  Status lower_binding(const Binding& b) {
+    switch (b.op) {
+      case Op::kAllocStorage: {
+        ScopeRequirement* req = b_.scope_requirement(b.scope);
+        if (req == nullptr) return codegen_error(f_, &b, fmt::format("scope '{}' is not offered by the target", b.scope));
+        uint64_t bytes = b.shape.size() == 1 ? static_cast<uint64_t>(b.shape[0]) : 0;
+        req->max_storage_bytes = std::max(req->max_storage_bytes, bytes);
+        uint32_t size = b_.shape_constant(b.shape);
+        uint32_t scope = b_.string_index(b.scope);
+        storage_scope_[b.result] = b.scope;
+        uint32_t r = define(b.result);
+        emit(Opcode::kAllocStorage, {r, size, static_cast<uint64_t>(b.device), static_cast<uint64_t>(b.dtype), scope});
+        return {};
+      }
+      case Op::kAllocTensor: {
+        auto storage = reg_of(b.vars.at(0), &b);
+        if (!storage) return storage.error();
+        if (auto it = storage_scope_.find(b.vars[0]); it != storage_scope_.end()) {
+          note_offset(*b_.scope_requirement(it->second), static_cast<uint64_t>(b.offset));
+        }
+        uint32_t shape = b_.shape_constant(b.shape);
+        uint32_t r = define(b.result);
+        emit(Opcode::kAllocTensor,
+             {r, *storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+        return {};
+      }
+      case Op::kKillObject: {
+        auto r = reg_of(b.vars.at(0), &b);
+        if (!r) return r.error();
+        emit(Opcode::kKill, {*r});
+        return {};
+      }
+      case Op::kCopyTensor: {
+        auto src = reg_of(b.vars.at(0), &b);
+        if (!src) return src.error();
+        auto dst = reg_of(b.vars.at(1), &b);
+        if (!dst) return dst.error();
+        emit(Opcode::kCopyTensor, {*src, *dst});
+        return {};
+      }
+      case Op::kCallKernel: {
+        auto k = kernels_.find(b.callee);
+        if (k == kernels_.end()) return codegen_error(f_, &b, fmt::format("unknown kernel '{}'", b.callee));
+        std::vector<DType> literal_types;
+        for (const auto& p : b_.exe().kernels[k->second].params) literal_types.push_back(p.dtype);
+        auto args = arg_registers(b, literal_types);
+        if (!args) return args.error();
+        uint32_t grid = b_.shape_constant(b.grid);
+        uint64_t local = b.local.empty() ? kNoConstant : b_.shape_constant(b.local);
+        emit(Opcode::kCallKernel, {k->second, grid, local}, args.take());
+        return {};
+      }
+      case Op::kCall: {
+        auto fn = functions_.find(b.callee);
+        if (fn == functions_.end()) return codegen_error(f_, &b, fmt::format("unknown function '{}'", b.callee));
+        const Function& callee = b_.module().functions[fn->second];
+        std::vector<DType> literal_types;
+        for (const auto& p : callee.params) {
+          literal_types.push_back(p.type.kind == Type::Kind::kFloat ? DType::kFloat64 : DType::kInt64);
+        }
+        auto args = arg_registers(b, literal_types);
+        if (!args) return args.error();
+        uint32_t r = define(b.result);
+        emit(Opcode::kCall, {r, fn->second}, args.take());
+        return {};
+      }
+      case Op::kEmpty:
+        return codegen_error(f_, &b, "tensor-level 'empty' must be planned into storage before code generation");
+    }
+    return {};
+  }
+
+  ExecutableBuilder& b_;
+  const Function& f_;
+  const std::map<std::string, uint32_t>& kernels_;
+  const std::map<std::string, uint32_t>& functions_;
+  stowage::Function out_;
+  std::map<std::string, uint32_t> regs_;
+  std::map<std::string, std::string> storage_scope_;
+  uint32_t next_reg_ = 0;
+};
+
+}  // namespace
+
+Expected<Executable> generate_executable(const Module& module, const TargetDesc& target,
+                                         const CodegenOptions& options) {
+  ExecutableBuilder builder(module, target);
+  Executable& exe = builder.exe();
+  std::map<std::string, uint32_t> kernels;
+  for (size_t u = 0; u < module.units.size(); ++u) {
+    exe.units.push_back(KernelUnit{module.units[u].name, module.units[u].source});
+    for (KernelSignature sig : module.units[u].signatures) {
+      sig.unit = static_cast<uint32_t>(u);
+      for (const auto& p : sig.params) {
+        if (p.is_image()) {
+          exe.requirements.features |= kFeatureImages;
+        } else if (p.dtype == DType::kFloat16) {
+          exe.requirements.features |= kFeatureFp16;
+        } else if (p.dtype == DType::kFloat64) {
+          exe.requirements.features |= kFeatureFp64;
+        }
+      }
+      kernels.emplace(sig.name, static_cast<uint32_t>(exe.kernels.size()));
+      exe.kernels.push_back(std::move(sig));
+    }
+  }
+  std::map<std::string, uint32_t> functions;
+  for (size_t i = 0; i < module.functions.size(); ++i) {
+    functions.emplace(module.functions[i].name, static_cast<uint32_t>(i));
+  }
+  for (const auto& f : module.functions) {
+    auto lowered = FunctionLowering(builder, f, kernels, functions).lower();
+    if (!lowered) return lowered.error();
+    exe.functions.push_back(lowered.take());
+  }
+  exe.debug_text = options.debug_text;
+  return std::move(exe);
+}
+
+}  // namespace stowage::ir

@@ -1,0 +1,180 @@
+#include "stowage/vm/value.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace stowage::vm {
+
+// DLPack 0.8 names the bool type code 6 (kDLBool); older headers lack the name.
+constexpr uint8_t kDLBoolCode = 6;
+
+StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem)
+    : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)) {
+  usage_->in_use += nbytes_;
+  if (usage_->in_use > usage_->peak) usage_->peak = usage_->in_use;
+}
+
+StorageObject::~StorageObject() { usage_->in_use -= nbytes_; }
+
+std::string Tensor::scope() const { return on_host() ? "host" : object_->storage->scope(); }
+
+void Tensor::copy_to_host(std::span<std::byte> dst) const {
+  if (dst.size() != object_->nbytes) {
+    throw StowageError(ErrorKind::kInvalidInput,
+                       fmt::format("copy_to_host: destination has {} bytes, the tensor {}", dst.size(), object_->nbytes));
+  }
+  if (object_->nbytes == 0) return;
+  if (on_host()) {
+    std::memcpy(dst.data(), object_->host_data, dst.size());
+    return;
+  }
+  // A blocking read on the in-order queue waits for everything enqueued before it.
+  cl_int status = clEnqueueReadBuffer(object_->context->queue(), object_->storage->mem(), CL_TRUE, object_->offset,
+                                      dst.size(), dst.data(), 0, nullptr, nullptr);
+  if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueReadBuffer"));
+}
+
+namespace {
+
+struct HostCopy {
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+  DLManagedTensor managed{};
+};
+
+}  // namespace
+
+DLManagedTensor* Tensor::to_dlpack() const {
+  auto* copy = new HostCopy();
+  copy->shape = object_->shape;
+  copy->bytes.resize(object_->nbytes);
+  try {
+    copy_to_host(copy->bytes);
+  } catch (...) {
+    delete copy;
+    throw;
+  }
+  DLTensor& t = copy->managed.dl_tensor;
+  t.data = copy->bytes.empty() ? nullptr : copy->bytes.data();
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(copy->shape.size());
+  t.dtype = dtype_to_dlpack(object_->dtype);
+  t.shape = copy->shape.data();
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  copy->managed.manager_ctx = copy;
+  copy->managed.deleter = [](DLManagedTensor* self) { delete static_cast<HostCopy*>(self->manager_ctx); };
+  return &copy->managed;
+}
+
+std::optional<DType> dtype_from_dlpack(DLDataType type) {
+  if (type.lanes != 1) return std::nullopt;
+  switch (type.code) {
+    case kDLInt:
+      switch (type.bits) {
+        case 8: return DType::kInt8;
+        case 16: return DType::kInt16;
+        case 32: return DType::kInt32;
+        case 64: return DType::kInt64;
+      }
+      break;
+    case kDLUInt:
+      switch (type.bits) {
+        case 8: return DType::kUInt8;
+        case 16: return DType::kUInt16;
+        case 32: return DType::kUInt32;
+        case 64: return DType::kUInt64;
+      }
+      break;
+    case kDLFloat:
+      switch (type.bits) {
+        case 16: return DType::kFloat16;
+        case 32: return DType::kFloat32;
+        case 64: return DType::kFloat64;
+      }
+      break;
+    case kDLBoolCode:
+      if (type.bits == 8) return DType::kBool;
+      break;
+  }
+  return std::nullopt;
+}
+
+DLDataType dtype_to_dlpack(DType dtype) {
+  uint8_t bits = static_cast<uint8_t>(dtype_bytes(dtype) * 8);
+  uint8_t code = kDLInt;
+  if (dtype == DType::kBool) {
+    code = kDLBoolCode;
+  } else if (dtype_is_float(dtype)) {
+    code = kDLFloat;
+  } else if (!dtype_is_signed_int(dtype)) {
+    code = kDLUInt;
+  }
+  return DLDataType{code, bits, 1};
+}
+
+Expected<Tensor> tensor_from_dlpack(const DLTensor& t, std::shared_ptr<void> owner) {
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
+    return Error(ErrorKind::kInvalidInput,
+                 fmt::format("DLPack tensor is on device type {}; only host (kDLCPU) tensors are accepted",
+                             static_cast<int>(t.device.device_type)));
+  }
+  auto dtype = dtype_from_dlpack(t.dtype);
+  if (!dtype) {
+    return Error(ErrorKind::kInvalidInput, fmt::format("DLPack dtype (code {}, bits {}, lanes {}) is not supported",
+                                                       t.dtype.code, t.dtype.bits, t.dtype.lanes));
+  }
+  if (t.ndim < 0 || t.ndim > 16) return Error(ErrorKind::kInvalidInput, fmt::format("DLPack ndim {} out of range", t.ndim));
+  auto obj = std::make_shared<TensorObject>();
+  obj->shape.assign(t.shape, t.shape + t.ndim);
+  obj->dtype = *dtype;
+  auto nbytes = checked_nbytes(obj->shape, *dtype);
+  if (!nbytes) return Error(ErrorKind::kInvalidInput, "DLPack tensor shape is negative or its size overflows");
+  obj->nbytes = *nbytes;
+  if (t.strides != nullptr) {
+    int64_t expected = 1;
+    for (int32_t i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expected) {
+        return Error(ErrorKind::kInvalidInput, "DLPack tensor is not compact row-major; make it contiguous first");
+      }
+      expected *= t.shape[i];
+    }
+  }
+  obj->host_data = static_cast<char*>(t.data) + t.byte_offset;
+  obj->host_owner = std::move(owner);
+  return Tensor(std::move(obj));
+}
+
+Expected<Tensor> tensor_from_dlpack(DLManagedTensor* managed) {
+  std::shared_ptr<void> owner(managed, [](void* p) {
+    auto* m = static_cast<DLManagedTensor*>(p);
+    if (m->deleter) m->deleter(m);
+  });
+  return tensor_from_dlpack(managed->dl_tensor, std::move(owner));
+}
+
+Tensor host_tensor(std::vector<int64_t> shape, DType dtype, std::span<const std::byte> bytes) {
+  auto buffer = std::make_shared<std::vector<std::byte>>(bytes.begin(), bytes.end());
+  auto obj = std::make_shared<TensorObject>();
+  obj->shape = std::move(shape);
+  obj->dtype = dtype;
+  obj->nbytes = buffer->size();
+  obj->host_data = buffer->data();
+  obj->host_owner = std::move(buffer);
+  return Tensor(std::move(obj));
+}
+
+const char* Value::kind_name() const {
+  switch (kind) {
+    case Kind::kNone: return "nothing";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kShape: return "Shape";
+    case Kind::kStorage: return "Storage";
+    case Kind::kTensor: return "Tensor";
+  }
+  return "?";
+}
+
+}  // namespace stowage::vm

@@ -1,0 +1,77 @@
+// The VM's private state: per-call-site caches, frames, and the instruction
+// handlers (vm.cc dispatches; vm_memory.cc and vm_kernels.cc hold the handlers).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stowage/backend/program_cache.h"
+#include "stowage/vm/vm.h"
+
+namespace stowage::vm {
+
+// The last value bound to one kernel argument, so unchanged arguments are not set again.
+struct BoundArg {
+  bool set = false;
+  cl_mem mem = nullptr;
+  uint64_t scalar_bits = 0;
+};
+
+// What one instruction keeps between executions.
+struct SiteState {
+  // alloc_storage: the storage made here, reused once nothing else holds it.
+  std::shared_ptr<StorageObject> storage;
+  // alloc_tensor: the last sub-buffer made here and what it views.
+  opencl::MemHandle view;
+  cl_mem view_parent = nullptr;
+  uint64_t view_offset = 0;
+  uint64_t view_size = 0;
+  // call_kernel: this site's kernel object, its bound arguments, its sizes.
+  cl_kernel kernel = nullptr;
+  std::vector<BoundArg> bound;
+  cl_uint dims = 0;
+  std::array<size_t, 3> global{};
+  std::array<size_t, 3> local{};
+  bool has_local = false;
+  // Profiling.
+  uint64_t count = 0;
+  double total_us = 0;
+};
+
+struct VirtualMachine::Impl {
+  std::shared_ptr<const Executable> exe;
+  std::shared_ptr<opencl::Context> context;
+  std::unique_ptr<opencl::ProgramCache> programs;
+  std::vector<cl_program> unit_programs;           // by unit index
+  std::vector<std::vector<SiteState>> sites;       // [function][instruction]
+  std::vector<std::shared_ptr<ScopeUsage>> scope_usage;  // by requirement index
+  std::map<std::string, size_t, std::less<>> scope_index;
+  std::vector<bool> kernel_checked;                // clGetKernelArgInfo compared, per kernel
+  bool profiling = false;
+  uint64_t device_allocations = 0;
+  uint64_t device_bytes_allocated = 0;
+  uint64_t sub_buffers_created = 0;
+  uint64_t kernel_launches = 0;
+  uint32_t depth = 0;
+
+  ~Impl();
+  Value run(uint32_t function, std::vector<Value>& args);
+  void execute(uint32_t function, uint32_t pc, const Instruction& ins, std::vector<Value>& regs, Value& result,
+               bool& returned);
+
+  // Handlers; each throws StowageError with a message that the dispatcher prefixes
+  // with the function and instruction.
+  void alloc_storage(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void alloc_tensor(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
+  void call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel);
+};
+
+[[noreturn]] void throw_runtime(const std::string& message);
+[[noreturn]] void throw_cl(cl_int status, std::string_view call);
+
+}  // namespace stowage::vm

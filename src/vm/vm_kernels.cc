@@ -1,0 +1,145 @@
+// call_kernel: one cl_kernel per call site, arguments set only when they change,
+// sizes decoded once, so the VM's cost per launch stays a few branches.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "vm_impl.h"
+
+namespace stowage::vm {
+namespace {
+
+// The bytes of a scalar argument as the kernel's parameter type wants them.
+size_t scalar_bytes(const KernelParam& param, const Value& v, uint64_t& bits) {
+  bits = 0;
+  size_t size = dtype_bytes(param.dtype);
+  if (dtype_is_float(param.dtype)) {
+    double d = v.kind == Value::Kind::kFloat ? v.float_value : static_cast<double>(v.int_value);
+    if (param.dtype == DType::kFloat32) {
+      float f = static_cast<float>(d);
+      std::memcpy(&bits, &f, sizeof(f));
+    } else if (param.dtype == DType::kFloat64) {
+      std::memcpy(&bits, &d, sizeof(d));
+    } else {
+      throw_runtime("float16 scalar arguments are not supported");
+    }
+  } else {
+    if (v.kind != Value::Kind::kInt) throw_runtime(fmt::format("a float cannot be passed to integer parameter '{}'", param.name));
+    std::memcpy(&bits, &v.int_value, size);  // little-endian: the low bytes
+  }
+  return size;
+}
+
+}  // namespace
+
+void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
+  using O = operands::CallKernel;
+  const uint32_t kernel_index = static_cast<uint32_t>(ins.ops[O::kKernel]);
+  const KernelSignature& sig = exe->kernels[kernel_index];
+  if (site.kernel == nullptr) {
+    cl_int status = CL_SUCCESS;
+    cl_kernel kernel = clCreateKernel(unit_programs[sig.unit], sig.name.c_str(), &status);
+    if (status != CL_SUCCESS) throw_cl(status, fmt::format("clCreateKernel('{}')", sig.name));
+    site.kernel = kernel;
+    site.bound.assign(sig.params.size(), BoundArg{});
+    const std::vector<int64_t>& global = exe->constants[ins.ops[O::kGlobal]].shape;
+    site.dims = static_cast<cl_uint>(global.size());
+    for (size_t i = 0; i < global.size(); ++i) site.global[i] = static_cast<size_t>(global[i]);
+    site.has_local = ins.ops[O::kLocal] != kNoConstant;
+    if (site.has_local) {
+      const std::vector<int64_t>& local = exe->constants[ins.ops[O::kLocal]].shape;
+      for (size_t i = 0; i < local.size(); ++i) site.local[i] = static_cast<size_t>(local[i]);
+    }
+    if (!kernel_checked[kernel_index]) {
+      check_kernel_arg_info(kernel_index, kernel);
+      kernel_checked[kernel_index] = true;
+    }
+  }
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    const KernelParam& param = sig.params[i];
+    const Value& v = regs[ins.list[i]];
+    BoundArg& bound = site.bound[i];
+    if (param.is_buffer()) {
+      if (v.kind != Value::Kind::kTensor) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a Tensor, register holds {}", sig.name, i,
+                                  param.name, v.kind_name()));
+      }
+      const TensorObject& t = *v.tensor;
+      if (t.on_host()) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': a host tensor cannot be a kernel argument; "
+                                  "copy it into device storage with copy_tensor",
+                                  sig.name, i, param.name));
+      }
+      if (t.dtype != param.dtype) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': expects {} elements, the tensor holds {}", sig.name, i,
+                                  param.name, dtype_name(param.dtype), dtype_name(t.dtype)));
+      }
+      cl_mem mem = t.view ? t.view.get() : t.storage->mem();
+      if (!bound.set || bound.mem != mem) {
+        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
+        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
+        bound.set = true;
+        bound.mem = mem;
+      }
+    } else if (param.kind == KernelParamKind::kScalar) {
+      if (v.kind != Value::Kind::kInt && v.kind != Value::Kind::kFloat) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a scalar, register holds {}", sig.name, i,
+                                  param.name, v.kind_name()));
+      }
+      if (param.lanes != 1) throw_runtime(fmt::format("kernel '{}': vector scalar arguments are not supported", sig.name));
+      uint64_t bits = 0;
+      size_t size = scalar_bytes(param, v, bits);
+      if (!bound.set || bound.scalar_bits != bits) {
+        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), size, &bits);
+        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
+        bound.set = true;
+        bound.scalar_bits = bits;
+      }
+    } else {
+      throw StowageError(ErrorKind::kUnsupported,
+                         fmt::format("kernel '{}' argument {} '{}': {} parameters are not supported by this runtime",
+                                     sig.name, i, param.name, kernel_param_kind_name(param.kind)));
+    }
+  }
+  cl_int status = clEnqueueNDRangeKernel(context->queue(), site.kernel, site.dims, nullptr, site.global.data(),
+                                         site.has_local ? site.local.data() : nullptr, 0, nullptr, nullptr);
+  if (status != CL_SUCCESS) throw_cl(status, fmt::format("clEnqueueNDRangeKernel('{}')", sig.name));
+  ++kernel_launches;
+}
+
+// Compares the signature carried in the executable with what the driver compiled,
+// where the driver reports argument information.
+void VirtualMachine::Impl::check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel) {
+  const KernelSignature& sig = exe->kernels[kernel_index];
+  cl_uint num_args = 0;
+  if (clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof(num_args), &num_args, nullptr) == CL_SUCCESS &&
+      num_args != sig.params.size()) {
+    throw StowageError(ErrorKind::kInvalidInput,
+                       fmt::format("kernel '{}': the executable declares {} parameters, the compiled kernel has {}",
+                                   sig.name, sig.params.size(), num_args));
+  }
+  for (cl_uint i = 0; i < num_args && i < sig.params.size(); ++i) {
+    cl_kernel_arg_address_qualifier address = 0;
+    cl_int status = clGetKernelArgInfo(kernel, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(address), &address, nullptr);
+    if (status == CL_KERNEL_ARG_INFO_NOT_AVAILABLE) return;
+    if (status != CL_SUCCESS) return;  // some drivers do not report it; the signature still guards launches
+    const KernelParam& param = sig.params[i];
+    cl_kernel_arg_address_qualifier expected = CL_KERNEL_ARG_ADDRESS_PRIVATE;
+    switch (param.kind) {
+      case KernelParamKind::kGlobalBuffer: expected = CL_KERNEL_ARG_ADDRESS_GLOBAL; break;
+      case KernelParamKind::kConstantBuffer: expected = CL_KERNEL_ARG_ADDRESS_CONSTANT; break;
+      case KernelParamKind::kLocal: expected = CL_KERNEL_ARG_ADDRESS_LOCAL; break;
+      case KernelParamKind::kImage2dRead:
+      case KernelParamKind::kImage2dWrite: continue;  // drivers differ on images' address space
+      case KernelParamKind::kScalar: expected = CL_KERNEL_ARG_ADDRESS_PRIVATE; break;
+    }
+    if (address != expected) {
+      throw StowageError(ErrorKind::kInvalidInput,
+                         fmt::format("kernel '{}' parameter {} '{}': the executable declares a {}, the compiled kernel "
+                                     "disagrees (address qualifier 0x{:x})",
+                                     sig.name, i, param.name, kernel_param_kind_name(param.kind), address));
+    }
+  }
+}
+
+}  // namespace stowage::vm

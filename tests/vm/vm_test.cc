@@ -1,0 +1,217 @@
+// The VM on the default OpenCL device (PoCL's CPU device in CI), with executables
+// built by hand so that these tests need no compiler.
+#include "stowage/vm/vm.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "vm/example_executable.h"
+
+namespace stowage::vm {
+namespace {
+
+using stowage::testing::add_mul_executable;
+using stowage::testing::make_instruction;
+
+Tensor int_tensor(const std::vector<int32_t>& values) {
+  return host_tensor({4, 64}, DType::kInt32, std::as_bytes(std::span(values)));
+}
+
+struct Inputs {
+  std::vector<int32_t> x, y, z;
+  std::vector<int32_t> expected() const {
+    std::vector<int32_t> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = (x[i] + y[i]) * z[i];
+    return out;
+  }
+};
+
+Inputs make_inputs(int seed) {
+  Inputs in;
+  for (int i = 0; i < 256; ++i) {
+    in.x.push_back(i * 3 - 100 + seed);
+    in.y.push_back(7 - i + seed * 2);
+    in.z.push_back((i % 13) - 6);
+  }
+  return in;
+}
+
+std::unique_ptr<VirtualMachine> make_vm(Executable exe) {
+  auto vm = VirtualMachine::create(std::make_shared<const Executable>(std::move(exe)));
+  if (!vm) throw StowageError(vm.error());
+  return vm.take();
+}
+
+TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
+  auto vm = make_vm(add_mul_executable());
+  Inputs in = make_inputs(0);
+  Value out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
+                                  Value::from(int_tensor(in.z))});
+  ASSERT_EQ(out.kind, Value::Kind::kTensor);
+  Tensor result = out.as_tensor();
+  EXPECT_EQ(result.shape(), (std::vector<int64_t>{4, 64}));
+  EXPECT_EQ(result.scope(), "global.vtcm");
+  EXPECT_EQ(result.to_vector<int32_t>(), in.expected());
+}
+
+TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
+  auto vm = make_vm(add_mul_executable());
+  Inputs first = make_inputs(1);
+  {
+    Value out = vm->invoke("main", {Value::from(int_tensor(first.x)), Value::from(int_tensor(first.y)),
+                                    Value::from(int_tensor(first.z))});
+    EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), first.expected());
+  }
+  Profile p1 = vm->profile();
+  EXPECT_EQ(p1.device_allocations, 1u);   // the vtcm storage
+  EXPECT_EQ(p1.sub_buffers_created, 5u);  // one view per alloc_tensor site
+  vm->reset_profile();
+  Inputs second = make_inputs(2);
+  Value out = vm->invoke("main", {Value::from(int_tensor(second.x)), Value::from(int_tensor(second.y)),
+                                  Value::from(int_tensor(second.z))});
+  EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), second.expected());
+  Profile p2 = vm->profile();
+  EXPECT_EQ(p2.device_allocations, 0u);
+  EXPECT_EQ(p2.sub_buffers_created, 0u);
+  EXPECT_EQ(p2.kernel_launches, 2u);
+}
+
+TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
+  auto vm = make_vm(add_mul_executable());
+  Inputs a = make_inputs(3);
+  Inputs b = make_inputs(4);
+  Value first = vm->invoke("main", {Value::from(int_tensor(a.x)), Value::from(int_tensor(a.y)),
+                                    Value::from(int_tensor(a.z))});
+  Value second = vm->invoke("main", {Value::from(int_tensor(b.x)), Value::from(int_tensor(b.y)),
+                                     Value::from(int_tensor(b.z))});
+  EXPECT_EQ(vm->profile().device_allocations, 2u);
+  // The first result was not overwritten by the second invoke.
+  EXPECT_EQ(first.as_tensor().to_vector<int32_t>(), a.expected());
+  EXPECT_EQ(second.as_tensor().to_vector<int32_t>(), b.expected());
+}
+
+TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
+  Executable exe = add_mul_executable();
+  exe.requirements.scopes[0].capacity = 6000;  // room for one 4096-byte storage only
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(5);
+  Value held = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
+                                   Value::from(int_tensor(in.z))});
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    FAIL() << "expected the capacity to be exceeded";
+  } catch (const StowageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "function 'main' instruction 0 (alloc_storage): scope 'global.vtcm' (emulated on-chip): allocating 4096 "
+              "bytes exceeds the capacity of 6000 bytes (4096 in use)");
+  }
+  Profile p = vm->profile();
+  ASSERT_EQ(p.scopes.size(), 1u);
+  EXPECT_TRUE(p.scopes[0].emulated);
+  EXPECT_EQ(p.scopes[0].in_use, 4096u);
+  held = Value();  // releasing the result returns the bytes
+  EXPECT_EQ(vm->profile().scopes[0].in_use, 4096u);  // still cached by the call site, reusable
+  Value again = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
+                                    Value::from(int_tensor(in.z))});
+  EXPECT_EQ(again.as_tensor().to_vector<int32_t>(), in.expected());
+}
+
+TEST(VmTest, WrongArgumentsAreRefusedWithTheirName) {
+  auto vm = make_vm(add_mul_executable());
+  std::vector<int32_t> small(128, 1);
+  Tensor wrong = host_tensor({2, 64}, DType::kInt32, std::as_bytes(std::span(small)));
+  Inputs in = make_inputs(0);
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(wrong), Value::from(int_tensor(in.z))});
+    FAIL();
+  } catch (const StowageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "invoke 'main': argument 1 'y' must be Tensor[(4, 64), int32], got Tensor[(2, 64), int32]");
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  }
+  EXPECT_THROW(vm->invoke("nope", {}), StowageError);
+  EXPECT_THROW(vm->invoke("main", {}), StowageError);
+}
+
+TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
+  Executable exe = add_mul_executable();
+  Constant local;
+  local.shape = {100};  // does not divide the global size 256
+  exe.constants.push_back(local);
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    FAIL();
+  } catch (const StowageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "function 'main' instruction 6 (call_kernel): OpenCL error CL_INVALID_WORK_GROUP_SIZE (-54) from "
+              "clEnqueueNDRangeKernel('compute_add_in_vtcm')");
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+  }
+}
+
+TEST(VmTest, HostTensorAsKernelArgumentIsARuntimeError) {
+  Executable exe = add_mul_executable();
+  // Pass parameter x straight to the kernel instead of its device copy.
+  exe.functions[0].code[6].list = {0, 5, 6};
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    FAIL();
+  } catch (const StowageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "function 'main' instruction 6 (call_kernel): kernel 'compute_add_in_vtcm' argument 0 'a': a host tensor "
+              "cannot be a kernel argument; copy it into device storage with copy_tensor");
+  }
+}
+
+TEST(VmTest, KillDropsTheReferenceAtOnce) {
+  // main(x) { s = alloc_storage; t = alloc_tensor(s); copy(x, t); kill t; kill s; ret x }
+  Executable exe = add_mul_executable();
+  Function& f = exe.functions[0];
+  f.code = {
+      make_instruction(Opcode::kAllocStorage, {3, 0, 0, 5, 0}),
+      make_instruction(Opcode::kAllocTensor, {4, 3, 0, 1, 3}),
+      make_instruction(Opcode::kCopyTensor, {0, 4}),
+      make_instruction(Opcode::kKill, {4}),
+      make_instruction(Opcode::kKill, {3}),
+      make_instruction(Opcode::kRet, {0}),
+  };
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  // After the run only the call site's cache holds the storage.
+  Profile p = vm->profile();
+  EXPECT_EQ(p.scopes[0].in_use, 4096u);
+  EXPECT_EQ(p.scopes[0].peak, 4096u);
+}
+
+TEST(VmTest, DLPackRoundTrip) {
+  auto vm = make_vm(add_mul_executable());
+  Inputs in = make_inputs(6);
+  std::vector<int64_t> shape = {4, 64};
+  auto dl = [&](std::vector<int32_t>& data) {
+    DLTensor t{};
+    t.data = data.data();
+    t.device = {kDLCPU, 0};
+    t.ndim = 2;
+    t.dtype = {kDLInt, 32, 1};
+    t.shape = shape.data();
+    return tensor_from_dlpack(t, nullptr).value_or_throw();
+  };
+  Value out = vm->invoke("main", {Value::from(dl(in.x)), Value::from(dl(in.y)), Value::from(dl(in.z))});
+  DLManagedTensor* managed = out.as_tensor().to_dlpack();
+  ASSERT_EQ(managed->dl_tensor.ndim, 2);
+  EXPECT_EQ(managed->dl_tensor.dtype.code, kDLInt);
+  EXPECT_EQ(managed->dl_tensor.dtype.bits, 32);
+  const int32_t* data = static_cast<const int32_t*>(managed->dl_tensor.data);
+  EXPECT_EQ(std::vector<int32_t>(data, data + 256), in.expected());
+  managed->deleter(managed);
+}
+
+}  // namespace
+}  // namespace stowage::vm
