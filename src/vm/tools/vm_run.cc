@@ -1,1 +1,229 @@
-int main() { return 0; }
+// vm-run: runs a function of a Stowage bytecode file on an OpenCL device, with
+// .npy files in and out.
+//
+// Exit codes: 0 success, 1 runtime error (device, OpenCL, capacity), 2 bad input
+// (arguments, bytecode file, .npy files). Errors are one line on stderr.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "npy.h"
+#include "stowage/backend/opencl.h"
+#include "stowage/vm/bytecode.h"
+#include "stowage/vm/vm.h"
+
+namespace {
+
+using namespace stowage;
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitBadInput = 2;
+
+struct Options {
+  std::string file;
+  std::string function = "main";
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string device;
+  int repeat = 1;
+  bool profile = false;
+  bool info = false;
+  bool list_devices = false;
+};
+
+// One line: newlines in driver messages (build logs) become "; ".
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ';');
+  return text;
+}
+
+int fail(const Error& error) {
+  std::cerr << "vm-run: error: " << one_line(error.message()) << "\n";
+  return error.is_input_error() ? kExitBadInput : kExitRuntime;
+}
+
+std::string describe(const ValueDesc& d) {
+  switch (d.kind) {
+    case ValueKind::kTensor:
+      return fmt::format("{}: Tensor[({}), {}]", d.name, fmt::join(d.shape, ", "), dtype_name(d.dtype));
+    case ValueKind::kInt: return d.name + ": int";
+    case ValueKind::kFloat: return d.name + ": float";
+    case ValueKind::kBool: return d.name + ": bool";
+    case ValueKind::kOther: return d.name + ": Object";
+  }
+  return d.name;
+}
+
+void print_info(const Executable& exe) {
+  fmt::print("functions:\n");
+  for (const auto& f : exe.functions) {
+    std::vector<std::string> params;
+    for (const auto& p : f.params) params.push_back(describe(p));
+    fmt::print("  {}({}) -> {}  [{} registers, {} instructions]\n", f.name, fmt::join(params, ", "),
+               describe(f.result), f.num_registers, f.code.size());
+  }
+  fmt::print("kernels:\n");
+  for (const auto& k : exe.kernels) {
+    std::vector<std::string> params;
+    for (const auto& p : k.params) {
+      std::string type = p.is_buffer() || p.kind == KernelParamKind::kScalar
+                             ? fmt::format("{}{}{}", p.is_const ? "const " : "", dtype_name(p.dtype),
+                                           p.lanes > 1 ? fmt::format("x{}", p.lanes) : "")
+                             : "";
+      params.push_back(fmt::format("{} {} {}", kernel_param_kind_name(p.kind), type, p.name));
+    }
+    fmt::print("  {} (unit '{}'): {}\n", k.name, exe.units[k.unit].name, fmt::join(params, ", "));
+  }
+  fmt::print("requirements:\n");
+  std::vector<std::string> features;
+  if (exe.requirements.features & kFeatureImages) features.push_back("images");
+  if (exe.requirements.features & kFeatureFp16) features.push_back("fp16");
+  if (exe.requirements.features & kFeatureFp64) features.push_back("fp64");
+  fmt::print("  features: {}\n", features.empty() ? "none" : fmt::format("{}", fmt::join(features, ", ")));
+  for (const auto& s : exe.requirements.scopes) {
+    fmt::print("  scope {}: {}{}, largest storage {} bytes, offsets aligned to {}\n", s.scope,
+               s.kind == ScopeKind::kBuffer ? "buffer" : "image2d",
+               s.onchip ? fmt::format(", on-chip capacity {} bytes", s.capacity) : "", s.max_storage_bytes,
+               s.offset_alignment == 0 ? std::string("(all at 0)") : fmt::to_string(s.offset_alignment));
+  }
+}
+
+void print_profile(const vm::Profile& p, int repeat) {
+  fmt::print("profile ({} invocation{}):\n", repeat, repeat == 1 ? "" : "s");
+  fmt::print("  {:<12} {:>5}  {:<14} {:<24} {:>8} {:>12} {:>10}\n", "function", "index", "instruction", "detail",
+             "count", "total us", "mean us");
+  for (const auto& ip : p.instructions) {
+    fmt::print("  {:<12} {:>5}  {:<14} {:<24} {:>8} {:>12.1f} {:>10.2f}\n", ip.function, ip.index,
+               opcode_info(ip.op).name, ip.detail, ip.count, ip.total_us, ip.total_us / static_cast<double>(ip.count));
+  }
+  fmt::print("  device allocations: {} ({} bytes), tensor views created: {}, kernel launches: {}\n",
+             p.device_allocations, p.device_bytes_allocated, p.sub_buffers_created, p.kernel_launches);
+  fmt::print("  programs: {} built from source, {} loaded from the disk cache\n", p.programs_built, p.programs_loaded);
+  fmt::print("  bytes per scope:\n");
+  for (const auto& s : p.scopes) {
+    fmt::print("    {:<22} in use {:>10}  peak {:>10}  allocations {:>4}{}\n", s.scope, s.in_use, s.peak,
+               s.allocations,
+               s.onchip ? fmt::format("  capacity {}{}", s.capacity, s.emulated ? " (emulated on-chip)" : "") : "");
+  }
+}
+
+int run(const Options& opt) {
+  if (opt.list_devices) {
+    for (const auto& d : opencl::list_devices()) fmt::print("{}\n", d.summary());
+    if (opt.file.empty()) return 0;
+  }
+  if (opt.file.empty()) return fail(Error(ErrorKind::kInvalidInput, "no bytecode file given"));
+  auto loaded = read_bytecode_file(opt.file);
+  if (!loaded) return fail(loaded.error());
+  auto exe = std::make_shared<const Executable>(loaded.take());
+  if (opt.info) {
+    print_info(*exe);
+    auto device = opencl::select_device(opt.device, exe->requirements);
+    if (!device) return fail(device.error());
+    fmt::print("device: {}\n", device->summary());
+    if (opt.inputs.empty()) return 0;
+  }
+
+  int64_t index = exe->find_function(opt.function);
+  if (index < 0) return fail(Error(ErrorKind::kInvalidInput, fmt::format("{}: no function '{}'", opt.file, opt.function)));
+  const Function& f = exe->functions[static_cast<size_t>(index)];
+
+  std::map<std::string, std::string> input_files;
+  for (const auto& spec : opt.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return fail(Error(ErrorKind::kInvalidInput, fmt::format("--input '{}' is not NAME=FILE.npy", spec)));
+    }
+    input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  std::vector<vm::Value> args;
+  for (const auto& p : f.params) {
+    auto it = input_files.find(p.name);
+    if (it == input_files.end()) {
+      return fail(Error(ErrorKind::kInvalidInput, fmt::format("missing --input {}=FILE.npy for parameter '{}' of '{}'",
+                                                              p.name, p.name, f.name)));
+    }
+    auto array = npy::read_file(it->second);
+    if (!array) return fail(array.error());
+    if (p.kind != ValueKind::kTensor) {
+      return fail(Error(ErrorKind::kInvalidInput, fmt::format("parameter '{}' is not a tensor", p.name)));
+    }
+    args.push_back(vm::Value::from(vm::host_tensor(array->shape, array->dtype, array->data)));
+    input_files.erase(it);
+  }
+  if (!input_files.empty()) {
+    return fail(Error(ErrorKind::kInvalidInput,
+                      fmt::format("--input '{}': '{}' has no such parameter", input_files.begin()->first, f.name)));
+  }
+
+  vm::VmOptions vm_options;
+  vm_options.device = opt.device;
+  vm_options.profile = opt.profile;
+  auto machine = vm::VirtualMachine::create(exe, vm_options);
+  if (!machine) return fail(machine.error());
+  vm::Value result;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < opt.repeat; ++i) result = (*machine)->invoke(opt.function, args);
+  (*machine)->synchronize();
+  std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+
+  if (result.kind == vm::Value::Kind::kTensor) {
+    vm::Tensor out = result.as_tensor();
+    std::vector<std::byte> bytes(out.nbytes());
+    out.copy_to_host(bytes);
+    if (!opt.outputs.empty()) {
+      if (auto status = npy::write_file(opt.outputs[0], out.shape(), out.dtype(), bytes); !status) {
+        return fail(status.error());
+      }
+    }
+  } else if (!opt.outputs.empty()) {
+    return fail(Error(ErrorKind::kInvalidInput, fmt::format("'{}' returns {}, not a tensor to write", f.name,
+                                                            result.kind_name())));
+  }
+  if (opt.repeat > 1 || opt.profile) {
+    fmt::print("{}: {} invocation{} in {:.1f} us ({:.2f} us each) on {}\n", f.name, opt.repeat,
+               opt.repeat == 1 ? "" : "s", took.count(), took.count() / opt.repeat, (*machine)->device().summary());
+  }
+  if (opt.profile) print_profile((*machine)->profile(), opt.repeat);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Runs a function of a Stowage bytecode file on an OpenCL device.", "vm-run"};
+  Options opt;
+  app.add_option("file", opt.file, "bytecode file (.stw)");
+  app.add_option("--function,-f", opt.function, "function to run")->capture_default_str();
+  app.add_option("--input,-i", opt.inputs, "NAME=FILE.npy for each tensor parameter");
+  app.add_option("--output,-o", opt.outputs, "where to write the result (.npy)")->expected(1);
+  app.add_option("--device,-d", opt.device,
+                 "opencl:N, gpu, cpu or part of a device name (default: STOWAGE_DEVICE, else the first suitable)");
+  app.add_option("--repeat,-r", opt.repeat, "invoke N times")->check(CLI::Range(1, 100000000));
+  app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
+  app.add_flag("--info", opt.info, "print functions, kernels and requirements");
+  app.add_flag("--list-devices", opt.list_devices, "print the OpenCL devices");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "vm-run: error: " << one_line(e.what()) << " (see vm-run --help)\n";
+    return kExitBadInput;
+  }
+  try {
+    return run(opt);
+  } catch (const StowageError& e) {
+    return fail(e.error());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "vm-run: error: out of host memory\n";
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    std::cerr << "vm-run: error: " << one_line(e.what()) << "\n";
+    return kExitRuntime;
+  }
+}
