@@ -1,0 +1,29 @@
+// The compiler pipeline: kernel signatures (libclang), verify, plan, verify,
+// code generation. Used by stowc, the tests and the Python package.
+#pragma once
+
+#include <string>
+
+#include "stowage/backend/target.h"
+#include "stowage/ir/ir.h"
+#include "stowage/support/error.h"
+#include "stowage/vm/executable.h"
+
+namespace stowage::ir {
+
+struct CompileOptions {
+  bool keep_ir_text = true;  // store the compiled IR in the executable's debug section
+};
+
+struct CompileResult {
+  Module module;            // the module as compiled (storage level)
+  Executable executable;
+};
+
+Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options = {});
+
+// Parses `text` (errors name `file_name`:line:col) and compiles it.
+Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,
+                                     const CompileOptions& options = {});
+
+}  // namespace stowage::ir

@@ -1,0 +1,28 @@
+#include "stowage/ir/compiler.h"
+
+#include "stowage/ir/codegen.h"
+#include "stowage/ir/kernel_reader.h"
+#include "stowage/ir/parser.h"
+#include "stowage/ir/printer.h"
+#include "stowage/ir/verifier.h"
+
+namespace stowage::ir {
+
+Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
+  if (auto status = read_module_kernels(module); !status) return status.error();
+  if (auto status = verify_module(module, target); !status) return status.error();
+  CodegenOptions codegen;
+  if (options.keep_ir_text) codegen.debug_text = print_module(module);
+  auto exe = generate_executable(module, target, codegen);
+  if (!exe) return exe.error();
+  return CompileResult{std::move(module), exe.take()};
+}
+
+Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,
+                                     const CompileOptions& options) {
+  auto module = parse_module(text, file_name);
+  if (!module) return module.error();
+  return compile_module(module.take(), target, options);
+}
+
+}  // namespace stowage::ir
