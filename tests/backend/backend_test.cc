@@ -1,0 +1,161 @@
+// Device choice, requirement checks, target descriptions and the program cache.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "stowage/backend/opencl.h"
+#include "stowage/backend/program_cache.h"
+#include "stowage/backend/target.h"
+#include "stowage/vm/vm.h"
+#include "vm/example_executable.h"
+
+namespace stowage {
+namespace {
+
+TEST(OpenCLTest, StatusNamesAreReadable) {
+  EXPECT_STREQ(opencl::status_name(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES");
+  EXPECT_STREQ(opencl::status_name(CL_INVALID_WORK_GROUP_SIZE), "CL_INVALID_WORK_GROUP_SIZE");
+  EXPECT_STREQ(opencl::status_name(-9999), "CL_UNKNOWN_ERROR");
+  EXPECT_EQ(opencl::cl_error(CL_INVALID_VALUE, "clCreateBuffer").message(),
+            "OpenCL error CL_INVALID_VALUE (-30) from clCreateBuffer");
+}
+
+TEST(OpenCLTest, TheDefaultDeviceExistsAndIsChosen) {
+  auto devices = opencl::list_devices();
+  ASSERT_FALSE(devices.empty()) << "no OpenCL device: PoCL should be installed";
+  auto chosen = opencl::select_device("", {});
+  ASSERT_TRUE(chosen) << chosen.error().message();
+  EXPECT_EQ(opencl::select_device("opencl:0", {})->spec, "opencl:0");
+}
+
+TEST(OpenCLTest, UnknownDevicesAreNamedInTheError) {
+  auto n = opencl::list_devices().size();
+  auto bad = opencl::select_device("opencl:99", {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), fmt::format("device 'opencl:99' does not exist: there are {} OpenCL devices "
+                                               "(opencl:0 to opencl:{})",
+                                               n, n - 1));
+  auto none = opencl::select_device("no-such-device-name", {});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message().find("no OpenCL device matches 'no-such-device-name'"), std::string::npos);
+}
+
+TEST(OpenCLTest, UnmetRequirementsNameWhatIsMissing) {
+  opencl::DeviceInfo device;
+  device.spec = "opencl:0";
+  device.name = "tiny";
+  device.image_support = false;
+  device.fp16 = false;
+  device.base_addr_align_bytes = 512;
+  device.max_alloc_bytes = 1 << 20;
+  Requirements req;
+  req.features = kFeatureFp16;
+  ScopeRequirement global;
+  global.scope = "global";
+  global.max_storage_bytes = 2 << 20;
+  global.offset_alignment = 128;
+  req.scopes = {global};
+  EXPECT_EQ(opencl::unmet_requirements(device, req),
+            "device opencl:0 (tiny) lacks: cl_khr_fp16 (float16 kernels); scope 'global' needs a buffer of 2097152 "
+            "bytes, the device allocates at most 1048576; scope 'global' places tensors at offsets aligned to 128 "
+            "bytes, the device needs 512 (CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
+  req.features = 0;
+  req.scopes[0].max_storage_bytes = 4096;
+  req.scopes[0].offset_alignment = 1024;
+  EXPECT_EQ(opencl::unmet_requirements(device, req), "");
+}
+
+TEST(OpenCLTest, AVmRefusesADeviceThatLacksWhatTheExecutableNeeds) {
+  Executable exe = testing::add_mul_executable();
+  exe.requirements.scopes[0].max_storage_bytes = uint64_t{1} << 62;  // no device allocates that
+  auto vm = vm::VirtualMachine::create(std::make_shared<const Executable>(exe));
+  ASSERT_FALSE(vm);
+  EXPECT_NE(vm.error().message().find("scope 'global.vtcm' needs a buffer of 4611686018427387904 bytes"),
+            std::string::npos)
+      << vm.error().message();
+  EXPECT_EQ(vm.error().kind(), ErrorKind::kUnsupported);
+}
+
+TEST(TargetTest, TheShippedTargetDescribesItsScopes) {
+  auto target = TargetDesc::load("opencl");
+  ASSERT_TRUE(target) << target.error().message();
+  const ScopeDesc* vtcm = target->find_scope("global.vtcm");
+  ASSERT_NE(vtcm, nullptr);
+  EXPECT_EQ(vtcm->name, "global.onchip");
+  EXPECT_TRUE(vtcm->onchip);
+  EXPECT_EQ(vtcm->capacity, 262144u);
+  EXPECT_EQ(vtcm->fallback, "global");
+  EXPECT_EQ(target->find_scope("global")->alignment, 128u);
+  EXPECT_EQ(target->find_scope("global.texture")->kind, ScopeKind::kImage2d);
+  EXPECT_EQ(target->find_scope("nowhere"), nullptr);
+}
+
+TEST(TargetTest, BadDescriptionsGetOneClearError) {
+  auto not_json = TargetDesc::from_json("{", "t.json");
+  ASSERT_FALSE(not_json);
+  EXPECT_EQ(not_json.error().message(), "target 't.json': not valid JSON");
+  auto bad_align = TargetDesc::from_json(R"({"scopes": [{"name": "g", "alignment": 3}]})", "t.json");
+  EXPECT_EQ(bad_align.error().message(), "target 't.json': scope 'g': alignment 3 is not a power of two");
+  auto bad_fallback = TargetDesc::from_json(R"({"scopes": [{"name": "g", "fallback": "h"}]})", "t.json");
+  EXPECT_EQ(bad_fallback.error().message(), "target 't.json': scope 'g': fallback 'h' is not a scope of the target");
+  auto bad_kind = TargetDesc::from_json(R"({"scopes": [{"name": "g", "kind": "disk"}]})", "t.json");
+  EXPECT_EQ(bad_kind.error().message(), "target 't.json': scope 'g': kind 'disk' is neither 'buffer' nor 'image2d'");
+  auto missing = TargetDesc::load("no-such-target");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message(),
+            "target 'no-such-target' is neither a shipped target (opencl) nor a readable file");
+}
+
+TEST(ProgramCacheTest, ASecondContextLoadsTheBinaryFromDisk) {
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("stowage-cache-test-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  ::setenv("STOWAGE_CACHE_DIR", dir.c_str(), 1);
+  auto device = opencl::select_device("", {}).value_or_throw();
+  KernelUnit unit{"u", testing::kAddMulSource};
+  {
+    auto ctx = opencl::Context::create(device).value_or_throw();
+    opencl::ProgramCache cache(ctx);
+    ASSERT_TRUE(cache.program(unit));
+    ASSERT_TRUE(cache.program(unit));  // once per context
+    EXPECT_EQ(cache.stats().built_from_source, 1u);
+    EXPECT_EQ(cache.stats().loaded_from_disk, 0u);
+  }
+  {
+    auto ctx = opencl::Context::create(device).value_or_throw();
+    opencl::ProgramCache cache(ctx);
+    ASSERT_TRUE(cache.program(unit));
+    EXPECT_EQ(cache.stats().built_from_source, 0u);
+    EXPECT_EQ(cache.stats().loaded_from_disk, 1u);
+  }
+  // A corrupt cache file is rebuilt from source, not trusted.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::FILE* f = std::fopen(entry.path().c_str(), "wb");
+    std::fputs("garbage", f);
+    std::fclose(f);
+  }
+  {
+    auto ctx = opencl::Context::create(device).value_or_throw();
+    opencl::ProgramCache cache(ctx);
+    ASSERT_TRUE(cache.program(unit));
+    EXPECT_EQ(cache.stats().built_from_source, 1u);
+  }
+  ::unsetenv("STOWAGE_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProgramCacheTest, BuildFailuresNameTheUnit) {
+  auto device = opencl::select_device("", {}).value_or_throw();
+  auto ctx = opencl::Context::create(device).value_or_throw();
+  opencl::ProgramCache cache(ctx);
+  auto program = cache.program(KernelUnit{"broken", "__kernel void k(__global int* a) { a[0] = undefined_thing; }"});
+  ASSERT_FALSE(program);
+  EXPECT_EQ(program.error().message().rfind("kernel unit 'broken': OpenCL build failed with CL_BUILD_PROGRAM_FAILURE", 0),
+            0u)
+      << program.error().message();
+}
+
+}  // namespace
+}  // namespace stowage
