@@ -1,0 +1,389 @@
+#include "stowage/ir/builder.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "stowage/ir/kernel_reader.h"
+#include "stowage/ir/names.h"
+#include "stowage/support/error.h"
+
+namespace stowage::ir {
+namespace {
+
+const char* kind_name(Type::Kind kind) {
+  switch (kind) {
+    case Type::Kind::kTensor: return "Tensor";
+    case Type::Kind::kStorage: return "Storage";
+    case Type::Kind::kShape: return "Shape";
+    case Type::Kind::kTuple: return "Tuple";
+    case Type::Kind::kInt: return "int";
+    case Type::Kind::kFloat: return "float";
+    case Type::Kind::kBool: return "bool";
+    case Type::Kind::kObject: return "Object";
+  }
+  return "?";
+}
+
+// "a Tensor", "an int", "an Object".
+std::string with_article(Type::Kind kind) {
+  std::string name = kind_name(kind);
+  bool vowel = std::string_view("aeiouAEIOU").find(name[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + name;
+}
+
+std::string describe(const Type& type) {
+  if (type.kind == Type::Kind::kTensor) {
+    std::string dims = fmt::format("{}", fmt::join(type.shape, ", "));
+    if (type.shape.size() == 1) dims += ",";
+    return fmt::format("Tensor[({}), {}]", dims, dtype_name(type.dtype));
+  }
+  if (type.kind == Type::Kind::kTuple) {
+    std::vector<std::string> fields;
+    for (const Type& field : type.fields) fields.push_back(describe(field));
+    return fmt::format("Tuple[{}]", fmt::join(fields, ", "));
+  }
+  return kind_name(type.kind);
+}
+
+bool is_c_identifier(std::string_view name) {
+  return is_identifier(name) && name.find('.') == std::string_view::npos;
+}
+
+bool is_scope_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
+}
+
+[[noreturn]] void throw_verify(std::string message) { throw StowageError(ErrorKind::kVerify, message); }
+
+void check_name(std::string_view op, std::string_view name) {
+  if (std::optional<std::string> problem = name_problem(name)) throw_verify(fmt::format("{}: name {}", op, *problem));
+}
+
+}  // namespace
+
+// ---- FunctionBuilder: checks ------------------------------------------------
+
+FunctionBuilder::FunctionBuilder(std::string name) : FunctionBuilder(std::move(name), nullptr) {}
+
+FunctionBuilder::FunctionBuilder(std::string name, std::shared_ptr<const Module> module)
+    : module_(std::move(module)) {
+  check_name("function", name);
+  function_.name = std::move(name);
+}
+
+void FunctionBuilder::fail(std::string_view op, std::string_view message) const {
+  throw_verify(fmt::format("{}: {}", op, message));
+}
+
+void FunctionBuilder::check_open(std::string_view op) const {
+  if (finished_) fail(op, fmt::format("function '{}' was already finished by ret", function_.name));
+}
+
+const FunctionBuilder::Var& FunctionBuilder::use(std::string_view op, std::string_view arg,
+                                                 const std::string& var) const {
+  auto it = vars_.find(var);
+  if (it == vars_.end()) fail(op, fmt::format("argument '{}': '{}' is not defined", arg, var));
+  if (it->second.killed) fail(op, fmt::format("argument '{}': '{}' was killed by kill_object", arg, var));
+  return it->second;
+}
+
+const Type& FunctionBuilder::use_of_kind(std::string_view op, std::string_view arg, const std::string& var,
+                                         Type::Kind kind) const {
+  const Type& type = use(op, arg, var).type;
+  if (type.kind != kind) {
+    fail(op, fmt::format("argument '{}': '{}' is {}, not {}", arg, var, with_article(type.kind),
+                         with_article(kind)));
+  }
+  return type;
+}
+
+void FunctionBuilder::check_extents(std::string_view op, std::string_view arg,
+                                    const std::vector<int64_t>& extents) const {
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] < 0) {
+      fail(op, fmt::format("argument '{}': extent {} is {}; extents must not be negative", arg, i, extents[i]));
+    }
+  }
+}
+
+void FunctionBuilder::check_scope(std::string_view op, const std::string& scope) const {
+  bool valid = !scope.empty();
+  for (char c : scope) valid = valid && is_scope_char(c);
+  if (!valid) {
+    fail(op, fmt::format("argument 'scope': '{}' is not a scope name (letters, digits, '_', '.', '-')", scope));
+  }
+}
+
+void FunctionBuilder::check_kernel_arg(size_t index, const Arg& arg) const {
+  if (arg.kind != Arg::Kind::kVar) return;
+  const Type& type = use("call_kernel", fmt::format("args[{}]", index), arg.var).type;
+  switch (type.kind) {
+    case Type::Kind::kTensor:
+    case Type::Kind::kInt:
+    case Type::Kind::kFloat:
+    case Type::Kind::kBool: return;
+    default:
+      fail("call_kernel", fmt::format("argument 'args[{}]': '{}' is {}; kernels take tensors and scalars", index,
+                                      arg.var, with_article(type.kind)));
+  }
+}
+
+void FunctionBuilder::check_grid(const std::vector<int64_t>& grid, const std::vector<int64_t>& local) const {
+  if (grid.empty() || grid.size() > 3) {
+    fail("call_kernel", fmt::format("argument 'grid': expected 1 to 3 extents, got {}", grid.size()));
+  }
+  if (!local.empty() && local.size() != grid.size()) {
+    fail("call_kernel", fmt::format("argument 'local': expected {} extents like 'grid', got {}", grid.size(),
+                                    local.size()));
+  }
+  for (const auto& [arg, extents] : {std::pair{"grid", &grid}, std::pair{"local", &local}}) {
+    for (size_t i = 0; i < extents->size(); ++i) {
+      if ((*extents)[i] <= 0) {
+        fail("call_kernel",
+             fmt::format("argument '{}': extent {} is {}; extents must be positive", arg, i, (*extents)[i]));
+      }
+    }
+  }
+}
+
+void FunctionBuilder::check_call_arg(const Function& callee, size_t index, const Arg& arg) const {
+  const Param& param = callee.params[index];
+  std::string arg_name = fmt::format("args[{}]", index);
+  if (arg.kind == Arg::Kind::kVar) {
+    const Type& type = use("call", arg_name, arg.var).type;
+    if (type == param.type) return;
+    fail("call", fmt::format("argument '{}': '{}' is {} but parameter '{}' of '{}' is {}", arg_name, arg.var,
+                             describe(type), param.name, callee.name, describe(param.type)));
+  }
+  Type::Kind literal = arg.kind == Arg::Kind::kInt ? Type::Kind::kInt : Type::Kind::kFloat;
+  if (param.type.kind == literal) return;
+  fail("call", fmt::format("argument '{}': {} literal but parameter '{}' of '{}' is {}", arg_name,
+                           with_article(literal), param.name, callee.name, describe(param.type)));
+}
+
+std::string FunctionBuilder::result_name(std::string_view op, std::string name) {
+  if (name.empty()) {
+    do {
+      name = fmt::format("t{}", next_fresh_++);
+    } while (vars_.count(name));
+    return name;
+  }
+  check_name(op, name);
+  if (vars_.count(name)) fail(op, fmt::format("name '{}' is already defined", name));
+  return name;
+}
+
+std::string FunctionBuilder::define(std::string name, Type type) {
+  vars_.emplace(name, Var{std::move(type)});
+  return name;
+}
+
+void FunctionBuilder::add(Binding binding) { function_.bindings.push_back(std::move(binding)); }
+
+// ---- FunctionBuilder: ops ---------------------------------------------------
+
+std::string FunctionBuilder::param(std::string name, Type type) {
+  check_open("param");
+  if (!function_.bindings.empty()) fail("param", "parameters must come before the first binding");
+  if (type.kind == Type::Kind::kTensor) check_extents("param", "type", type.shape);
+  name = result_name("param", std::move(name));
+  function_.params.push_back(Param{name, type, {}});
+  return define(std::move(name), std::move(type));
+}
+
+std::string FunctionBuilder::alloc_storage(std::vector<int64_t> size, int64_t device, DType dtype,
+                                           std::string scope, std::string name) {
+  constexpr std::string_view op = "alloc_storage";
+  check_open(op);
+  if (size.empty() || size.size() > 2) {
+    fail(op, fmt::format("argument 'size': expected [nbytes] or [height, width], got {} extents", size.size()));
+  }
+  check_extents(op, "size", size);
+  if (device < 0) fail(op, fmt::format("argument 'device': {} is negative", device));
+  check_scope(op, scope);
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kAllocStorage;
+  b.shape = std::move(size);
+  b.device = device;
+  b.dtype = dtype;
+  b.scope = std::move(scope);
+  add(std::move(b));
+  return define(std::move(name), Type::of(Type::Kind::kStorage));
+}
+
+std::string FunctionBuilder::alloc_tensor(const std::string& storage, int64_t offset, std::vector<int64_t> shape,
+                                          DType dtype, std::string name) {
+  constexpr std::string_view op = "alloc_tensor";
+  check_open(op);
+  use_of_kind(op, "storage", storage, Type::Kind::kStorage);
+  if (offset < 0) fail(op, fmt::format("argument 'offset': {} is negative", offset));
+  check_extents(op, "shape", shape);
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kAllocTensor;
+  b.vars = {storage};
+  b.offset = offset;
+  b.shape = shape;
+  b.dtype = dtype;
+  add(std::move(b));
+  return define(std::move(name), Type::tensor(std::move(shape), dtype));
+}
+
+void FunctionBuilder::kill_object(const std::string& var) {
+  check_open("kill_object");
+  use("kill_object", "var", var);
+  Binding b;
+  b.op = Op::kKillObject;
+  b.vars = {var};
+  add(std::move(b));
+  vars_.find(var)->second.killed = true;
+}
+
+void FunctionBuilder::copy_tensor(const std::string& src, const std::string& dst) {
+  constexpr std::string_view op = "copy_tensor";
+  check_open(op);
+  const Type& src_type = use_of_kind(op, "src", src, Type::Kind::kTensor);
+  const Type& dst_type = use_of_kind(op, "dst", dst, Type::Kind::kTensor);
+  if (src_type != dst_type) {
+    fail(op, fmt::format("'{}' is {} but '{}' is {}; shapes and dtypes must be equal", src, describe(src_type), dst,
+                         describe(dst_type)));
+  }
+  Binding b;
+  b.op = Op::kCopyTensor;
+  b.vars = {src, dst};
+  add(std::move(b));
+}
+
+void FunctionBuilder::call_kernel(const std::string& kernel, std::vector<Arg> args, std::vector<int64_t> grid,
+                                  std::vector<int64_t> local) {
+  constexpr std::string_view op = "call_kernel";
+  check_open(op);
+  if (!is_c_identifier(kernel)) fail(op, fmt::format("argument 'kernel': '{}' is not a kernel name", kernel));
+  if (module_ && module_->find_kernel(kernel) == nullptr) {
+    fail(op, fmt::format("argument 'kernel': no kernel '{}' in the module's kernel units", kernel));
+  }
+  for (size_t i = 0; i < args.size(); ++i) check_kernel_arg(i, args[i]);
+  check_grid(grid, local);
+  Binding b;
+  b.op = Op::kCallKernel;
+  b.callee = kernel;
+  b.args = std::move(args);
+  b.grid = std::move(grid);
+  b.local = std::move(local);
+  add(std::move(b));
+}
+
+std::string FunctionBuilder::empty(std::vector<int64_t> shape, DType dtype, std::string scope, std::string name) {
+  constexpr std::string_view op = "empty";
+  check_open(op);
+  check_extents(op, "shape", shape);
+  check_scope(op, scope);
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kEmpty;
+  b.shape = shape;
+  b.dtype = dtype;
+  b.scope = std::move(scope);
+  add(std::move(b));
+  return define(std::move(name), Type::tensor(std::move(shape), dtype));
+}
+
+std::string FunctionBuilder::call(const std::string& function, std::vector<Arg> args, std::string name) {
+  constexpr std::string_view op = "call";
+  check_open(op);
+  const Function* callee = module_ ? module_->find_function(function) : nullptr;
+  if (callee == nullptr) fail(op, fmt::format("argument 'function': no function '{}' in the module", function));
+  if (args.size() != callee->params.size()) {
+    fail(op, fmt::format("function '{}' takes {} arguments, got {}", function, callee->params.size(), args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) check_call_arg(*callee, i, args[i]);
+  Type result_type = callee->ret_type;
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kCall;
+  b.callee = function;
+  b.args = std::move(args);
+  add(std::move(b));
+  return define(std::move(name), std::move(result_type));
+}
+
+Function FunctionBuilder::ret(const std::string& var) {
+  check_open("ret");
+  const Type& type = use("ret", "var", var).type;
+  function_.ret = var;
+  function_.ret_type = type;
+  finished_ = true;
+  return function_;
+}
+
+const Type& FunctionBuilder::type_of(const std::string& var) const {
+  auto it = vars_.find(var);
+  if (it == vars_.end()) fail("type_of", fmt::format("'{}' is not defined", var));
+  return it->second.type;
+}
+
+// ---- ModuleBuilder ----------------------------------------------------------
+
+ModuleBuilder::ModuleBuilder() : module_(std::make_shared<Module>()) {}
+
+ModuleBuilder::ModuleBuilder(const ModuleBuilder& other) : module_(std::make_shared<Module>(*other.module_)) {}
+
+ModuleBuilder& ModuleBuilder::operator=(const ModuleBuilder& other) {
+  if (this != &other) module_ = std::make_shared<Module>(*other.module_);
+  return *this;
+}
+
+void ModuleBuilder::add_kernels(std::string unit_name, std::string source) {
+  constexpr std::string_view op = "add_kernels";
+  check_name(op, unit_name);
+  for (const KernelSourceUnit& unit : module_->units) {
+    if (unit.name == unit_name) throw_verify(fmt::format("{}: kernel unit '{}' is already in the module", op, unit_name));
+  }
+  if (source.find("\"\"\"") != std::string::npos) {
+    throw_verify(fmt::format("{}: kernel unit '{}': the source contains \"\"\", which the text form cannot hold", op,
+                             unit_name));
+  }
+  KernelSourceUnit unit;
+  unit.name = std::move(unit_name);
+  unit.source = std::move(source);
+  auto index = static_cast<uint32_t>(module_->units.size());
+  Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, index);
+  if (!signatures) {
+    throw StowageError(signatures.error().kind(), fmt::format("{}: {}", op, signatures.error().message()));
+  }
+  for (const KernelSignature& signature : *signatures) {
+    if (const KernelSignature* other = module_->find_kernel(signature.name)) {
+      throw_verify(fmt::format("{}: kernel unit '{}': kernel '{}' is already defined in kernel unit '{}'", op,
+                               unit.name, signature.name, module_->units[other->unit].name));
+    }
+  }
+  unit.signatures = signatures.take();
+  module_->units.push_back(std::move(unit));
+}
+
+FunctionBuilder ModuleBuilder::function(std::string name) const {
+  if (module_->find_function(name)) {
+    throw_verify(fmt::format("function: function '{}' is already in the module", name));
+  }
+  return FunctionBuilder(std::move(name), module_);
+}
+
+void ModuleBuilder::add_function(Function function) {
+  constexpr std::string_view op = "add_function";
+  check_name(op, function.name);
+  if (module_->find_function(function.name)) {
+    throw_verify(fmt::format("{}: function '{}' is already in the module", op, function.name));
+  }
+  if (function.ret.empty()) {
+    throw_verify(fmt::format("{}: function '{}' has no return; finish it with ret", op, function.name));
+  }
+  module_->functions.push_back(std::move(function));
+}
+
+}  // namespace stowage::ir

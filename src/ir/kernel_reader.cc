@@ -1,0 +1,324 @@
+#include "stowage/ir/kernel_reader.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "libclang_handles.h"
+
+namespace stowage::ir {
+namespace {
+
+// A position inside a unit's source, 1-based as Clang reports it.
+struct UnitPos {
+  uint32_t line = 0;
+  uint32_t col = 0;
+};
+
+// Formats a message about `unit`, at `pos` when known, in the forms the header
+// documents. `loc` is where the unit's source starts in the text form, if it
+// came from one: the first source line shares its line with that position.
+std::string unit_message(const KernelSourceUnit& unit, std::optional<UnitPos> pos,
+                         std::string_view message) {
+  if (unit.loc.line == 0) {
+    if (!pos) return fmt::format("kernel unit '{}': error: {}", unit.name, message);
+    return fmt::format("kernel unit '{}' {}:{}: error: {}", unit.name, pos->line, pos->col, message);
+  }
+  if (!pos) {
+    return fmt::format("{}:{}: error: in kernel unit '{}': {}", unit.loc.line, unit.loc.col, unit.name,
+                       message);
+  }
+  uint64_t text_line = uint64_t{unit.loc.line} + pos->line - 1;
+  uint64_t text_col = pos->line == 1 ? uint64_t{unit.loc.col} + pos->col - 1 : pos->col;
+  return fmt::format("{}:{}: error: in kernel unit '{}' ({}:{}): {}", text_line, text_col, unit.name,
+                     pos->line, pos->col, message);
+}
+
+Error unit_error(const KernelSourceUnit& unit, std::optional<UnitPos> pos, std::string_view message) {
+  return Error(ErrorKind::kInvalidInput, unit_message(unit, pos, message));
+}
+
+// Where `location` lies in the unit's own text; nullopt inside included headers.
+std::optional<UnitPos> unit_position(CXSourceLocation location) {
+  if (!clang_Location_isFromMainFile(location)) return std::nullopt;
+  CXFile file = nullptr;
+  unsigned line = 0;
+  unsigned col = 0;
+  clang_getExpansionLocation(location, &file, &line, &col, nullptr);
+  if (file == nullptr || line == 0) return std::nullopt;
+  return UnitPos{line, col};
+}
+
+// The first error Clang reported, if any.
+std::optional<Error> first_clang_error(const KernelSourceUnit& unit, CXTranslationUnit tu) {
+  unsigned count = clang_getNumDiagnostics(tu);
+  for (unsigned i = 0; i < count; ++i) {
+    clang_c::DiagnosticHandle diagnostic(clang_getDiagnostic(tu, i));
+    CXDiagnosticSeverity severity = clang_getDiagnosticSeverity(diagnostic.get());
+    if (severity != CXDiagnostic_Error && severity != CXDiagnostic_Fatal) continue;
+    std::string text = clang_c::take_string(clang_getDiagnosticSpelling(diagnostic.get()));
+    return unit_error(unit, unit_position(clang_getDiagnosticLocation(diagnostic.get())), text);
+  }
+  return std::nullopt;
+}
+
+// The element type of a buffer or scalar: a dtype and a vector width.
+struct ElementType {
+  DType dtype;
+  uint8_t lanes = 1;
+};
+
+// OpenCL C's arithmetic types. `char` is signed in OpenCL C whatever the host's
+// convention, so both of Clang's plain-char kinds are int8. bool has no defined
+// size on the device and is not listed.
+std::optional<DType> scalar_dtype(CXTypeKind kind) {
+  switch (kind) {
+    case CXType_Char_S:
+    case CXType_Char_U:
+    case CXType_SChar: return DType::kInt8;
+    case CXType_UChar: return DType::kUInt8;
+    case CXType_Short: return DType::kInt16;
+    case CXType_UShort: return DType::kUInt16;
+    case CXType_Int: return DType::kInt32;
+    case CXType_UInt: return DType::kUInt32;
+    case CXType_Long: return DType::kInt64;
+    case CXType_ULong: return DType::kUInt64;
+    case CXType_Half: return DType::kFloat16;
+    case CXType_Float: return DType::kFloat32;
+    case CXType_Double: return DType::kFloat64;
+    default: return std::nullopt;
+  }
+}
+
+bool is_opencl_vector_width(long long lanes) {
+  return lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16;
+}
+
+// A canonical scalar or OpenCL vector type as an element type; nullopt for
+// anything else. The size check guards the kind-to-dtype table against a target
+// whose types differ from OpenCL C's.
+std::optional<ElementType> element_type(CXType type) {
+  ElementType element{DType::kUInt8, 1};
+  CXType scalar = type;
+  if (type.kind == CXType_ExtVector) {
+    long long lanes = clang_getNumElements(type);
+    if (!is_opencl_vector_width(lanes)) return std::nullopt;
+    element.lanes = static_cast<uint8_t>(lanes);
+    scalar = clang_getCanonicalType(clang_getElementType(type));
+  }
+  std::optional<DType> dtype = scalar_dtype(scalar.kind);
+  if (!dtype) return std::nullopt;
+  long long size = clang_Type_getSizeOf(scalar);
+  if (size < 0 || static_cast<uint64_t>(size) != dtype_bytes(*dtype)) return std::nullopt;
+  element.dtype = *dtype;
+  return element;
+}
+
+// libclang 14 reports OpenCL address spaces as Clang's LangAS values.
+enum OpenClAddressSpace : unsigned { kGlobal = 1, kLocal = 2, kConstant = 3 };
+
+std::optional<KernelParam> pointer_param(CXType pointee) {
+  std::optional<ElementType> element = element_type(pointee);
+  if (!element) return std::nullopt;
+  KernelParam param;
+  param.dtype = element->dtype;
+  param.lanes = element->lanes;
+  switch (clang_getAddressSpace(pointee)) {
+    case kGlobal:
+      param.kind = KernelParamKind::kGlobalBuffer;
+      param.is_const = clang_isConstQualifiedType(pointee) != 0;
+      return param;
+    case kConstant:
+      param.kind = KernelParamKind::kConstantBuffer;
+      param.is_const = true;
+      return param;
+    case kLocal:
+      param.kind = KernelParamKind::kLocal;
+      return param;
+    default: return std::nullopt;
+  }
+}
+
+// The parameter's kind and element type, from its canonical type (typedefs
+// resolved); nullopt when Stowage cannot bind it.
+std::optional<KernelParam> classify_param(CXType declared) {
+  CXType type = clang_getCanonicalType(declared);
+  switch (type.kind) {
+    case CXType_Pointer: return pointer_param(clang_getCanonicalType(clang_getPointeeType(type)));
+    case CXType_OCLImage2dRO: {
+      KernelParam param;
+      param.kind = KernelParamKind::kImage2dRead;
+      return param;
+    }
+    case CXType_OCLImage2dWO: {
+      KernelParam param;
+      param.kind = KernelParamKind::kImage2dWrite;
+      return param;
+    }
+    default: break;
+  }
+  std::optional<ElementType> element = element_type(type);
+  if (!element) return std::nullopt;
+  KernelParam param;
+  param.kind = KernelParamKind::kScalar;
+  param.dtype = element->dtype;
+  param.lanes = element->lanes;
+  return param;
+}
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The type as the user wrote it: Clang spells the implicit private address
+// space of parameters, which the source never mentions, so the word goes.
+std::string written_type(CXType type) {
+  constexpr std::string_view kPrivate = "__private";
+  std::string text = clang_c::take_string(clang_getTypeSpelling(type));
+  size_t at = 0;
+  while ((at = text.find(kPrivate, at)) != std::string::npos) {
+    size_t end = at + kPrivate.size();
+    bool whole_word = (at == 0 || !is_identifier_char(text[at - 1])) &&
+                      (end == text.size() || !is_identifier_char(text[end]));
+    if (!whole_word) {
+      at = end;
+      continue;
+    }
+    if (end < text.size() && text[end] == ' ') {
+      ++end;
+    } else if (at > 0 && text[at - 1] == ' ') {
+      --at;
+    }
+    text.erase(at, end - at);
+  }
+  return text;
+}
+
+Expected<KernelSignature> read_signature(const KernelSourceUnit& unit, uint32_t unit_index,
+                                         CXCursor kernel) {
+  KernelSignature signature;
+  signature.name = clang_c::take_string(clang_getCursorSpelling(kernel));
+  signature.unit = unit_index;
+  int count = clang_Cursor_getNumArguments(kernel);
+  for (int i = 0; i < count; ++i) {
+    CXCursor argument = clang_Cursor_getArgument(kernel, static_cast<unsigned>(i));
+    std::string name = clang_c::take_string(clang_getCursorSpelling(argument));
+    CXType type = clang_getCursorType(argument);
+    std::optional<KernelParam> param = classify_param(type);
+    if (!param) {
+      return unit_error(unit, unit_position(clang_getCursorLocation(argument)),
+                        fmt::format("kernel '{}' parameter {} '{}': type '{}' is not supported",
+                                    signature.name, i, name, written_type(type)));
+    }
+    param->name = std::move(name);
+    signature.params.push_back(std::move(*param));
+  }
+  return signature;
+}
+
+// Clang gives every __kernel function the OpenCL kernel calling convention,
+// which libclang reports as unexposed; ordinary functions have the C one. This
+// holds however the qualifier is spelled (kernel, __kernel, a macro).
+bool is_kernel(CXCursor function) {
+  return clang_getFunctionTypeCallingConv(clang_getCursorType(function)) == CXCallingConv_Unexposed;
+}
+
+struct KernelCursors {
+  std::vector<CXCursor> definitions;        // in source order
+  std::map<std::string, CXCursor> declared;  // first declaration of each name
+};
+
+KernelCursors find_kernels(CXTranslationUnit tu) {
+  KernelCursors found;
+  clang_visitChildren(
+      clang_getTranslationUnitCursor(tu),
+      [](CXCursor cursor, CXCursor, CXClientData data) {
+        auto& kernels = *static_cast<KernelCursors*>(data);
+        if (clang_getCursorKind(cursor) != CXCursor_FunctionDecl) return CXChildVisit_Continue;
+        if (!clang_Location_isFromMainFile(clang_getCursorLocation(cursor))) return CXChildVisit_Continue;
+        if (!is_kernel(cursor)) return CXChildVisit_Continue;
+        if (clang_isCursorDefinition(cursor)) {
+          kernels.definitions.push_back(cursor);
+        } else {
+          kernels.declared.emplace(clang_c::take_string(clang_getCursorSpelling(cursor)), cursor);
+        }
+        return CXChildVisit_Continue;
+      },
+      &found);
+  return found;
+}
+
+// A declared kernel with no body could not be built on the device.
+std::optional<Error> undefined_kernel(const KernelSourceUnit& unit, const KernelCursors& kernels) {
+  std::set<std::string> defined;
+  for (CXCursor cursor : kernels.definitions) {
+    defined.insert(clang_c::take_string(clang_getCursorSpelling(cursor)));
+  }
+  for (const auto& [name, cursor] : kernels.declared) {
+    if (defined.count(name)) continue;
+    return unit_error(unit, unit_position(clang_getCursorLocation(cursor)),
+                      fmt::format("kernel '{}' is declared but not defined", name));
+  }
+  return std::nullopt;
+}
+
+// OpenCL C 1.2 with the default header (the built-in functions and types), as
+// the device compiler sees it. Host system headers are left out: a kernel that
+// includes one could not be built on the device.
+constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header",
+                                      "-nostdlibinc"};
+
+}  // namespace
+
+Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit,
+                                                              uint32_t unit_index) {
+  clang_c::IndexHandle index(clang_createIndex(/*excludeDeclarationsFromPCH=*/0, /*displayDiagnostics=*/0));
+  std::string file_name = unit.name + ".cl";
+  CXUnsavedFile file{file_name.c_str(), unit.source.data(), static_cast<unsigned long>(unit.source.size())};
+  CXTranslationUnit raw_tu = nullptr;
+  CXErrorCode code = clang_parseTranslationUnit2(index.get(), file_name.c_str(), kClangArgs,
+                                                 std::size(kClangArgs), &file, 1, CXTranslationUnit_None, &raw_tu);
+  clang_c::TranslationUnitHandle tu(raw_tu);
+  if (code != CXError_Success || tu == nullptr) {
+    return unit_error(unit, std::nullopt, fmt::format("libclang could not parse the unit (error code {})",
+                                                      static_cast<int>(code)));
+  }
+  if (std::optional<Error> error = first_clang_error(unit, tu.get())) return *error;
+
+  KernelCursors kernels = find_kernels(tu.get());
+  if (std::optional<Error> error = undefined_kernel(unit, kernels)) return *error;
+  std::vector<KernelSignature> signatures;
+  for (CXCursor cursor : kernels.definitions) {
+    Expected<KernelSignature> signature = read_signature(unit, unit_index, cursor);
+    if (!signature) return signature.error();
+    signatures.push_back(signature.take());
+  }
+  return signatures;
+}
+
+Status read_module_kernels(Module& module) {
+  std::vector<std::vector<KernelSignature>> per_unit;
+  std::map<std::string, uint32_t> defining_unit;
+  for (uint32_t i = 0; i < module.units.size(); ++i) {
+    const KernelSourceUnit& unit = module.units[i];
+    Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, i);
+    if (!signatures) return signatures.error();
+    for (const KernelSignature& signature : *signatures) {
+      auto [it, inserted] = defining_unit.emplace(signature.name, i);
+      if (!inserted) {
+        return unit_error(unit, std::nullopt,
+                          fmt::format("kernel '{}' is already defined in kernel unit '{}'", signature.name,
+                                      module.units[it->second].name));
+      }
+    }
+    per_unit.push_back(signatures.take());
+  }
+  for (uint32_t i = 0; i < module.units.size(); ++i) module.units[i].signatures = std::move(per_unit[i]);
+  return Status::ok();
+}
+
+}  // namespace stowage::ir
