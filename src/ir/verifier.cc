@@ -46,6 +46,9 @@ Status check_units(const Module& module, const Reporter& report) {
       return report.error(unit.loc, context, "the source contains '\"\"\"', which the text form cannot hold");
     }
     for (const KernelSignature& kernel : unit.signatures) {
+      if (!is_identifier(kernel.name)) {
+        return report.error(unit.loc, context, fmt::format("kernel name '{}' is not an identifier", kernel.name));
+      }
       auto [first, is_new] = kernels.emplace(kernel.name, &unit);
       if (!is_new) {
         return report.error(unit.loc, context,

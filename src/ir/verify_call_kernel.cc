@@ -98,12 +98,11 @@ Problem FunctionVerifier::check_tensor_arg(const KernelSignature& kernel, const 
     return fmt::format("{} points to {}, but tensor '{}' holds {}", describe_param(kernel, param), pointee, name,
                        dtype_name(tensor.type.dtype));
   }
-  if (param.lanes > 1) {
-    uint64_t elements = *checked_num_elements(tensor.type.shape);
-    if (elements % param.lanes != 0) {
-      return fmt::format("{} points to {}, but tensor '{}' has {} elements, not a multiple of {}",
-                         describe_param(kernel, param), pointee, name, elements, param.lanes);
-    }
+  // A shape without an element count is reported where its type is declared.
+  std::optional<uint64_t> elements = checked_num_elements(tensor.type.shape);
+  if (param.lanes > 1 && elements && *elements % param.lanes != 0) {
+    return fmt::format("{} points to {}, but tensor '{}' has {} elements, not a multiple of {}",
+                       describe_param(kernel, param), pointee, name, *elements, param.lanes);
   }
   return std::nullopt;
 }

@@ -92,8 +92,7 @@ const std::string kStorage = "s = alloc_storage([4096], device=0, dtype=uint8, s
 
 TEST(VerifierTest, ExampleIsValid) { EXPECT_EQ(verify_example(read_example()), "ok"); }
 
-TEST(VerifierTest, ValidProgramUsingEveryOp) {
-  EXPECT_EQ(verify_text(R"(kernels ops """
+constexpr std::string_view kValidProgram = R"(kernels ops """
 """
 
 fn helper(t: Tensor[(64,), int32], n: int) -> Tensor[(64,), int32] {
@@ -134,8 +133,28 @@ fn main(x: Tensor[(64,), int32], f: float) -> Tensor[(64,), int32] {
   r = call(helper, [c, 7])
   return r
 }
-)"),
-            "ok");
+)";
+
+TEST(VerifierTest, ValidProgramUsingEveryOp) { EXPECT_EQ(verify_text(kValidProgram), "ok"); }
+
+// Whatever a mutated program parses into, the verifier accepts it or gives one
+// located error, and never crashes.
+TEST(VerifierTest, MutatedProgramsNeverCrash) {
+  std::string text(kValidProgram);
+  size_t verified = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    for (char c : {'0', '9', '-', 'a', 'x', 'i'}) {
+      std::string mutated = text;
+      mutated[i] = c;
+      std::string result = verify_text(mutated);
+      if (result.rfind("parse error: ", 0) == 0) continue;
+      ++verified;
+      if (result == "ok") continue;
+      EXPECT_EQ(result.rfind("v.stir:", 0), 0u) << result;
+      EXPECT_NE(result.find(": error: function '"), std::string::npos) << result;
+    }
+  }
+  EXPECT_GT(verified, text.size());
 }
 
 TEST(VerifierTest, BuiltModuleWithoutLocations) {
@@ -188,6 +207,10 @@ TEST(VerifierTest, UnprintableKernelSource) {
 
 TEST(VerifierTest, NamesMustBeIdentifiers) {
   Module m;
+  m.units.push_back({"u", "", {}, {{"not a name", 0, {}}}});
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: kernels 'u': kernel name 'not a name' is not an identifier");
+  m.units.clear();
   Function fn;
   fn.name = "my fn";
   fn.ret = "x";
