@@ -272,6 +272,15 @@ TEST(TextTest, SourcesHoldingTripleQuotesAreNotPrintable) {
   EXPECT_FALSE(kernel_source_is_printable("a \"\"\" b"));
 }
 
+TEST(TextTest, FunctionWithoutParametersOrBindings) {
+  constexpr std::string_view text = "fn f() -> Object {\n  return f\n}\n";
+  Module m = parse_ok(text);
+  ASSERT_EQ(m.functions.size(), 1u);
+  EXPECT_TRUE(m.functions[0].params.empty());
+  EXPECT_TRUE(m.functions[0].bindings.empty());
+  EXPECT_EQ(print_module(m), text);
+}
+
 TEST(TextTest, EmptyModule) {
   Module m = parse_ok("  # nothing here\n\n");
   EXPECT_TRUE(m.units.empty());
