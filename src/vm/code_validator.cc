@@ -1,7 +1,9 @@
 #include "code_validator.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -12,24 +14,23 @@
 namespace stowage::bytecode {
 namespace {
 
-// What the validator knows of a register at one point of the (straight-line) code.
-struct RegisterState {
-  enum Life : uint8_t { kUnwritten, kLive, kKilled };
-  Life life = kUnwritten;
-  // Set while the register holds a storage whose alloc_storage this function ran.
-  struct Storage {
-    const ScopeRequirement* scope = nullptr;
-    uint64_t nbytes = 0;  // buffer scopes
-    size_t instruction = 0;
-  };
-  std::optional<Storage> storage;
+// Where a register stands at one point of the (straight-line) code. One byte per
+// register: a frame may declare 65536 registers, and a small file may hold many
+// functions, so the per-function cost must stay small.
+enum class Life : uint8_t { kUnwritten, kLive, kKilled };
+
+// A storage whose alloc_storage this function ran, while a register holds it.
+struct KnownStorage {
+  const ScopeRequirement* scope = nullptr;
+  uint64_t nbytes = 0;  // buffer scopes
+  size_t instruction = 0;
 };
 
 class FunctionValidator {
  public:
   FunctionValidator(const Executable& exe, const Function& fn, const CodeSection& code, CodeRange range)
-      : exe_(exe), fn_(fn), code_(code), range_(range), registers_(fn.num_registers) {
-    for (size_t r = 0; r < fn.params.size(); ++r) registers_[r].life = RegisterState::kLive;
+      : exe_(exe), fn_(fn), code_(code), range_(range), life_(fn.num_registers, Life::kUnwritten) {
+    std::fill_n(life_.begin(), fn.params.size(), Life::kLive);
   }
 
   Status run(std::vector<Instruction>& out);
@@ -61,7 +62,8 @@ class FunctionValidator {
   const Function& fn_;
   const CodeSection& code_;
   CodeRange range_;
-  std::vector<RegisterState> registers_;
+  std::vector<Life> life_;
+  std::unordered_map<uint32_t, KnownStorage> storages_;  // by register
   size_t index_ = 0;       // instruction being checked
   size_t start_word_ = 0;  // its first word, relative to the function
   Opcode op_ = Opcode::kRet;
@@ -200,12 +202,12 @@ Status FunctionValidator::check_indices(const Instruction& ins) const {
 }
 
 Status FunctionValidator::check_read(size_t word, uint32_t reg) const {
-  switch (registers_[reg].life) {
-    case RegisterState::kUnwritten:
+  switch (life_[reg]) {
+    case Life::kUnwritten:
       return error_at(word, fmt::format("register {} is read before it is written", reg));
-    case RegisterState::kKilled:
+    case Life::kKilled:
       return error_at(word, fmt::format("register {} is read after it was killed", reg));
-    case RegisterState::kLive:
+    case Life::kLive:
       return Status::ok();
   }
   return Status::ok();
@@ -297,8 +299,9 @@ Status FunctionValidator::check_alloc_storage(const Instruction& ins) const {
 Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
   using Op = operands::AllocTensor;
   STOWAGE_TRY(check_shape_constant(ins, Op::kShape, "shape"));
-  const auto& storage = registers_[ins.ops[Op::kStorage]].storage;
-  if (!storage) return Status::ok();  // not allocated here: the VM checks at run time
+  auto known = storages_.find(static_cast<uint32_t>(ins.ops[Op::kStorage]));
+  if (known == storages_.end()) return Status::ok();  // not allocated here: the VM checks at run time
+  const KnownStorage* storage = &known->second;
 
   uint64_t offset = ins.ops[Op::kOffset];
   size_t offset_word = slot_word(ins, Op::kOffset);
@@ -373,24 +376,33 @@ Status FunctionValidator::check_call(const Instruction& ins) const {
 void FunctionValidator::apply_effects(const Instruction& ins) {
   switch (ins.op) {
     case Opcode::kKill: {
-      RegisterState& reg = registers_[ins.ops[operands::Kill::kReg]];
-      reg.life = RegisterState::kKilled;
-      reg.storage.reset();
+      auto reg = static_cast<uint32_t>(ins.ops[operands::Kill::kReg]);
+      life_[reg] = Life::kKilled;
+      storages_.erase(reg);
       return;
     }
     case Opcode::kAllocStorage: {
       using Op = operands::AllocStorage;
-      RegisterState::Storage storage;
+      KnownStorage storage;
       storage.scope = find_scope(exe_.strings[ins.ops[Op::kScope]]);
       const std::vector<int64_t>& size = exe_.constants[ins.ops[Op::kSize]].shape;
       storage.nbytes = storage.scope->kind == ScopeKind::kBuffer ? static_cast<uint64_t>(size[0]) : 0;
       storage.instruction = index_;
-      registers_[ins.ops[Op::kDst]] = RegisterState{RegisterState::kLive, storage};
+      auto dst = static_cast<uint32_t>(ins.ops[Op::kDst]);
+      life_[dst] = Life::kLive;
+      storages_[dst] = storage;
       return;
     }
     case Opcode::kMove: {
-      RegisterState copy = registers_[ins.ops[operands::Move::kSrc]];
-      registers_[ins.ops[operands::Move::kDst]] = copy;
+      auto src = static_cast<uint32_t>(ins.ops[operands::Move::kSrc]);
+      auto dst = static_cast<uint32_t>(ins.ops[operands::Move::kDst]);
+      life_[dst] = life_[src];
+      if (auto known = storages_.find(src); known != storages_.end()) {
+        KnownStorage copy = known->second;
+        storages_[dst] = copy;
+      } else {
+        storages_.erase(dst);
+      }
       return;
     }
     default:
@@ -402,7 +414,11 @@ void FunctionValidator::apply_effects(const Instruction& ins) {
   for (size_t i = 0; i < info.num_operands; ++i) {
     OperandKind kind = info.operands[i];
     if (kind == OperandKind::kRegList) continue;
-    if (kind == OperandKind::kDef) registers_[ins.ops[slot]] = RegisterState{RegisterState::kLive, std::nullopt};
+    if (kind == OperandKind::kDef) {
+      auto dst = static_cast<uint32_t>(ins.ops[slot]);
+      life_[dst] = Life::kLive;
+      storages_.erase(dst);
+    }
     ++slot;
   }
 }
