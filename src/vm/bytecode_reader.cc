@@ -1,16 +1,18 @@
-// The validating reader: header, section table, then each section in dependency
-// order, then the code. Nothing is returned until the whole file has been checked.
+// The validating reader: the file layout, then each section in dependency order,
+// then the code. Nothing is returned until the whole file has been checked.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "byte_io.h"
 #include "code_validator.h"
+#include "file_layout.h"
 #include "section_cursor.h"
 #include "stowage/vm/bytecode.h"
 #include "stowage/vm/bytecode_format.h"
@@ -18,36 +20,7 @@
 namespace stowage {
 namespace bytecode {
 
-std::string_view section_name(SectionKind kind) {
-  switch (kind) {
-    case SectionKind::kStrings: return "strings";
-    case SectionKind::kConstants: return "constants";
-    case SectionKind::kKernels: return "kernels";
-    case SectionKind::kFunctions: return "functions";
-    case SectionKind::kCode: return "code";
-    case SectionKind::kRequirements: return "requirements";
-    case SectionKind::kDebug: return "debug";
-  }
-  return "unknown";
-}
-
 namespace {
-
-constexpr std::string_view kHeader = "header";
-constexpr std::string_view kSectionTable = "section table";
-
-Error header_error(uint64_t offset, std::string_view message) { return file_error(kHeader, offset, message); }
-
-struct Section {
-  uint64_t offset = 0;
-  uint64_t size = 0;
-};
-
-struct Header {
-  uint64_t features = 0;
-  uint64_t table_offset = 0;
-  uint32_t section_count = 0;
-};
 
 class Reader {
  public:
@@ -55,14 +28,15 @@ class Reader {
   Expected<Executable> read();
 
  private:
-  Status read_header();
-  Status read_section_table();
-  Status check_padding(uint64_t begin, uint64_t end) const;
+  Status read_layout();
   Status read_strings();
   Status read_constants();
   Status read_kernels();
   Status read_requirements();
   Status read_functions();
+  Status read_function_frame(SectionCursor& in, Function& fn);
+  Status read_code_range(SectionCursor& in, CodeRange& range);
+  Status check_code_ranges_disjoint(const std::vector<uint64_t>& offsets) const;
   Status read_code_words();
   Status validate_code();
   Status read_debug();
@@ -78,176 +52,21 @@ class Reader {
   Status check_image_feature();
 
   std::span<const uint8_t> file_;
-  Header header_;
-  std::array<std::optional<Section>, kMaxSections> sections_;
+  FileLayout layout_;
   std::vector<uint32_t> code_words_;
   std::vector<CodeRange> code_ranges_;
   Executable exe_;
 };
 
-// ---------------------------------------------------------------------------
-// Header and section table
-// ---------------------------------------------------------------------------
-
-Status Reader::read_header() {
-  const uint64_t size = file_.size();
-  if (size < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), file_.begin())) {
-    if (size < kMagic.size()) {
-      return header_error(0, fmt::format("file is {} bytes, shorter than the {}-byte header", size, kHeaderSize));
-    }
-    return header_error(0, "bad magic: not a Stowage bytecode file");
-  }
-  if (size < kHeaderSize) {
-    return header_error(size, fmt::format("file is {} bytes, shorter than the {}-byte header", size, kHeaderSize));
-  }
-  const uint8_t* h = file_.data();
-  uint16_t major = load_le<uint16_t>(h + HeaderField::kMajor);
-  uint16_t minor = load_le<uint16_t>(h + HeaderField::kMinor);
-  if (major != kMajorVersion) {
-    return header_error(HeaderField::kMajor, fmt::format("major version {} not supported (this runtime reads {})",
-                                                         major, kMajorVersion));
-  }
-  if (minor > kMinorVersion) {
-    return header_error(HeaderField::kMinor,
-                        fmt::format("version {}.{} is newer than this runtime's {}.{}", major, minor,
-                                    kMajorVersion, kMinorVersion));
-  }
-  uint32_t header_size = load_le<uint32_t>(h + HeaderField::kHeaderSize);
-  if (header_size != kHeaderSize) {
-    return header_error(HeaderField::kHeaderSize,
-                        fmt::format("header size {} (version {}.{} headers are {} bytes)", header_size,
-                                    major, minor, kHeaderSize));
-  }
-  uint64_t file_size = load_le<uint64_t>(h + HeaderField::kFileSize);
-  if (file_size != size) {
-    return header_error(HeaderField::kFileSize,
-                        fmt::format("file size field says {} bytes, the file has {}", file_size, size));
-  }
-
-  std::array<uint8_t, kHeaderSize> zeroed;
-  std::copy(h, h + kHeaderSize, zeroed.begin());
-  store_le<uint32_t>(zeroed.data() + HeaderField::kHeaderCrc, 0);
-  uint32_t header_crc = load_le<uint32_t>(h + HeaderField::kHeaderCrc);
-  if (uint32_t computed = crc32_of(zeroed); computed != header_crc) {
-    return header_error(HeaderField::kHeaderCrc, fmt::format("header checksum mismatch (stored 0x{:08x}, computed 0x{:08x})",
-                                                             header_crc, computed));
-  }
-  uint32_t body_crc = load_le<uint32_t>(h + HeaderField::kBodyCrc);
-  if (uint32_t computed = crc32_of(file_.subspan(kHeaderSize)); computed != body_crc) {
-    return header_error(HeaderField::kBodyCrc,
-                        fmt::format("body checksum mismatch (stored 0x{:08x}, computed 0x{:08x})", body_crc, computed));
-  }
-  for (uint32_t at = HeaderField::kReserved; at < kHeaderSize; ++at) {
-    if (h[at] != 0) return header_error(at, "reserved header bytes are not zero");
-  }
-
-  header_.features = load_le<uint64_t>(h + HeaderField::kFeatures);
-  if (uint64_t unknown = header_.features & ~uint64_t{kKnownFeatures}; unknown != 0) {
-    return header_error(HeaderField::kFeatures, fmt::format("unknown feature bits 0x{:x} (this runtime knows 0x{:x})",
-                                                            unknown, uint64_t{kKnownFeatures}));
-  }
-  header_.table_offset = load_le<uint64_t>(h + HeaderField::kSectionTableOffset);
-  header_.section_count = load_le<uint32_t>(h + HeaderField::kSectionCount);
-  if (header_.section_count > kMaxSections) {
-    return header_error(HeaderField::kSectionCount, fmt::format("{} sections (a file has at most {})",
-                                                                header_.section_count, kMaxSections));
-  }
-  uint64_t table_bytes = uint64_t{header_.section_count} * kSectionEntrySize;  // <= 7 * 24: no overflow
-  if (header_.table_offset < kHeaderSize || header_.table_offset % kSectionAlignment != 0 ||
-      !(table_bytes <= size && header_.table_offset <= size - table_bytes)) {
-    return header_error(HeaderField::kSectionTableOffset,
-                        fmt::format("section table at offset {} ({} entries) must be {}-aligned, after the header "
-                                    "and inside the {}-byte file",
-                                    header_.table_offset, header_.section_count, kSectionAlignment, size));
-  }
-  return Status::ok();
-}
-
-struct Extent {
-  uint64_t begin;
-  uint64_t end;
-  std::string name;
-  uint64_t entry;  // where the extent was declared, for errors
-};
-
-Status Reader::read_section_table() {
-  const uint64_t size = file_.size();
-  std::vector<Extent> extents = {{0, kHeaderSize, "the header", 0},
-                                 {header_.table_offset,
-                                  header_.table_offset + uint64_t{header_.section_count} * kSectionEntrySize,
-                                  "the section table", HeaderField::kSectionTableOffset}};
-  for (uint32_t i = 0; i < header_.section_count; ++i) {
-    uint64_t entry = header_.table_offset + uint64_t{i} * kSectionEntrySize;
-    const uint8_t* e = file_.data() + entry;
-    uint32_t raw_kind = load_le<uint32_t>(e + SectionEntryField::kKind);
-    uint32_t flags = load_le<uint32_t>(e + SectionEntryField::kFlags);
-    uint64_t offset = load_le<uint64_t>(e + SectionEntryField::kOffset);
-    uint64_t length = load_le<uint64_t>(e + SectionEntryField::kSize);
-    if (raw_kind < kFirstSectionKind || raw_kind > kLastSectionKind) {
-      return file_error(kSectionTable, entry, fmt::format("entry {}: unknown section kind {}", i, raw_kind));
-    }
-    auto kind = static_cast<SectionKind>(raw_kind);
-    std::string name = fmt::format("section '{}'", section_name(kind));
-    if (flags != 0) {
-      return file_error(kSectionTable, entry + SectionEntryField::kFlags,
-                        fmt::format("entry {}: reserved flags 0x{:x} of {} are not zero", i, flags, name));
-    }
-    std::optional<Section>& slot = sections_[raw_kind - kFirstSectionKind];
-    if (slot) return file_error(kSectionTable, entry, fmt::format("entry {}: {} appears twice", i, name));
-    if (offset % kSectionAlignment != 0) {
-      return file_error(kSectionTable, entry + SectionEntryField::kOffset,
-                        fmt::format("entry {}: {} offset {} is not a multiple of {}", i, name, offset,
-                                    kSectionAlignment));
-    }
-    if (!(length <= size && offset <= size - length)) {
-      return file_error(kSectionTable, entry + SectionEntryField::kOffset,
-                        fmt::format("entry {}: {} (offset {}, size {}) lies outside the {}-byte file", i, name,
-                                    offset, length, size));
-    }
-    slot = Section{offset, length};
-    extents.push_back({offset, offset + length, name, entry + SectionEntryField::kOffset});
-  }
-  for (uint32_t k = kFirstSectionKind; k <= kLastSectionKind; ++k) {
-    auto kind = static_cast<SectionKind>(k);
-    if (kind != SectionKind::kDebug && !sections_[k - kFirstSectionKind]) {
-      return file_error(kSectionTable, header_.table_offset,
-                        fmt::format("required section '{}' is missing", section_name(kind)));
-    }
-  }
-  // Sorted by start, neighbours must not overlap (empty extents overlap nothing).
-  std::erase_if(extents, [](const Extent& x) { return x.begin == x.end; });
-  std::stable_sort(extents.begin(), extents.end(),
-                   [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < extents.size(); ++i) {
-    const Extent& prev = extents[i - 1];
-    const Extent& next = extents[i];
-    if (next.begin < prev.end) {
-      return file_error(kSectionTable, next.entry,
-                        fmt::format("{} [{}, {}) overlaps {} [{}, {})", next.name, next.begin, next.end, prev.name,
-                                    prev.begin, prev.end));
-    }
-  }
-  // Bytes outside every extent are padding and must be zero, so that every byte of a
-  // valid file means something and no data can hide between sections.
-  uint64_t covered = 0;
-  for (const Extent& extent : extents) {
-    STOWAGE_TRY(check_padding(covered, extent.begin));
-    covered = extent.end;
-  }
-  return check_padding(covered, size);
-}
-
-Status Reader::check_padding(uint64_t begin, uint64_t end) const {
-  for (uint64_t at = begin; at < end; ++at) {
-    if (file_[at] != 0) {
-      return file_error("padding", at, fmt::format("byte 0x{:02x} outside every section is not zero", file_[at]));
-    }
-  }
+Status Reader::read_layout() {
+  Expected<FileLayout> layout = read_file_layout(file_);
+  if (!layout) return layout.error();
+  layout_ = *layout;
   return Status::ok();
 }
 
 SectionCursor Reader::cursor(SectionKind kind) const {
-  const Section& s = *sections_[static_cast<uint32_t>(kind) - kFirstSectionKind];
+  const Section& s = *layout_.section(kind);
   return SectionCursor(fmt::format("section '{}'", section_name(kind)), file_.subspan(s.offset, s.size), s.offset);
 }
 
@@ -403,8 +222,8 @@ Status Reader::read_kernels() {
     uint64_t at = in.offset();
     STOWAGE_TRY(in.read(k.unit, "unit index"));
     if (k.unit >= exe_.units.size()) {
-      return in.error_at(at, fmt::format("unit {} out of range (executable has {} kernel units)", k.unit,
-                                         exe_.units.size()));
+      return in.error_at(
+          at, fmt::format("unit {} out of range (executable has {} kernel units)", k.unit, exe_.units.size()));
     }
     at = in.offset();
     uint32_t params = 0;
@@ -425,7 +244,8 @@ Status Reader::read_scope(SectionCursor& in, ScopeRequirement& out) {
   uint64_t at = in.offset();
   uint8_t kind = 0;
   STOWAGE_TRY(in.read(kind, "scope kind"));
-  if (kind > static_cast<uint8_t>(ScopeKind::kImage2d)) return in.error_at(at, fmt::format("unknown scope kind {}", kind));
+  if (kind > static_cast<uint8_t>(ScopeKind::kImage2d))
+    return in.error_at(at, fmt::format("unknown scope kind {}", kind));
   out.kind = static_cast<ScopeKind>(kind);
   at = in.offset();
   uint8_t flags = 0;
@@ -439,8 +259,8 @@ Status Reader::read_scope(SectionCursor& in, ScopeRequirement& out) {
   at = in.offset();
   STOWAGE_TRY(in.read(out.max_storage_bytes, "max_storage_bytes"));
   if (out.onchip && out.max_storage_bytes > out.capacity) {
-    return in.error_at(at, fmt::format("max_storage_bytes {} exceeds the on-chip capacity {}", out.max_storage_bytes,
-                                       out.capacity));
+    return in.error_at(
+        at, fmt::format("max_storage_bytes {} exceeds the on-chip capacity {}", out.max_storage_bytes, out.capacity));
   }
   at = in.offset();
   STOWAGE_TRY(in.read(out.offset_alignment, "offset_alignment"));
@@ -455,9 +275,9 @@ Status Reader::read_requirements() {
   Requirements& req = exe_.requirements;
   uint64_t at = in.offset();
   STOWAGE_TRY(in.read(req.features, "features"));
-  if (req.features != header_.features) {
-    return in.error_at(at, fmt::format("features 0x{:x} differ from the header's 0x{:x}", req.features,
-                                       header_.features));
+  if (req.features != layout_.features) {
+    return in.error_at(at,
+                       fmt::format("features 0x{:x} differ from the header's 0x{:x}", req.features, layout_.features));
   }
   uint64_t count = 0;
   STOWAGE_TRY(in.read_count(count, kMaxScopes, 32, "scope count"));
@@ -480,7 +300,7 @@ Status Reader::read_requirements() {
 // device that has none.
 Status Reader::check_image_feature() {
   if (exe_.requirements.features & kFeatureImages) return Status::ok();
-  auto at = sections_[static_cast<uint32_t>(SectionKind::kRequirements) - kFirstSectionKind]->offset;
+  auto at = layout_.section(SectionKind::kRequirements)->offset;
   for (const ScopeRequirement& scope : exe_.requirements.scopes) {
     if (scope.kind == ScopeKind::kImage2d) {
       return file_error("section 'requirements'", at,
@@ -503,7 +323,8 @@ Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
   uint64_t at = in.offset();
   uint8_t kind = 0;
   STOWAGE_TRY(in.read(kind, "value kind"));
-  if (kind > static_cast<uint8_t>(ValueKind::kOther)) return in.error_at(at, fmt::format("unknown value kind {}", kind));
+  if (kind > static_cast<uint8_t>(ValueKind::kOther))
+    return in.error_at(at, fmt::format("unknown value kind {}", kind));
   out.kind = static_cast<ValueKind>(kind);
   STOWAGE_TRY(read_dtype(in, out.dtype));
   STOWAGE_TRY(read_reserved16(in));
@@ -517,13 +338,12 @@ Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
 
 Status Reader::read_functions() {
   SectionCursor in = cursor(SectionKind::kFunctions);
-  const uint64_t code_words = code_words_.size();
   uint64_t count = 0;
   STOWAGE_TRY(in.read_count(count, kMaxFunctions, 32, "function count"));
   exe_.functions.resize(count);
   code_ranges_.resize(count);
+  std::vector<uint64_t> range_offsets(count);
   std::set<std::string_view> names;
-  std::vector<std::pair<CodeRange, uint64_t>> claimed;  // range, where its entry declared it
   for (uint64_t i = 0; i < count; ++i) {
     Function& fn = exe_.functions[i];
     in.set_context(fmt::format("function {}", i));
@@ -531,42 +351,59 @@ Status Reader::read_functions() {
     STOWAGE_TRY(read_name(in, fn.name, "function name", /*allow_empty=*/false));
     if (!names.insert(fn.name).second) return in.error_at(at, fmt::format("function name '{}' is used twice", fn.name));
     in.set_context(fmt::format("function {} '{}'", i, fn.name));
-    at = in.offset();
-    uint32_t params = 0;
-    STOWAGE_TRY(in.read(params, "parameter count"));
-    STOWAGE_TRY(in.check_count(at, params, kMaxFunctionParams, 12, "parameter count"));
-    fn.params.resize(params);
-    for (ValueDesc& param : fn.params) STOWAGE_TRY(read_value_desc(in, param));
-    STOWAGE_TRY(read_value_desc(in, fn.result));
-    at = in.offset();
-    STOWAGE_TRY(in.read(fn.num_registers, "register count"));
-    if (fn.num_registers > kMaxRegisters) {
-      return in.error_at(at, fmt::format("{} registers exceed the limit {}", fn.num_registers, kMaxRegisters));
-    }
-    if (fn.num_registers < params) {
-      return in.error_at(at, fmt::format("{} registers cannot hold its {} parameters", fn.num_registers, params));
-    }
-    at = in.offset();
-    CodeRange& range = code_ranges_[i];
-    STOWAGE_TRY(in.read(range.first_word, "first code word"));
-    STOWAGE_TRY(in.read(range.num_words, "code word count"));
-    if (range.num_words == 0) return in.error_at(at, "the function has no code");
-    if (!(range.num_words <= code_words && range.first_word <= code_words - range.num_words)) {
-      return in.error_at(at, fmt::format("code words [{}, +{}) lie outside the code section ({} words)",
-                                         range.first_word, range.num_words, code_words));
-    }
-    claimed.emplace_back(range, at);
+    STOWAGE_TRY(read_function_frame(in, fn));
+    range_offsets[i] = in.offset();
+    STOWAGE_TRY(read_code_range(in, code_ranges_[i]));
   }
   in.set_context("");
   STOWAGE_TRY(in.expect_end());
+  return check_code_ranges_disjoint(range_offsets);
+}
 
-  std::stable_sort(claimed.begin(), claimed.end(),
-            [](const auto& a, const auto& b) { return a.first.first_word < b.first.first_word; });
-  for (size_t i = 1; i < claimed.size(); ++i) {
-    const CodeRange& prev = claimed[i - 1].first;
-    const CodeRange& next = claimed[i].first;
+// Parameters, result and register count.
+Status Reader::read_function_frame(SectionCursor& in, Function& fn) {
+  uint64_t at = in.offset();
+  uint32_t params = 0;
+  STOWAGE_TRY(in.read(params, "parameter count"));
+  STOWAGE_TRY(in.check_count(at, params, kMaxFunctionParams, 12, "parameter count"));
+  fn.params.resize(params);
+  for (ValueDesc& param : fn.params) STOWAGE_TRY(read_value_desc(in, param));
+  STOWAGE_TRY(read_value_desc(in, fn.result));
+  at = in.offset();
+  STOWAGE_TRY(in.read(fn.num_registers, "register count"));
+  if (fn.num_registers > kMaxRegisters) {
+    return in.error_at(at, fmt::format("{} registers exceed the limit {}", fn.num_registers, kMaxRegisters));
+  }
+  if (fn.num_registers < params) {
+    return in.error_at(at, fmt::format("{} registers cannot hold its {} parameters", fn.num_registers, params));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_code_range(SectionCursor& in, CodeRange& range) {
+  const uint64_t code_words = code_words_.size();
+  uint64_t at = in.offset();
+  STOWAGE_TRY(in.read(range.first_word, "first code word"));
+  STOWAGE_TRY(in.read(range.num_words, "code word count"));
+  if (range.num_words == 0) return in.error_at(at, "the function has no code");
+  if (!(range.num_words <= code_words && range.first_word <= code_words - range.num_words)) {
+    return in.error_at(at, fmt::format("code words [{}, +{}) lie outside the code section ({} words)", range.first_word,
+                                       range.num_words, code_words));
+  }
+  return Status::ok();
+}
+
+// `offsets[i]` is where function i's range was declared, for errors.
+Status Reader::check_code_ranges_disjoint(const std::vector<uint64_t>& offsets) const {
+  std::vector<size_t> order(code_ranges_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return code_ranges_[a].first_word < code_ranges_[b].first_word; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const CodeRange& prev = code_ranges_[order[i - 1]];
+    const CodeRange& next = code_ranges_[order[i]];
     if (next.first_word < uint64_t{prev.first_word} + prev.num_words) {
-      return file_error("section 'functions'", claimed[i].second,
+      return file_error("section 'functions'", offsets[order[i]],
                         fmt::format("code words [{}, +{}) overlap another function's [{}, +{})", next.first_word,
                                     next.num_words, prev.first_word, prev.num_words));
     }
@@ -575,7 +412,7 @@ Status Reader::read_functions() {
 }
 
 Status Reader::read_code_words() {
-  const Section& s = *sections_[static_cast<uint32_t>(SectionKind::kCode) - kFirstSectionKind];
+  const Section& s = *layout_.section(SectionKind::kCode);
   if (s.size % 4 != 0) {
     return file_error("section 'code'", s.offset, fmt::format("size {} is not a multiple of 4", s.size));
   }
@@ -587,12 +424,12 @@ Status Reader::read_code_words() {
 }
 
 Status Reader::validate_code() {
-  const Section& s = *sections_[static_cast<uint32_t>(SectionKind::kCode) - kFirstSectionKind];
+  const Section& s = *layout_.section(SectionKind::kCode);
   return decode_and_validate_code(exe_, CodeSection{code_words_, s.offset}, code_ranges_);
 }
 
 Status Reader::read_debug() {
-  const std::optional<Section>& s = sections_[static_cast<uint32_t>(SectionKind::kDebug) - kFirstSectionKind];
+  const std::optional<Section>& s = layout_.section(SectionKind::kDebug);
   if (!s) return Status::ok();
   if (s->size > kMaxDebugTextLength) {
     return file_error("section 'debug'", s->offset,
@@ -604,10 +441,9 @@ Status Reader::read_debug() {
 }
 
 Expected<Executable> Reader::read() {
-  for (Status (Reader::*step)() :
-       {&Reader::read_header, &Reader::read_section_table, &Reader::read_strings, &Reader::read_constants,
-        &Reader::read_kernels, &Reader::read_requirements, &Reader::read_code_words, &Reader::read_functions,
-        &Reader::validate_code, &Reader::read_debug}) {
+  for (Status (Reader::*step)() : {&Reader::read_layout, &Reader::read_strings, &Reader::read_constants,
+                                   &Reader::read_kernels, &Reader::read_requirements, &Reader::read_code_words,
+                                   &Reader::read_functions, &Reader::validate_code, &Reader::read_debug}) {
     if (Status s = (this->*step)(); !s) return s.error();
   }
   return std::move(exe_);
@@ -619,6 +455,10 @@ Expected<Executable> Reader::read() {
 Expected<Executable> read_bytecode(std::span<const uint8_t> bytes) { return bytecode::Reader(bytes).read(); }
 
 Expected<Executable> read_bytecode_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Error(ErrorKind::kIo, fmt::format("cannot read '{}': it is a directory", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for reading", path));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
