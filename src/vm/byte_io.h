@@ -1,13 +1,13 @@
 // Little-endian byte I/O for the bytecode writer and reader. Private to src/vm.
 #pragma once
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string_view>
 #include <vector>
-
-#include <zlib.h>
 
 namespace stowage::bytecode {
 

@@ -1,7 +1,8 @@
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <fstream>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "byte_io.h"
 #include "stowage/vm/bytecode.h"
@@ -77,8 +78,7 @@ std::vector<std::pair<uint32_t, uint32_t>> encode_code(const Executable& exe, st
   return ranges;
 }
 
-void write_functions(ByteWriter& w, const Executable& exe,
-                     const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
+void write_functions(ByteWriter& w, const Executable& exe, const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
   w.u64(exe.functions.size());
   for (size_t i = 0; i < exe.functions.size(); ++i) {
     const Function& fn = exe.functions[i];
@@ -162,10 +162,8 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
   store_le<uint64_t>(header + HeaderField::kFeatures, exe.requirements.features);
   store_le<uint64_t>(header + HeaderField::kSectionTableOffset, kHeaderSize);
   store_le<uint32_t>(header + HeaderField::kSectionCount, static_cast<uint32_t>(placed.size()));
-  store_le<uint32_t>(header + HeaderField::kBodyCrc,
-                     crc32_of(std::span<const uint8_t>(file).subspan(kHeaderSize)));
-  store_le<uint32_t>(header + HeaderField::kHeaderCrc,
-                     crc32_of(std::span<const uint8_t>(file).first(kHeaderSize)));
+  store_le<uint32_t>(header + HeaderField::kBodyCrc, crc32_of(std::span<const uint8_t>(file).subspan(kHeaderSize)));
+  store_le<uint32_t>(header + HeaderField::kHeaderCrc, crc32_of(std::span<const uint8_t>(file).first(kHeaderSize)));
   return file;
 }
 

@@ -1,11 +1,11 @@
 #include "code_validator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "section_cursor.h"
 #include "stowage/vm/bytecode_format.h"
@@ -64,13 +64,12 @@ class FunctionValidator {
   CodeRange range_;
   std::vector<Life> life_;
   std::unordered_map<uint32_t, KnownStorage> storages_;  // by register
-  size_t index_ = 0;       // instruction being checked
-  size_t start_word_ = 0;  // its first word, relative to the function
+  size_t index_ = 0;                                     // instruction being checked
+  size_t start_word_ = 0;                                // its first word, relative to the function
   Opcode op_ = Opcode::kRet;
 };
 
-Error FunctionValidator::error_at_function_word(size_t word, std::string_view prefix,
-                                                std::string_view message) const {
+Error FunctionValidator::error_at_function_word(size_t word, std::string_view prefix, std::string_view message) const {
   uint64_t offset = code_.file_offset + 4 * (uint64_t{range_.first_word} + word);
   return file_error("section 'code'", offset, fmt::format("function '{}' {}: {}", fn_.name, prefix, message));
 }
@@ -92,9 +91,8 @@ Status FunctionValidator::run(std::vector<Instruction>& out) {
     DecodeFailure failure;
     size_t used = decode_instruction(words.subspan(pos), ins, failure);
     if (used == 0) {
-      std::string prefix = failure.known_opcode
-                               ? fmt::format("instruction {} ({})", index_, opcode_info(ins.op).name)
-                               : fmt::format("instruction {}", index_);
+      std::string prefix = failure.known_opcode ? fmt::format("instruction {} ({})", index_, opcode_info(ins.op).name)
+                                                : fmt::format("instruction {}", index_);
       return error_at_function_word(pos + failure.word, prefix, failure.message);
     }
     start_word_ = pos;
@@ -147,8 +145,7 @@ size_t FunctionValidator::list_word(const Instruction& ins, size_t k) const {
   return 0;
 }
 
-Status FunctionValidator::check_index(const Instruction& ins, OperandKind kind, size_t word,
-                                      uint64_t value) const {
+Status FunctionValidator::check_index(const Instruction& ins, OperandKind kind, size_t word, uint64_t value) const {
   auto out_of_range = [&](std::string_view what, size_t count, std::string_view owner) {
     return error_at(word, fmt::format("{} {} out of range ({} has {} {}s)", what, value, owner, count, what));
   };
@@ -157,8 +154,8 @@ Status FunctionValidator::check_index(const Instruction& ins, OperandKind kind, 
     case OperandKind::kReg:
     case OperandKind::kRegList:
       if (value >= fn_.num_registers) {
-        return error_at(word, fmt::format("register {} out of range (function has {} registers)", value,
-                                          fn_.num_registers));
+        return error_at(word,
+                        fmt::format("register {} out of range (function has {} registers)", value, fn_.num_registers));
       }
       return Status::ok();
     case OperandKind::kOptConst:
@@ -203,12 +200,9 @@ Status FunctionValidator::check_indices(const Instruction& ins) const {
 
 Status FunctionValidator::check_read(size_t word, uint32_t reg) const {
   switch (life_[reg]) {
-    case Life::kUnwritten:
-      return error_at(word, fmt::format("register {} is read before it is written", reg));
-    case Life::kKilled:
-      return error_at(word, fmt::format("register {} is read after it was killed", reg));
-    case Life::kLive:
-      return Status::ok();
+    case Life::kUnwritten: return error_at(word, fmt::format("register {} is read before it is written", reg));
+    case Life::kKilled: return error_at(word, fmt::format("register {} is read after it was killed", reg));
+    case Life::kLive: return Status::ok();
   }
   return Status::ok();
 }
@@ -240,8 +234,7 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
     case Opcode::kCopyTensor:
     case Opcode::kMove:
     case Opcode::kRet:
-    case Opcode::kLoadConst:
-      return Status::ok();
+    case Opcode::kLoadConst: return Status::ok();
   }
   return Status::ok();
 }
@@ -280,8 +273,8 @@ Status FunctionValidator::check_alloc_storage(const Instruction& ins) const {
   size_t size_word = slot_word(ins, Op::kSize);
   if (scope->kind == ScopeKind::kImage2d) {
     if (size.size() != 2) {
-      return error_at(size_word, fmt::format("size of an image2d storage must be [height, width], has rank {}",
-                                             size.size()));
+      return error_at(size_word,
+                      fmt::format("size of an image2d storage must be [height, width], has rank {}", size.size()));
     }
     return Status::ok();
   }
@@ -308,8 +301,8 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
   const ScopeRequirement& scope = *storage->scope;
   if (scope.kind == ScopeKind::kImage2d) {
     if (offset != 0) {
-      return error_at(offset_word, fmt::format("offset {} in image2d storage of scope '{}' must be 0", offset,
-                                               scope.scope));
+      return error_at(offset_word,
+                      fmt::format("offset {} in image2d storage of scope '{}' must be 0", offset, scope.scope));
     }
     return Status::ok();
   }
@@ -367,8 +360,8 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
 Status FunctionValidator::check_call(const Instruction& ins) const {
   const Function& callee = exe_.functions[ins.ops[operands::Call::kFunc]];
   if (ins.list.size() != callee.params.size()) {
-    return error_at(list_word(ins, 0) - 1, fmt::format("{} arguments passed, function '{}' takes {}",
-                                                       ins.list.size(), callee.name, callee.params.size()));
+    return error_at(list_word(ins, 0) - 1, fmt::format("{} arguments passed, function '{}' takes {}", ins.list.size(),
+                                                       callee.name, callee.params.size()));
   }
   return Status::ok();
 }
@@ -405,8 +398,7 @@ void FunctionValidator::apply_effects(const Instruction& ins) {
       }
       return;
     }
-    default:
-      break;
+    default: break;
   }
   // Any other definition leaves a live register the validator knows nothing about.
   const OpcodeInfo& info = opcode_info(ins.op);

@@ -10,9 +10,7 @@ namespace {
 constexpr uint32_t kOpcodeMask = 0xFFu;
 
 // The operands of an opcode, as a span over its table row.
-std::span<const OperandKind> operand_kinds(const OpcodeInfo& info) {
-  return {info.operands.data(), info.num_operands};
-}
+std::span<const OperandKind> operand_kinds(const OpcodeInfo& info) { return {info.operands.data(), info.num_operands}; }
 
 }  // namespace
 
@@ -85,8 +83,8 @@ size_t decode_instruction(std::span<const uint32_t> words, Instruction& out, Dec
     OperandKind kind = kinds[index];
     uint32_t width = operand_kind_words(kind);
     if (width > words.size() - pos) {
-      return fail(pos, fmt::format("operand {} ({}) runs past the end of the function's code", index,
-                                   operand_kind_name(kind)));
+      return fail(
+          pos, fmt::format("operand {} ({}) runs past the end of the function's code", index, operand_kind_name(kind)));
     }
     if (kind == OperandKind::kRegList) {
       uint32_t count = words[pos];

@@ -4,13 +4,13 @@
 // absolute byte offset and the entity being read. Private to src/vm.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "byte_io.h"
 #include "stowage/support/error.h"
@@ -101,8 +101,8 @@ class SectionCursor {
                      std::string_view what) const {
     if (count > limit) return error_at(at, fmt::format("{} {} exceeds the limit {}", what, count, limit));
     if (count > remaining() / min_entry_bytes) {
-      return error_at(at, fmt::format("{} {} cannot fit in the {} bytes left in the section", what, count,
-                                      remaining()));
+      return error_at(at,
+                      fmt::format("{} {} cannot fit in the {} bytes left in the section", what, count, remaining()));
     }
     return Status::ok();
   }
@@ -129,7 +129,7 @@ class SectionCursor {
 }  // namespace stowage::bytecode
 
 // Returns the Status of `expr` from the enclosing function when it is an error.
-#define STOWAGE_TRY(expr)                 \
-  do {                                    \
+#define STOWAGE_TRY(expr)                                             \
+  do {                                                                \
     if (::stowage::Status status_ = (expr); !status_) return status_; \
   } while (0)

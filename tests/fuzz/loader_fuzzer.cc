@@ -4,13 +4,13 @@
 // Random mutations almost never keep the CRC-32s right, so each input is read
 // twice: as it is (exercising the header and checksum checks) and with both
 // checksums recomputed (exercising the section readers and the code validator).
+#include <zlib.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <vector>
-
-#include <zlib.h>
 
 #include "stowage/vm/bytecode.h"
 #include "stowage/vm/bytecode_format.h"

@@ -1,8 +1,7 @@
 // Malformed files: every one is refused with one kInvalidInput error naming what
 // and where, and none crashes the reader.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "bytecode_test_util.h"
 
@@ -37,9 +36,11 @@ TEST(BytecodeCorpus, EveryPrefixIsRefused) {
     std::vector<uint8_t> prefix(file.begin(), file.begin() + n);
     std::string message = refusal(prefix);
     if (n < 8) {
-      EXPECT_EQ(message, fmt::format("bytecode: header at byte 0: file is {} bytes, shorter than the 64-byte header", n));
+      EXPECT_EQ(message,
+                fmt::format("bytecode: header at byte 0: file is {} bytes, shorter than the 64-byte header", n));
     } else if (n < kHeaderSize) {
-      EXPECT_EQ(message, fmt::format("bytecode: header at byte {}: file is {} bytes, shorter than the 64-byte header", n, n));
+      EXPECT_EQ(message,
+                fmt::format("bytecode: header at byte {}: file is {} bytes, shorter than the 64-byte header", n, n));
     } else {
       EXPECT_EQ(message, fmt::format("bytecode: header at byte 16: file size field says {} bytes, the file has {}",
                                      file.size(), n));
@@ -102,15 +103,17 @@ TEST(BytecodeCorpus, WrongMagic) {
 TEST(BytecodeCorpus, NewerMajorVersion) {
   std::vector<uint8_t> file = example_file();
   put_le<uint16_t>(file, HeaderField::kMajor, kMajorVersion + 1);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: header at byte 8: major version {} not supported (this runtime reads {})",
-                                       kMajorVersion + 1, kMajorVersion));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: header at byte 8: major version {} not supported (this runtime reads {})",
+                        kMajorVersion + 1, kMajorVersion));
 }
 
 TEST(BytecodeCorpus, OlderMajorVersion) {
   std::vector<uint8_t> file = example_file();
   put_le<uint16_t>(file, HeaderField::kMajor, kMajorVersion - 1);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: header at byte 8: major version {} not supported (this runtime reads {})",
-                                       kMajorVersion - 1, kMajorVersion));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: header at byte 8: major version {} not supported (this runtime reads {})",
+                        kMajorVersion - 1, kMajorVersion));
 }
 
 TEST(BytecodeCorpus, NewerMinorVersion) {
@@ -130,8 +133,8 @@ TEST(BytecodeCorpus, FileSizeMismatch) {
   std::vector<uint8_t> file = example_file();
   size_t size = file.size();
   file.resize(size + 8, 0);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: header at byte 16: file size field says {} bytes, the file has {}",
-                                       size, size + 8));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: header at byte 16: file size field says {} bytes, the file has {}", size, size + 8));
 }
 
 TEST(BytecodeCorpus, ChecksumMismatchNamesTheChecksum) {
@@ -181,8 +184,9 @@ TEST(BytecodeCorpus, SectionTableOutsideTheFile) {
   std::vector<uint8_t> file = example_file();
   put_le<uint64_t>(file, HeaderField::kSectionTableOffset, ~uint64_t{7});  // 8-aligned, wraps with its size
   reseal(file);
-  EXPECT_TRUE(starts_with(refusal(file), "bytecode: header at byte 32: section table at offset 18446744073709551608 "
-                                         "(7 entries) must be 8-aligned"));
+  EXPECT_TRUE(starts_with(refusal(file),
+                          "bytecode: header at byte 32: section table at offset 18446744073709551608 "
+                          "(7 entries) must be 8-aligned"));
 }
 
 TEST(BytecodeCorpus, SectionOffsetPastTheEnd) {
@@ -191,9 +195,10 @@ TEST(BytecodeCorpus, SectionOffsetPastTheEnd) {
   uint64_t past = (file.size() + 64) & ~uint64_t{7};
   put_le<uint64_t>(file, code.entry + SectionEntryField::kOffset, past);
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: section table at byte {}: entry 4: section 'code' (offset {}, size {}) "
-                                       "lies outside the {}-byte file",
-                                       code.entry + 8, past, code.size, file.size()));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section table at byte {}: entry 4: section 'code' (offset {}, size {}) "
+                        "lies outside the {}-byte file",
+                        code.entry + 8, past, code.size, file.size()));
 }
 
 TEST(BytecodeCorpus, SectionOffsetPlusSizeWraps) {
@@ -202,9 +207,10 @@ TEST(BytecodeCorpus, SectionOffsetPlusSizeWraps) {
   uint64_t size = ~uint64_t{0} - strings.offset + 9;  // offset + size == 8 (mod 2^64)
   put_le<uint64_t>(file, strings.entry + SectionEntryField::kSize, size);
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: section table at byte {}: entry 0: section 'strings' (offset {}, size {}) "
-                                       "lies outside the {}-byte file",
-                                       strings.entry + 8, strings.offset, size, file.size()));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section table at byte {}: entry 0: section 'strings' (offset {}, size {}) "
+                        "lies outside the {}-byte file",
+                        strings.entry + 8, strings.offset, size, file.size()));
 }
 
 TEST(BytecodeCorpus, SectionsOverlap) {
@@ -245,12 +251,13 @@ TEST(BytecodeCorpus, UnknownDuplicateAndMissingSections) {
   auto debug = find_section(file, SectionKind::kDebug);
   put_le<uint32_t>(file, debug.entry, 99);
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: section table at byte {}: entry 6: unknown section kind 99", debug.entry));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section table at byte {}: entry 6: unknown section kind 99", debug.entry));
 
   put_le<uint32_t>(file, debug.entry, static_cast<uint32_t>(SectionKind::kCode));
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: section table at byte {}: entry 6: section 'code' appears twice",
-                                       debug.entry));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section table at byte {}: entry 6: section 'code' appears twice", debug.entry));
 
   // Drop the last entry (debug) and make code's entry the debug one: code is missing.
   file = example_file();
@@ -278,8 +285,8 @@ TEST(BytecodeCorpus, NonZeroPadding) {
   file.back() = 0xAB;
   put_le<uint64_t>(file, HeaderField::kFileSize, file.size());
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: padding at byte {}: byte 0xab outside every section is not zero",
-                                       file.size() - 1));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: padding at byte {}: byte 0xab outside every section is not zero", file.size() - 1));
 }
 
 TEST(BytecodeCorpus, HugeStringCountRefusedBeforeAllocation) {
@@ -315,9 +322,9 @@ TEST(BytecodeCorpus, HugeCountsOfEveryTable) {
     std::string what;
   };
   std::vector<uint8_t> base = example_file();
-  for (const Case& c : {Case{SectionKind::kKernels, 0, "kernel unit count"},
-                        Case{SectionKind::kFunctions, 0, "function count"},
-                        Case{SectionKind::kRequirements, 8, "scope count"}}) {
+  for (const Case& c :
+       {Case{SectionKind::kKernels, 0, "kernel unit count"}, Case{SectionKind::kFunctions, 0, "function count"},
+        Case{SectionKind::kRequirements, 8, "scope count"}}) {
     std::vector<uint8_t> file = base;
     uint64_t at = find_section(file, c.kind).offset + c.offset_in_section;
     put_le<uint64_t>(file, at, ~uint64_t{0});
@@ -351,8 +358,9 @@ TEST(BytecodeCorpus, TrailingBytesInASection) {
   ASSERT_NE(strings.size % 8, 0u);
   put_le<uint64_t>(file, strings.entry + SectionEntryField::kSize, strings.size + 1);
   reseal(file);
-  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'strings' at byte {}: 1 unread bytes at the end of the section",
-                                       strings.offset + strings.size));
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section 'strings' at byte {}: 1 unread bytes at the end of the section",
+                        strings.offset + strings.size));
 }
 
 TEST(BytecodeCorpus, CodeSectionSizeNotAMultipleOfFour) {

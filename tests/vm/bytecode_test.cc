@@ -1,10 +1,9 @@
 // Round trips of the bytecode file, the file API and the instruction codec.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "bytecode_test_util.h"
 
@@ -116,6 +115,24 @@ TEST_F(BytecodeFiles, MissingFileIsAnIoError) {
   ASSERT_FALSE(back);
   EXPECT_EQ(back.error().kind(), ErrorKind::kIo);
   EXPECT_EQ(back.error().message(), fmt::format("cannot open '{}' for reading", file));
+}
+
+TEST_F(BytecodeFiles, DirectoryIsAnIoError) {
+  std::string dir = path("a_directory");
+  std::filesystem::create_directories(dir);
+  Expected<Executable> back = read_bytecode_file(dir);
+  ASSERT_FALSE(back);
+  EXPECT_EQ(back.error().kind(), ErrorKind::kIo);
+  EXPECT_EQ(back.error().message(), fmt::format("cannot read '{}': it is a directory", dir));
+}
+
+TEST_F(BytecodeFiles, MalformedFileIsInvalidInput) {
+  std::string file = path("short.stw");
+  std::ofstream(file, std::ios::binary) << "\x89STW";
+  Expected<Executable> back = read_bytecode_file(file);
+  ASSERT_FALSE(back);
+  EXPECT_EQ(back.error().kind(), ErrorKind::kInvalidInput);
+  EXPECT_EQ(back.error().message(), "bytecode: header at byte 0: file is 4 bytes, shorter than the 64-byte header");
 }
 
 TEST_F(BytecodeFiles, InvalidExecutableIsNotWritten) {
@@ -234,8 +251,8 @@ TEST(InstructionCodec, RefusesBadWords) {
 
   std::vector<uint32_t> long_list = {static_cast<uint32_t>(Opcode::kCall), 0, 0, kMaxListLength + 1};
   EXPECT_EQ(decode_instruction(long_list, back, failure), 0u);
-  EXPECT_EQ(failure.message, fmt::format("list of {} registers exceeds the limit {}", kMaxListLength + 1,
-                                         kMaxListLength));
+  EXPECT_EQ(failure.message,
+            fmt::format("list of {} registers exceeds the limit {}", kMaxListLength + 1, kMaxListLength));
   EXPECT_EQ(failure.word, 3u);
 }
 

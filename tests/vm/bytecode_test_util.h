@@ -2,14 +2,14 @@
 // generator would build it, and byte-level patching of written files.
 #pragma once
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <zlib.h>
 
 #include "stowage/vm/bytecode.h"
 #include "stowage/vm/bytecode_format.h"

@@ -1,8 +1,7 @@
 // Well-formed files that break a rule of the format: each is refused with one
 // error naming the section, byte offset, function, instruction and rule.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "bytecode_test_util.h"
 
@@ -154,8 +153,9 @@ TEST(BytecodeValidation, UnknownOpcode) {
 TEST(BytecodeValidation, ListLongerThanTheLimit) {
   Executable exe = make_add_mul_executable();
   exe.functions[0].code[6].list.assign(kMaxListLength + 1, reg::kA);
-  EXPECT_EQ(refusal(exe), code_message(exe, 6, 4, fmt::format("list of {} registers exceeds the limit {}",
-                                                              kMaxListLength + 1, kMaxListLength)));
+  EXPECT_EQ(refusal(exe),
+            code_message(exe, 6, 4,
+                         fmt::format("list of {} registers exceeds the limit {}", kMaxListLength + 1, kMaxListLength)));
 }
 
 TEST(BytecodeValidation, InstructionRunsPastItsFunction) {
@@ -278,9 +278,12 @@ TEST(BytecodeValidation, RedefinitionAfterKillIsValid) {
   // d reuses a's register once a is dead.
   for (size_t i : {9u, 10u, 12u}) {
     Instruction& ins = exe.functions[0].code[i];
-    if (ins.op == Opcode::kCallKernel) ins.list[1] = reg::kA;
-    else if (ins.op == Opcode::kAllocTensor) ins.ops[operands::AllocTensor::kDst] = reg::kA;
-    else ins.ops[operands::CopyTensor::kDst] = reg::kA;
+    if (ins.op == Opcode::kCallKernel)
+      ins.list[1] = reg::kA;
+    else if (ins.op == Opcode::kAllocTensor)
+      ins.ops[operands::AllocTensor::kDst] = reg::kA;
+    else
+      ins.ops[operands::CopyTensor::kDst] = reg::kA;
   }
   Expected<Executable> back = read_bytecode(write_bytecode(exe));
   EXPECT_TRUE(back) << back.error().message();
@@ -379,8 +382,9 @@ TEST(BytecodeValidation, BufferStorageSizeIsOneExtent) {
 TEST(BytecodeValidation, AllocTensorOutOfStaticBounds) {
   Executable exe = make_add_mul_executable();
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 3200;  // 25 * 128; 3200 + 1024 > 4096
-  EXPECT_EQ(refusal(exe),
-            code_message(exe, 5, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 5, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
 }
 
 TEST(BytecodeValidation, AllocTensorOffsetNearTwoToTheSixtyFour) {
@@ -396,8 +400,9 @@ TEST(BytecodeValidation, AllocTensorOffsetNearTwoToTheSixtyFour) {
 TEST(BytecodeValidation, AllocTensorLargerThanItsStorage) {
   Executable exe = make_add_mul_executable();
   exe.constants[cst::kTensorShape].shape = {64, 64};
-  EXPECT_EQ(refusal(exe),
-            code_message(exe, 1, 3, "tensor of 16384 bytes at offset 0 exceeds its storage of 4096 bytes (instruction 0)"));
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 1, 3, "tensor of 16384 bytes at offset 0 exceeds its storage of 4096 bytes (instruction 0)"));
 }
 
 TEST(BytecodeValidation, AllocTensorSizeOverflows) {
@@ -409,8 +414,9 @@ TEST(BytecodeValidation, AllocTensorSizeOverflows) {
 TEST(BytecodeValidation, MisalignedTensorOffset) {
   Executable exe = make_add_mul_executable();
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 2048 + 64;
-  EXPECT_EQ(refusal(exe), code_message(exe, 5, 3,
-                                       "offset 2112 is not a multiple of the offset alignment 128 of scope 'global.vtcm'"));
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 5, 3, "offset 2112 is not a multiple of the offset alignment 128 of scope 'global.vtcm'"));
 }
 
 TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
@@ -420,8 +426,9 @@ TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
   fn.code.insert(fn.code.begin() + 1, make_ins(Opcode::kMove, {alias, reg::kVtcm}));
   fn.code[2].ops[operands::AllocTensor::kStorage] = alias;
   fn.code[2].ops[operands::AllocTensor::kOffset] = 3200;
-  EXPECT_EQ(refusal(exe),
-            code_message(exe, 2, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 2, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
 }
 
 // A storage passed in as a parameter has no static size: the VM checks at run time.
@@ -515,7 +522,8 @@ TEST(BytecodeValidation, KernelSignatures) {
   Executable exe = make_add_mul_executable();
   exe.kernels[1].unit = 1;
   EXPECT_TRUE(contains(refusal(exe), "section 'kernels'"));
-  EXPECT_TRUE(contains(refusal(exe), "kernel 1 'compute_mul_in_vtcm': unit 1 out of range (executable has 1 kernel units)"));
+  EXPECT_TRUE(
+      contains(refusal(exe), "kernel 1 'compute_mul_in_vtcm': unit 1 out of range (executable has 1 kernel units)"));
   exe = make_add_mul_executable();
   exe.kernels[0].params[2].kind = static_cast<KernelParamKind>(kKernelParamKindCount);
   EXPECT_TRUE(contains(refusal(exe), "kernel 0 'compute_add_in_vtcm' parameter 2: unknown parameter kind 6"));
@@ -556,8 +564,8 @@ TEST(BytecodeValidation, ImagesNeedTheImagesFeature) {
   EXPECT_TRUE(contains(refusal(exe), "scope 'global.texture' is image2d but the images feature bit is not set"));
   exe = make_add_mul_executable();
   exe.kernels[0].params[0].kind = KernelParamKind::kImage2dRead;
-  EXPECT_TRUE(contains(refusal(exe),
-                       "kernel 'compute_add_in_vtcm' takes an image but the images feature bit is not set"));
+  EXPECT_TRUE(
+      contains(refusal(exe), "kernel 'compute_add_in_vtcm' takes an image but the images feature bit is not set"));
   exe.requirements.features = kFeatureImages;
   Expected<Executable> back = read_bytecode(write_bytecode(exe));
   EXPECT_TRUE(back) << back.error().message();

@@ -42,17 +42,17 @@ inline constexpr uint32_t kHeaderSize = 64;
 // Byte offsets of the header fields.
 struct HeaderField {
   enum : uint32_t {
-    kMagic = 0,               // u8[8]  kMagic
-    kMajor = 8,               // u16    kMajorVersion
-    kMinor = 10,              // u16    <= kMinorVersion
-    kHeaderSize = 12,         // u32    == kHeaderSize
-    kFileSize = 16,           // u64    total bytes of the file, header included
-    kFeatures = 24,           // u64    FeatureBits (executable.h) a device must have
-    kSectionTableOffset = 32, // u64    byte offset of the section table
-    kSectionCount = 40,       // u32    entries in the section table
-    kHeaderCrc = 44,          // u32    CRC-32 of the kHeaderSize header bytes, this field as 0
-    kBodyCrc = 48,            // u32    CRC-32 of bytes [kHeaderSize, file size)
-    kReserved = 52,           // u8[12] zero
+    kMagic = 0,                // u8[8]  kMagic
+    kMajor = 8,                // u16    kMajorVersion
+    kMinor = 10,               // u16    <= kMinorVersion
+    kHeaderSize = 12,          // u32    == kHeaderSize
+    kFileSize = 16,            // u64    total bytes of the file, header included
+    kFeatures = 24,            // u64    FeatureBits (executable.h) a device must have
+    kSectionTableOffset = 32,  // u64    byte offset of the section table
+    kSectionCount = 40,        // u32    entries in the section table
+    kHeaderCrc = 44,           // u32    CRC-32 of the kHeaderSize header bytes, this field as 0
+    kBodyCrc = 48,             // u32    CRC-32 of bytes [kHeaderSize, file size)
+    kReserved = 52,            // u8[12] zero
   };
 };
 inline constexpr uint32_t kHeaderReservedBytes = kHeaderSize - HeaderField::kReserved;
@@ -66,10 +66,10 @@ inline constexpr uint32_t kHeaderReservedBytes = kHeaderSize - HeaderField::kRes
 inline constexpr uint32_t kSectionEntrySize = 24;
 struct SectionEntryField {
   enum : uint32_t {
-    kKind = 0,     // u32 SectionKind
-    kFlags = 4,    // u32 reserved, zero
-    kOffset = 8,   // u64 byte offset in the file, a multiple of kSectionAlignment
-    kSize = 16,    // u64 bytes of content (padding to the next section not counted)
+    kKind = 0,    // u32 SectionKind
+    kFlags = 4,   // u32 reserved, zero
+    kOffset = 8,  // u64 byte offset in the file, a multiple of kSectionAlignment
+    kSize = 16,   // u64 bytes of content (padding to the next section not counted)
   };
 };
 inline constexpr uint64_t kSectionAlignment = 8;
