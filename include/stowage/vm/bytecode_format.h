@@ -6,7 +6,8 @@
 // needs natural alignment, but sections start on 8-byte boundaries so a future
 // weight-tensor section can be mapped.
 //
-// File := Header | SectionTable | sections (each at an 8-aligned offset, any order)
+// File := Header | SectionTable | sections (each at an 8-aligned offset, any order);
+// every byte outside the header, the table and the sections is zero padding.
 //
 // Encodings used by the sections:
 //   str        := u32 length, `length` bytes (no terminator, no padding)
