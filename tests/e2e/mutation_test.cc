@@ -4,8 +4,11 @@
 // given their own exit codes so they cannot pass for a refusal).
 //
 // A second round recomputes the checksums after mutating, so that the mutations
-// reach the validator instead of stopping at the checksum; those runs may also
-// fail at run time (exit 1, e.g. a kernel source that no longer builds).
+// reach the validator instead of stopping at the checksum, and loads each file
+// with `vm-run --info` (load, validate, check requirements, no kernel launched).
+// A file that validates is run as written: a mutated grid can make a kernel index
+// past its tensors, which no loader can see (kernels are arbitrary code), so the
+// second round does not launch them.
 //
 // STOWAGE_MUTATIONS overrides the number of mutated files (default 10,000).
 #include <fcntl.h>
@@ -161,7 +164,7 @@ class MutationTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs vm-run on `bytes`; returns a description of what was wrong, or "".
-  std::string check_run(const std::vector<uint8_t>& bytes, bool allow_runtime_error) {
+  std::string check_run(const std::vector<uint8_t>& bytes, bool allow_runtime_error, bool info_only = false) {
     fs::path file = dir_ / "mutant.stw";
     fs::path out = dir_ / "out.npy";
     fs::remove(out);
@@ -169,14 +172,34 @@ class MutationTest : public ::testing::Test {
       std::ofstream f(file, std::ios::binary);
       f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     }
-    RunResult r = run_process({std::string(STOWAGE_BINARY_DIR) + "/src/vm-run", file.string(), "--input",
-                               "x=" + (dir_ / "x.npy").string(), "--input", "y=" + (dir_ / "y.npy").string(),
-                               "--input", "z=" + (dir_ / "z.npy").string(), "--output", out.string()},
-                              dir_ / "stdout.txt", dir_ / "stderr.txt", std::chrono::seconds(60));
+    std::vector<std::string> argv = {std::string(STOWAGE_BINARY_DIR) + "/src/vm-run", file.string()};
+    if (info_only) {
+      argv.push_back("--info");
+    } else {
+      for (const char* name : {"x", "y", "z"}) {
+        argv.push_back("--input");
+        argv.push_back(std::string(name) + "=" + (dir_ / (std::string(name) + ".npy")).string());
+      }
+      argv.push_back("--output");
+      argv.push_back(out.string());
+    }
+    RunResult r = run_process(argv, dir_ / "stdout.txt", dir_ / "stderr.txt", std::chrono::seconds(60));
     if (r.exited) ++exit_codes_[r.exit_code];
+    std::string problem = judge(r, out, allow_runtime_error, info_only);
+    if (!problem.empty()) {
+      // Keep the file that failed, for a debugger.
+      fs::path kept = fs::path(STOWAGE_BINARY_DIR) / "mutation-failure.stw";
+      fs::copy_file(file, kept, fs::copy_options::overwrite_existing);
+      problem += " (file kept as " + kept.string() + ")";
+    }
+    return problem;
+  }
+
+  std::string judge(const RunResult& r, const fs::path& out, bool allow_runtime_error, bool info_only) {
     if (r.timed_out) return "hang (killed after 60 s)";
     if (!r.exited) return "killed by signal " + std::to_string(r.signal);
     if (r.exit_code == kSanitizerExitCode) return "sanitizer report: " + r.stderr_text;
+    if (r.exit_code == 0 && info_only) return "";
     if (r.exit_code == 0) {
       auto result = npy::read_file(out.string());
       if (!result) return "exit 0 but no readable output: " + result.error().message();
@@ -234,7 +257,7 @@ TEST_F(MutationTest, MutationsWithValidChecksumsReachTheValidatorSafely) {
   for (int i = 0; i < n; ++i) {
     std::vector<uint8_t> mutant = mutate(original_, rng);
     if (mutant.size() >= bytecode::kHeaderSize) testing::reseal(mutant);
-    std::string problem = check_run(mutant, /*allow_runtime_error=*/true);
+    std::string problem = check_run(mutant, /*allow_runtime_error=*/true, /*info_only=*/true);
     ASSERT_EQ(problem, "") << "mutant " << i;
   }
 }
