@@ -10,7 +10,7 @@
 #include "stowage/backend/program_cache.h"
 #include "stowage/backend/target.h"
 #include "stowage/vm/vm.h"
-#include "vm/example_executable.h"
+#include "vm/bytecode_test_util.h"
 
 namespace stowage {
 namespace {
@@ -69,7 +69,7 @@ TEST(OpenCLTest, UnmetRequirementsNameWhatIsMissing) {
 }
 
 TEST(OpenCLTest, AVmRefusesADeviceThatLacksWhatTheExecutableNeeds) {
-  Executable exe = testing::add_mul_executable();
+  Executable exe = testing::make_add_mul_executable();
   exe.requirements.scopes[0].max_storage_bytes = uint64_t{1} << 62;  // no device allocates that
   auto vm = vm::VirtualMachine::create(std::make_shared<const Executable>(exe));
   ASSERT_FALSE(vm);
@@ -114,7 +114,7 @@ TEST(ProgramCacheTest, ASecondContextLoadsTheBinaryFromDisk) {
   std::filesystem::remove_all(dir);
   ::setenv("STOWAGE_CACHE_DIR", dir.c_str(), 1);
   auto device = opencl::select_device("", {}).value_or_throw();
-  KernelUnit unit{"u", testing::kAddMulSource};
+  KernelUnit unit{"u", testing::make_add_mul_executable().units[0].source};
   {
     auto ctx = opencl::Context::create(device).value_or_throw();
     opencl::ProgramCache cache(ctx);

@@ -6,13 +6,13 @@
 
 #include <numeric>
 
-#include "vm/example_executable.h"
+#include "vm/bytecode_test_util.h"
 
 namespace stowage::vm {
 namespace {
 
-using stowage::testing::add_mul_executable;
-using stowage::testing::make_instruction;
+using stowage::testing::make_add_mul_executable;
+using stowage::testing::make_ins;
 
 Tensor int_tensor(const std::vector<int32_t>& values) {
   return host_tensor({4, 64}, DType::kInt32, std::as_bytes(std::span(values)));
@@ -44,7 +44,7 @@ std::unique_ptr<VirtualMachine> make_vm(Executable exe) {
 }
 
 TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
-  auto vm = make_vm(add_mul_executable());
+  auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(0);
   Value out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
                                   Value::from(int_tensor(in.z))});
@@ -56,7 +56,7 @@ TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
 }
 
 TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
-  auto vm = make_vm(add_mul_executable());
+  auto vm = make_vm(make_add_mul_executable());
   Inputs first = make_inputs(1);
   {
     Value out = vm->invoke("main", {Value::from(int_tensor(first.x)), Value::from(int_tensor(first.y)),
@@ -78,7 +78,7 @@ TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
 }
 
 TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
-  auto vm = make_vm(add_mul_executable());
+  auto vm = make_vm(make_add_mul_executable());
   Inputs a = make_inputs(3);
   Inputs b = make_inputs(4);
   Value first = vm->invoke("main", {Value::from(int_tensor(a.x)), Value::from(int_tensor(a.y)),
@@ -92,7 +92,7 @@ TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
 }
 
 TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
-  Executable exe = add_mul_executable();
+  Executable exe = make_add_mul_executable();
   exe.requirements.scopes[0].capacity = 6000;  // room for one 4096-byte storage only
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(5);
@@ -118,7 +118,7 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
 }
 
 TEST(VmTest, WrongArgumentsAreRefusedWithTheirName) {
-  auto vm = make_vm(add_mul_executable());
+  auto vm = make_vm(make_add_mul_executable());
   std::vector<int32_t> small(128, 1);
   Tensor wrong = host_tensor({2, 64}, DType::kInt32, std::as_bytes(std::span(small)));
   Inputs in = make_inputs(0);
@@ -135,7 +135,7 @@ TEST(VmTest, WrongArgumentsAreRefusedWithTheirName) {
 }
 
 TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
-  Executable exe = add_mul_executable();
+  Executable exe = make_add_mul_executable();
   Constant local;
   local.shape = {100};  // does not divide the global size 256
   exe.constants.push_back(local);
@@ -154,7 +154,7 @@ TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
 }
 
 TEST(VmTest, HostTensorAsKernelArgumentIsARuntimeError) {
-  Executable exe = add_mul_executable();
+  Executable exe = make_add_mul_executable();
   // Pass parameter x straight to the kernel instead of its device copy.
   exe.functions[0].code[6].list = {0, 5, 6};
   auto vm = make_vm(std::move(exe));
@@ -171,15 +171,15 @@ TEST(VmTest, HostTensorAsKernelArgumentIsARuntimeError) {
 
 TEST(VmTest, KillDropsTheReferenceAtOnce) {
   // main(x) { s = alloc_storage; t = alloc_tensor(s); copy(x, t); kill t; kill s; ret x }
-  Executable exe = add_mul_executable();
+  Executable exe = make_add_mul_executable();
   Function& f = exe.functions[0];
   f.code = {
-      make_instruction(Opcode::kAllocStorage, {3, 0, 0, 5, 0}),
-      make_instruction(Opcode::kAllocTensor, {4, 3, 0, 1, 3}),
-      make_instruction(Opcode::kCopyTensor, {0, 4}),
-      make_instruction(Opcode::kKill, {4}),
-      make_instruction(Opcode::kKill, {3}),
-      make_instruction(Opcode::kRet, {0}),
+      make_ins(Opcode::kAllocStorage, {3, 0, 0, 5, 0}),
+      make_ins(Opcode::kAllocTensor, {4, 3, 0, 1, 3}),
+      make_ins(Opcode::kCopyTensor, {0, 4}),
+      make_ins(Opcode::kKill, {4}),
+      make_ins(Opcode::kKill, {3}),
+      make_ins(Opcode::kRet, {0}),
   };
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
@@ -191,7 +191,7 @@ TEST(VmTest, KillDropsTheReferenceAtOnce) {
 }
 
 TEST(VmTest, DLPackRoundTrip) {
-  auto vm = make_vm(add_mul_executable());
+  auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(6);
   std::vector<int64_t> shape = {4, 64};
   auto dl = [&](std::vector<int32_t>& data) {
