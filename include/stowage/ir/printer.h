@@ -1,0 +1,27 @@
+// The text form of the IR (see docs/ir.md). print_module's output parses back to an
+// equal module for every module that passes the verifier.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "stowage/ir/ir.h"
+
+namespace stowage::ir {
+
+std::string print_module(const Module& module);
+std::string print_function(const Function& function);
+// One line without indentation or newline, e.g. `a = alloc_tensor(s, 0, [4], int32)`;
+// error messages quote bindings this way.
+std::string print_binding(const Binding& binding);
+std::string print_type(const Type& type);
+// The text form of a call argument: `x`, `-2`, `2.5`, `inf`, `nan`.
+std::string print_arg(const Arg& arg);
+// A shape as a list: `[4, 64]`.
+std::string print_shape_list(const std::vector<int64_t>& shape);
+
+// Kernel source sits between `"""` delimiters, so a source holding `"""` cannot be
+// written; builders reject such sources with this test.
+bool kernel_source_is_printable(std::string_view source);
+
+}  // namespace stowage::ir

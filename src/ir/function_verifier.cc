@@ -1,0 +1,268 @@
+#include "function_verifier.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stowage/ir/printer.h"
+#include "stowage/ir/verifier.h"
+
+namespace stowage::ir::verify {
+namespace {
+
+// Which fields of a Binding an op reads (see the table in ir.h); the others must
+// stay at their defaults so that the text form, which omits them, round-trips.
+struct OpForm {
+  size_t vars;
+  bool args, shape, offset, device, dtype, scope, callee, launch;
+};
+
+OpForm form_of(Op op) {
+  switch (op) {
+    case Op::kAllocStorage: return {0, false, true, false, true, true, true, false, false};
+    case Op::kAllocTensor: return {1, false, true, true, false, true, false, false, false};
+    case Op::kKillObject: return {1, false, false, false, false, false, false, false, false};
+    case Op::kCopyTensor: return {2, false, false, false, false, false, false, false, false};
+    case Op::kCallKernel: return {0, true, false, false, false, false, false, true, true};
+    case Op::kEmpty: return {0, false, true, false, false, true, true, false, false};
+    case Op::kCall: return {0, true, false, false, false, false, false, true, false};
+  }
+  return {};
+}
+
+bool is_tensor_or_storage(const Type& t) { return t.kind == Type::Kind::kTensor || t.kind == Type::Kind::kStorage; }
+
+Problem check_type_extents(const Type& type) {
+  if (type.kind == Type::Kind::kTensor) {
+    for (int64_t extent : type.shape) {
+      if (extent < 0) return fmt::format("{} has a negative extent", print_type(type));
+    }
+    if (!checked_nbytes(type.shape, type.dtype)) return fmt::format("{} is larger than 2^64 bytes", print_type(type));
+  }
+  for (const Type& field : type.fields) {
+    if (auto p = check_type_extents(field)) return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string at_loc(SourceLoc loc) {
+  if (loc.line == 0) return "";
+  return fmt::format(" at {}:{}", loc.line, loc.col);
+}
+
+const VarInfo* FunctionVerifier::lookup(const std::string& name) const {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : &it->second;
+}
+
+std::string FunctionVerifier::describe_arg(const Arg& arg, size_t index) const {
+  switch (arg.kind) {
+    case Arg::Kind::kInt: return fmt::format("argument {} (the integer {})", index + 1, arg.int_value);
+    case Arg::Kind::kFloat: return fmt::format("argument {} (the float {})", index + 1, print_arg(arg));
+    case Arg::Kind::kVar: break;
+  }
+  return fmt::format("argument {} ('{}')", index + 1, arg.var);
+}
+
+std::optional<FunctionVerifier::Failure> FunctionVerifier::run() {
+  using Where = Failure::Where;
+  if (auto failure = check_params()) return failure;
+  if (auto problem = check_type_extents(function_.ret_type)) {
+    return Failure{Where::kSignature, "return type " + *problem, function_.loc, 0, {}};
+  }
+  for (size_t i = 0; i < function_.bindings.size(); ++i) {
+    const Binding& b = function_.bindings[i];
+    if (auto problem = check_binding(b)) return Failure{Where::kBinding, *problem, b.loc, i, {}};
+  }
+  if (auto problem = check_return()) return Failure{Where::kReturn, *problem, function_.ret_loc, 0, {}};
+  return std::nullopt;
+}
+
+std::optional<FunctionVerifier::Failure> FunctionVerifier::check_params() {
+  for (const Param& p : function_.params) {
+    auto fail = [&p](std::string message) {
+      return Failure{Failure::Where::kParam, std::move(message), p.loc, 0, p.name};
+    };
+    if (!is_valid_variable_name(p.name)) return fail(fmt::format("'{}' is not a valid variable name", p.name));
+    if (const VarInfo* earlier = lookup(p.name)) {
+      return fail(fmt::format("'{}' is declared twice (first{})", p.name, at_loc(earlier->def_loc)));
+    }
+    if (auto problem = check_type_extents(p.type)) return fail(*problem);
+    VarInfo info;
+    info.type = p.type;
+    info.def_loc = p.loc;
+    info.is_param = true;
+    vars_.emplace(p.name, std::move(info));
+  }
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_binding(const Binding& b) {
+  result_info_ = VarInfo();
+  if (auto p = check_form(b)) return p;
+  if (auto p = check_uses(b)) return p;
+  if (auto p = check_result_is_new(b)) return p;
+  Problem problem;
+  switch (b.op) {
+    case Op::kAllocStorage: problem = check_alloc_storage(b); break;
+    case Op::kAllocTensor: problem = check_alloc_tensor(b); break;
+    case Op::kKillObject: problem = check_kill(b); break;
+    case Op::kCopyTensor: problem = check_copy(b); break;
+    case Op::kCallKernel: problem = check_call_kernel(b); break;
+    case Op::kEmpty: problem = check_empty(b); break;
+    case Op::kCall: problem = check_call(b); break;
+  }
+  if (problem) return problem;
+  if (!b.result.empty()) define_result(b);
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_form(const Binding& b) {
+  const char* op = op_name(b.op);
+  if (op_produces_value(b.op) && b.result.empty()) return fmt::format("{} produces a value but binds no variable", op);
+  if (!op_produces_value(b.op) && !b.result.empty()) {
+    return fmt::format("{} produces no value to bind to '{}'", op, b.result);
+  }
+  OpForm form = form_of(b.op);
+  if (b.vars.size() != form.vars) {
+    return fmt::format("{} takes {} variable operand{}, got {}", op, form.vars, form.vars == 1 ? "" : "s",
+                       b.vars.size());
+  }
+  auto unused = [op](std::string_view field) {
+    return fmt::format("{} does not take '{}'; leave that field at its default", op, field);
+  };
+  if (!form.args && !b.args.empty()) return unused("args");
+  if (!form.shape && !b.shape.empty()) return unused("shape");
+  if (!form.offset && b.offset != 0) return unused("offset");
+  if (!form.device && b.device != 0) return unused("device");
+  if (!form.dtype && b.dtype != Binding().dtype) return unused("dtype");
+  if (!form.scope && !b.scope.empty()) return unused("scope");
+  if (!form.callee && !b.callee.empty()) return unused("callee");
+  if (!form.launch && !b.grid.empty()) return unused("grid");
+  if (!form.launch && !b.local.empty()) return unused("local");
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_use(const std::string& name, bool is_kill) {
+  const VarInfo* info = lookup(name);
+  if (info == nullptr) return fmt::format("'{}' is not defined", name);
+  if (!info->killed) return std::nullopt;
+  if (is_kill) return fmt::format("'{}' is killed twice (first{})", name, at_loc(info->kill_loc));
+  return fmt::format("'{}' is used after its kill_object{}", name, at_loc(info->kill_loc));
+}
+
+Problem FunctionVerifier::check_uses(const Binding& b) {
+  for (const std::string& var : b.vars) {
+    if (auto p = check_use(var, b.op == Op::kKillObject)) return p;
+  }
+  for (const Arg& arg : b.args) {
+    if (arg.kind != Arg::Kind::kVar) continue;
+    if (auto p = check_use(arg.var, false)) return p;
+  }
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_result_is_new(const Binding& b) {
+  if (b.result.empty()) return std::nullopt;
+  if (!is_valid_variable_name(b.result)) return fmt::format("'{}' is not a valid variable name", b.result);
+  const VarInfo* earlier = lookup(b.result);
+  if (earlier == nullptr) return std::nullopt;
+  if (earlier->is_param) return fmt::format("'{}' is already defined as a parameter", b.result);
+  return fmt::format("'{}' is already defined{}", b.result, at_loc(earlier->def_loc));
+}
+
+Problem FunctionVerifier::check_kill(const Binding& b) {
+  const std::string& name = b.vars[0];
+  VarInfo& info = vars_.at(name);
+  if (!is_tensor_or_storage(info.type)) {
+    return fmt::format("'{}' is {}; only tensors and storages can be killed", name, print_type(info.type));
+  }
+  info.killed = true;
+  info.kill_loc = b.loc;
+  if (info.placement) {
+    auto& live = vars_.at(info.placement->storage).storage->live_tensors;
+    live.erase(std::remove(live.begin(), live.end(), name), live.end());
+  }
+  if (info.storage) {
+    auto& live = live_storages_[info.storage->scope];
+    live.erase(std::remove(live.begin(), live.end(), name), live.end());
+  }
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_copy(const Binding& b) {
+  const Type& src = lookup(b.vars[0])->type;
+  const Type& dst = lookup(b.vars[1])->type;
+  if (src.kind != Type::Kind::kTensor) return fmt::format("source '{}' is {}, not a tensor", b.vars[0], print_type(src));
+  if (dst.kind != Type::Kind::kTensor) {
+    return fmt::format("destination '{}' is {}, not a tensor", b.vars[1], print_type(dst));
+  }
+  if (!(src == dst)) {
+    return fmt::format("source is {} but destination is {}; shapes and dtypes must be equal", print_type(src),
+                       print_type(dst));
+  }
+  return std::nullopt;
+}
+
+Type FunctionVerifier::arg_type(const Arg& arg) const {
+  switch (arg.kind) {
+    case Arg::Kind::kInt: return Type::of(Type::Kind::kInt);
+    case Arg::Kind::kFloat: return Type::of(Type::Kind::kFloat);
+    case Arg::Kind::kVar: break;
+  }
+  return lookup(arg.var)->type;
+}
+
+Problem FunctionVerifier::check_call(const Binding& b) {
+  const Function* callee = module_.find_function(b.callee);
+  if (callee == nullptr) return fmt::format("unknown function '{}'", b.callee);
+  if (b.args.size() != callee->params.size()) {
+    return fmt::format("function '{}' takes {} argument{}, got {}", b.callee, callee->params.size(),
+                       callee->params.size() == 1 ? "" : "s", b.args.size());
+  }
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    Type type = arg_type(b.args[i]);
+    const Param& param = callee->params[i];
+    if (!(type == param.type)) {
+      return fmt::format("{} is {}, but parameter '{}' of function '{}' is {}", describe_arg(b.args[i], i),
+                         print_type(type), param.name, b.callee, print_type(param.type));
+    }
+  }
+  return std::nullopt;
+}
+
+Type FunctionVerifier::result_type(const Binding& b) const {
+  switch (b.op) {
+    case Op::kAllocStorage: return Type::of(Type::Kind::kStorage);
+    case Op::kAllocTensor:
+    case Op::kEmpty: return Type::tensor(b.shape, b.dtype);
+    case Op::kCall: return module_.find_function(b.callee)->ret_type;
+    default: return Type::of(Type::Kind::kObject);
+  }
+}
+
+void FunctionVerifier::define_result(const Binding& b) {
+  VarInfo info = std::move(result_info_);
+  info.type = result_type(b);
+  info.def_loc = b.loc;
+  if (info.placement) vars_.at(info.placement->storage).storage->live_tensors.push_back(b.result);
+  if (info.storage && info.storage->scope->capacity > 0) live_storages_[info.storage->scope].push_back(b.result);
+  vars_.emplace(b.result, std::move(info));
+}
+
+Problem FunctionVerifier::check_return() {
+  const std::string& name = function_.ret;
+  if (name.empty()) return std::string("the function returns no variable");
+  const VarInfo* info = lookup(name);
+  if (info == nullptr) return fmt::format("'{}' is not defined", name);
+  if (info->killed) return fmt::format("'{}' was killed{}", name, at_loc(info->kill_loc));
+  if (!(info->type == function_.ret_type)) {
+    return fmt::format("'{}' is {}, but the function returns {}", name, print_type(info->type),
+                       print_type(function_.ret_type));
+  }
+  return std::nullopt;
+}
+
+}  // namespace stowage::ir::verify

@@ -1,0 +1,117 @@
+// The per-function part of the verifier, split by topic over function_verifier.cc
+// (names, definitions, kills, types), verify_memory.cc (storages, tensor placement)
+// and verify_call_kernel.cc (kernel signatures). Internal to src/ir.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stowage/backend/target.h"
+#include "stowage/ir/ir.h"
+
+namespace stowage::ir::verify {
+
+// A broken rule, described without its context (the function and binding).
+using Problem = std::optional<std::string>;
+
+// " at 9:3", or nothing for a node built in code.
+std::string at_loc(SourceLoc loc);
+
+// A storage made by alloc_storage in this function: its size is known.
+struct StorageInfo {
+  const ScopeDesc* scope = nullptr;
+  uint64_t bytes = 0;   // buffer scopes: the size
+  uint64_t height = 0;  // image scopes: the extent in pixels
+  uint64_t width = 0;
+  DType dtype = DType::kUInt8;
+  std::vector<std::string> live_tensors;  // allocated in it and not yet killed
+};
+
+// A tensor placed by alloc_tensor in a known storage.
+struct Placement {
+  std::string storage;
+  uint64_t begin = 0;  // byte range in buffer storages
+  uint64_t end = 0;
+  bool empty = true;  // no elements: overlaps nothing
+};
+
+struct VarInfo {
+  Type type;
+  SourceLoc def_loc;
+  bool is_param = false;
+  bool killed = false;
+  SourceLoc kill_loc;
+  const ScopeDesc* scope = nullptr;     // where the value lives, when known
+  std::optional<StorageInfo> storage;   // alloc_storage results
+  std::optional<Placement> placement;   // alloc_tensor results in a known storage
+};
+
+class FunctionVerifier {
+ public:
+  FunctionVerifier(const Module& module, const Function& function, const TargetDesc& target)
+      : module_(module), function_(function), target_(target) {}
+
+  // The first broken rule, and the part of the function it is about.
+  struct Failure {
+    enum class Where { kSignature, kParam, kBinding, kReturn };
+    Where where = Where::kSignature;
+    std::string message;
+    SourceLoc loc;
+    size_t binding = 0;  // kBinding: its index
+    std::string param;   // kParam: its name
+  };
+  std::optional<Failure> run();
+
+ private:
+  // function_verifier.cc
+  std::optional<Failure> check_params();
+  Problem check_binding(const Binding& b);
+  Problem check_form(const Binding& b);
+  Problem check_uses(const Binding& b);
+  Problem check_use(const std::string& name, bool is_kill);
+  Problem check_result_is_new(const Binding& b);
+  Problem check_kill(const Binding& b);
+  Problem check_copy(const Binding& b);
+  Problem check_call(const Binding& b);
+  Problem check_return();
+  Type result_type(const Binding& b) const;
+  Type arg_type(const Arg& arg) const;
+  void define_result(const Binding& b);
+
+  // verify_memory.cc
+  Problem check_alloc_storage(const Binding& b);
+  Problem check_capacity(const Binding& b, const ScopeDesc& scope, uint64_t bytes);
+  Problem check_alloc_tensor(const Binding& b);
+  Problem check_buffer_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
+                              uint64_t nbytes, Placement& placement);
+  Problem check_image_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
+                             Placement& placement);
+  Problem check_empty(const Binding& b);
+  Problem find_scope(const std::string& name, const ScopeDesc** scope) const;
+
+  // verify_call_kernel.cc
+  Problem check_call_kernel(const Binding& b);
+  Problem check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
+  Problem check_tensor_arg(const KernelSignature& kernel, const KernelParam& param, const std::string& name);
+  Problem check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
+  Problem check_image_aliasing(const KernelSignature& kernel, const Binding& b);
+  Problem check_launch_size(const Binding& b);
+
+  const VarInfo* lookup(const std::string& name) const;
+  std::string describe_arg(const Arg& arg, size_t index) const;
+
+  const Module& module_;
+  const Function& function_;
+  const TargetDesc& target_;
+  std::unordered_map<std::string, VarInfo> vars_;
+  // Per capacity-limited scope, its storages alive now.
+  std::unordered_map<const ScopeDesc*, std::vector<std::string>> live_storages_;
+  // What the op's checks learned about the current binding's result (its scope,
+  // storage size, placement); define_result completes and records it.
+  VarInfo result_info_;
+};
+
+}  // namespace stowage::ir::verify

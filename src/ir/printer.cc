@@ -1,0 +1,148 @@
+#include "stowage/ir/printer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace stowage::ir {
+namespace {
+
+std::string join_ints(const std::vector<int64_t>& values) { return fmt::format("{}", fmt::join(values, ", ")); }
+
+// Scope names are plain words in practice; escaping keeps any string parseable.
+std::string quote(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// Shortest text that reads back as the same double, always marked as a float.
+std::string print_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string print_args(const std::vector<Arg>& args) {
+  std::string out = "[";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += print_arg(args[i]);
+  }
+  return out + "]";
+}
+
+std::string print_operands(const Binding& b) {
+  std::string vars = fmt::format("{}", fmt::join(b.vars, ", "));
+  switch (b.op) {
+    case Op::kAllocStorage:
+      return fmt::format("{}, device={}, dtype={}, scope={}", print_shape_list(b.shape), b.device,
+                         dtype_name(b.dtype), quote(b.scope));
+    case Op::kAllocTensor:
+      return fmt::format("{}, {}, {}, {}", vars, b.offset, print_shape_list(b.shape), dtype_name(b.dtype));
+    case Op::kKillObject:
+    case Op::kCopyTensor:
+      return vars;
+    case Op::kCallKernel: {
+      std::string out = fmt::format("{}, {}, grid={}", b.callee, print_args(b.args), print_shape_list(b.grid));
+      if (!b.local.empty()) out += fmt::format(", local={}", print_shape_list(b.local));
+      return out;
+    }
+    case Op::kEmpty:
+      return fmt::format("{}, {}, scope={}", print_shape_list(b.shape), dtype_name(b.dtype), quote(b.scope));
+    case Op::kCall:
+      return fmt::format("{}, {}", b.callee, print_args(b.args));
+  }
+  return vars;
+}
+
+std::string print_unit(const KernelSourceUnit& unit) {
+  return fmt::format("kernels {} \"\"\"\n{}\"\"\"\n", unit.name, unit.source);
+}
+
+}  // namespace
+
+std::string print_shape_list(const std::vector<int64_t>& shape) { return "[" + join_ints(shape) + "]"; }
+
+std::string print_type(const Type& type) {
+  switch (type.kind) {
+    case Type::Kind::kTensor: {
+      std::string dims = join_ints(type.shape);
+      if (type.shape.size() == 1) dims += ",";
+      return fmt::format("Tensor[({}), {}]", dims, dtype_name(type.dtype));
+    }
+    case Type::Kind::kTuple: {
+      std::string out = "Tuple[";
+      for (size_t i = 0; i < type.fields.size(); ++i) {
+        if (i != 0) out += ", ";
+        out += print_type(type.fields[i]);
+      }
+      return out + "]";
+    }
+    case Type::Kind::kStorage: return "Storage";
+    case Type::Kind::kShape: return "Shape";
+    case Type::Kind::kInt: return "int";
+    case Type::Kind::kFloat: return "float";
+    case Type::Kind::kBool: return "bool";
+    case Type::Kind::kObject: return "Object";
+  }
+  return "Object";
+}
+
+std::string print_arg(const Arg& arg) {
+  switch (arg.kind) {
+    case Arg::Kind::kVar: return arg.var;
+    case Arg::Kind::kInt: return fmt::format("{}", arg.int_value);
+    case Arg::Kind::kFloat: return print_float(arg.float_value);
+  }
+  return arg.var;
+}
+
+std::string print_binding(const Binding& binding) {
+  std::string out;
+  if (!binding.result.empty()) out = binding.result + " = ";
+  return out + fmt::format("{}({})", op_name(binding.op), print_operands(binding));
+}
+
+std::string print_function(const Function& function) {
+  std::string out = fmt::format("fn {}(", function.name);
+  for (size_t i = 0; i < function.params.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += fmt::format("{}: {}", function.params[i].name, print_type(function.params[i].type));
+  }
+  out += fmt::format(") -> {} {{\n", print_type(function.ret_type));
+  for (const Binding& b : function.bindings) out += "  " + print_binding(b) + "\n";
+  return out + fmt::format("  return {}\n}}\n", function.ret);
+}
+
+std::string print_module(const Module& module) {
+  std::string out;
+  auto separate = [&out] {
+    if (!out.empty()) out += "\n";
+  };
+  for (const auto& unit : module.units) {
+    separate();
+    out += print_unit(unit);
+  }
+  for (const auto& function : module.functions) {
+    separate();
+    out += print_function(function);
+  }
+  return out;
+}
+
+bool kernel_source_is_printable(std::string_view source) { return source.find("\"\"\"") == std::string_view::npos; }
+
+}  // namespace stowage::ir

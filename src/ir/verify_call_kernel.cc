@@ -1,0 +1,172 @@
+// Verifier rules for call_kernel: arguments against the kernel's signature, and the
+// launch size.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "function_verifier.h"
+#include "stowage/ir/printer.h"
+
+namespace stowage::ir::verify {
+namespace {
+
+// The OpenCL C spelling of an element type: int32 -> int, float16 x4 -> half4.
+std::string cl_type_name(DType dtype, uint8_t lanes) {
+  std::string_view name;
+  switch (dtype) {
+    case DType::kBool: name = "bool"; break;
+    case DType::kInt8: name = "char"; break;
+    case DType::kInt16: name = "short"; break;
+    case DType::kInt32: name = "int"; break;
+    case DType::kInt64: name = "long"; break;
+    case DType::kUInt8: name = "uchar"; break;
+    case DType::kUInt16: name = "ushort"; break;
+    case DType::kUInt32: name = "uint"; break;
+    case DType::kUInt64: name = "ulong"; break;
+    case DType::kFloat16: name = "half"; break;
+    case DType::kFloat32: name = "float"; break;
+    case DType::kFloat64: name = "double"; break;
+  }
+  if (lanes <= 1) return std::string(name);
+  return fmt::format("{}{}", name, lanes);
+}
+
+bool int_fits(DType dtype, int64_t v) {
+  switch (dtype) {
+    case DType::kBool: return v == 0 || v == 1;
+    case DType::kInt8: return v >= INT8_MIN && v <= INT8_MAX;
+    case DType::kInt16: return v >= INT16_MIN && v <= INT16_MAX;
+    case DType::kInt32: return v >= INT32_MIN && v <= INT32_MAX;
+    case DType::kUInt8: return v >= 0 && v <= UINT8_MAX;
+    case DType::kUInt16: return v >= 0 && v <= UINT16_MAX;
+    case DType::kUInt32: return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+    case DType::kUInt64: return v >= 0;
+    default: return true;
+  }
+}
+
+std::string describe_param(const KernelSignature& kernel, const KernelParam& param) {
+  return fmt::format("parameter '{}' of kernel '{}'", param.name, kernel.name);
+}
+
+}  // namespace
+
+Problem FunctionVerifier::check_call_kernel(const Binding& b) {
+  const KernelSignature* kernel = module_.find_kernel(b.callee);
+  if (kernel == nullptr) return fmt::format("unknown kernel '{}'", b.callee);
+  if (b.args.size() != kernel->params.size()) {
+    return fmt::format("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
+                       kernel->params.size() == 1 ? "" : "s", b.args.size());
+  }
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    if (auto p = check_kernel_arg(*kernel, kernel->params[i], b.args[i], i)) return p;
+  }
+  if (auto p = check_image_aliasing(*kernel, b)) return p;
+  return check_launch_size(b);
+}
+
+Problem FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
+                                           size_t index) {
+  if (param.kind == KernelParamKind::kLocal) {
+    return fmt::format("{} is a local buffer, which call_kernel does not support yet", describe_param(kernel, param));
+  }
+  if (param.kind == KernelParamKind::kScalar) return check_scalar_arg(kernel, param, arg, index);
+  if (arg.kind == Arg::Kind::kVar && lookup(arg.var)->type.kind == Type::Kind::kTensor) {
+    return check_tensor_arg(kernel, param, arg.var);
+  }
+  std::string what = arg.kind == Arg::Kind::kVar ? print_type(lookup(arg.var)->type) : "a literal";
+  return fmt::format("{} is a {}, but {} is {}, not a tensor", describe_param(kernel, param),
+                     kernel_param_kind_name(param.kind), describe_arg(arg, index), what);
+}
+
+Problem FunctionVerifier::check_tensor_arg(const KernelSignature& kernel, const KernelParam& param,
+                                           const std::string& name) {
+  const VarInfo& tensor = *lookup(name);
+  // Tensors of unknown placement (parameters, call results) live in buffers.
+  bool in_image = tensor.scope != nullptr && tensor.scope->kind == ScopeKind::kImage2d;
+  if (param.is_image()) {
+    if (in_image) return std::nullopt;
+    return fmt::format("{} is a {}, but tensor '{}' is not in an image scope", describe_param(kernel, param),
+                       kernel_param_kind_name(param.kind), name);
+  }
+  if (in_image) {
+    return fmt::format("{} is a {}, but tensor '{}' is in image scope '{}'", describe_param(kernel, param),
+                       kernel_param_kind_name(param.kind), name, tensor.scope->name);
+  }
+  std::string pointee = cl_type_name(param.dtype, param.lanes);
+  if (tensor.type.dtype != param.dtype) {
+    return fmt::format("{} points to {}, but tensor '{}' holds {}", describe_param(kernel, param), pointee, name,
+                       dtype_name(tensor.type.dtype));
+  }
+  // A shape without an element count is reported where its type is declared.
+  std::optional<uint64_t> elements = checked_num_elements(tensor.type.shape);
+  if (param.lanes > 1 && elements && *elements % param.lanes != 0) {
+    return fmt::format("{} points to {}, but tensor '{}' has {} elements, not a multiple of {}",
+                       describe_param(kernel, param), pointee, name, *elements, param.lanes);
+  }
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
+                                           size_t index) {
+  std::string type = cl_type_name(param.dtype, param.lanes);
+  if (param.lanes > 1) {
+    return fmt::format("{} is a vector scalar {}, which call_kernel does not support yet",
+                       describe_param(kernel, param), type);
+  }
+  bool wants_float = dtype_is_float(param.dtype);
+  Type given = arg_type(arg);
+  bool matches = wants_float ? given.kind == Type::Kind::kFloat : given.kind == Type::Kind::kInt;
+  if (!matches) {
+    return fmt::format("{} is a scalar {}, but {} is {}", describe_param(kernel, param), type,
+                       describe_arg(arg, index), print_type(given));
+  }
+  if (arg.kind == Arg::Kind::kInt && !int_fits(param.dtype, arg.int_value)) {
+    return fmt::format("the integer {} does not fit {}, a {}", arg.int_value, describe_param(kernel, param), type);
+  }
+  return std::nullopt;
+}
+
+// A tensor seen by the kernel as an image through two parameters, one of them
+// writing: OpenCL 1.2 images are either read or written within one kernel.
+Problem FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, const Binding& b) {
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    const Arg& a = b.args[i];
+    if (a.kind != Arg::Kind::kVar) continue;
+    const VarInfo& info = *lookup(a.var);
+    if (info.scope == nullptr || info.scope->kind != ScopeKind::kImage2d) continue;
+    for (size_t j = i + 1; j < b.args.size(); ++j) {
+      if (b.args[j].kind != Arg::Kind::kVar || b.args[j].var != a.var) continue;
+      const KernelParam& p = kernel.params[i];
+      const KernelParam& q = kernel.params[j];
+      if (!p.writes() && !q.writes()) continue;
+      return fmt::format("tensor '{}' is bound to parameters '{}' and '{}' of kernel '{}': it would be read and "
+                         "written through an image",
+                         a.var, p.name, q.name, kernel.name);
+    }
+  }
+  return std::nullopt;
+}
+
+Problem FunctionVerifier::check_launch_size(const Binding& b) {
+  std::string grid = print_shape_list(b.grid);
+  if (b.grid.empty() || b.grid.size() > 3) return fmt::format("grid {} must have 1 to 3 dimensions", grid);
+  for (int64_t g : b.grid) {
+    if (g <= 0) return fmt::format("grid {} has an extent that is not positive", grid);
+  }
+  if (b.local.empty()) return std::nullopt;
+  std::string local = print_shape_list(b.local);
+  if (b.local.size() != b.grid.size()) {
+    return fmt::format("local size {} has {} dimensions, but grid {} has {}", local, b.local.size(), grid,
+                       b.grid.size());
+  }
+  for (size_t d = 0; d < b.local.size(); ++d) {
+    if (b.local[d] <= 0) return fmt::format("local size {} has an extent that is not positive", local);
+    if (b.grid[d] % b.local[d] != 0) {
+      return fmt::format("local size {} does not divide grid {} in dimension {}", local, grid, d);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace stowage::ir::verify

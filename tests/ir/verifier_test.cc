@@ -1,0 +1,734 @@
+// Each verifier rule, broken by a small program, with the exact message.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "stowage/ir/parser.h"
+#include "stowage/ir/verifier.h"
+
+namespace stowage::ir {
+namespace {
+
+const TargetDesc& opencl() {
+  static const TargetDesc target = TargetDesc::load("opencl").value_or_throw();
+  return target;
+}
+
+KernelParam buffer(std::string name, DType dtype, bool is_const = false, uint8_t lanes = 1) {
+  return {std::move(name), KernelParamKind::kGlobalBuffer, dtype, lanes, is_const};
+}
+KernelParam param(std::string name, KernelParamKind kind, DType dtype = DType::kFloat32, uint8_t lanes = 1) {
+  return {std::move(name), kind, dtype, lanes, false};
+}
+
+// What the kernel reader would learn from the unit `ops` of the test programs.
+std::vector<KernelSignature> ops_signatures() {
+  using K = KernelParamKind;
+  return {
+      {"add", 0, {buffer("a", DType::kInt32, true), buffer("b", DType::kInt32, true), buffer("c", DType::kInt32)}},
+      {"scale4", 0, {buffer("x", DType::kFloat32, false, 4), param("s", K::kScalar)}},
+      {"fill_char", 0, {buffer("x", DType::kInt8), param("v", K::kScalar, DType::kInt8)}},
+      {"fill_ulong", 0, {buffer("x", DType::kUInt64), param("v", K::kScalar, DType::kUInt64)}},
+      {"img_copy", 0, {param("src", K::kImage2dRead), param("dst", K::kImage2dWrite)}},
+      {"img_add", 0, {param("a", K::kImage2dRead), param("b", K::kImage2dRead), param("c", K::kImage2dWrite)}},
+      {"img_scale", 0, {param("src", K::kImage2dRead), param("dst", K::kImage2dWrite), param("s", K::kScalar)}},
+      {"with_local", 0, {buffer("x", DType::kFloat32), param("tmp", K::kLocal)}},
+      {"vec_scalar", 0, {param("v", K::kScalar, DType::kFloat32, 4)}},
+  };
+}
+
+void add_signatures(Module& m) {
+  for (auto& unit : m.units) {
+    if (unit.name == "ops") unit.signatures = ops_signatures();
+  }
+}
+
+// "ok", or the verifier's message.
+std::string verify_text(std::string_view text) {
+  Expected<Module> m = parse_module(text, "v.stir");
+  if (!m) return "parse error: " + m.error().message();
+  add_signatures(*m);
+  Status s = verify_module(*m, opencl(), "v.stir");
+  if (s) return "ok";
+  EXPECT_EQ(s.error().kind(), ErrorKind::kVerify);
+  return s.error().message();
+}
+
+// A module with the unit `ops` (lines 1-3) and `fn main(PARAMS) -> RET {` on line 5:
+// body line i is on line 6 + i.
+std::string program(const std::vector<std::string>& body, const std::string& params = "x: Tensor[(64,), int32]",
+                    const std::string& ret_type = "Tensor[(64,), int32]", const std::string& ret = "x") {
+  std::string text = "kernels ops \"\"\"\n// the tests set the signatures\n\"\"\"\n\nfn main(" + params + ") -> " +
+                     ret_type + " {\n";
+  for (const auto& line : body) text += "  " + line + "\n";
+  return text + "  return " + ret + "\n}\n";
+}
+
+std::string verify_body(const std::vector<std::string>& body, const std::string& params = "x: Tensor[(64,), int32]",
+                        const std::string& ret_type = "Tensor[(64,), int32]", const std::string& ret = "x") {
+  return verify_text(program(body, params, ret_type, ret));
+}
+
+std::string read_example() {
+  std::ifstream in(std::string(STOWAGE_SOURCE_DIR) + "/examples/add_mul.stir", std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string verify_example(const std::string& text) {
+  Expected<Module> m = parse_module(text, "add_mul.stir");
+  if (!m) return m.error().message();
+  KernelParam a = buffer("a", DType::kInt32, true), b = buffer("b", DType::kInt32, true), c = buffer("c", DType::kInt32);
+  m->units[0].signatures = {{"compute_add_in_vtcm", 0, {a, b, c}}, {"compute_mul_in_vtcm", 0, {a, b, c}}};
+  Status s = verify_module(*m, opencl(), "add_mul.stir");
+  return s ? "ok" : s.error().message();
+}
+
+const std::string kStorage = "s = alloc_storage([4096], device=0, dtype=uint8, scope=\"global\")";
+
+// --- Programs that obey every rule -------------------------------------------
+
+TEST(VerifierTest, ExampleIsValid) { EXPECT_EQ(verify_example(read_example()), "ok"); }
+
+constexpr std::string_view kValidProgram = R"(kernels ops """
+"""
+
+fn helper(t: Tensor[(64,), int32], n: int) -> Tensor[(64,), int32] {
+  return t
+}
+
+fn main(x: Tensor[(64,), int32], f: float) -> Tensor[(64,), int32] {
+  s = alloc_storage([1024], device=0, dtype=uint8, scope="global")
+  a = alloc_tensor(s, 0, [64], int32)
+  b = alloc_tensor(s, 256, [64], int32)
+  nothing = alloc_tensor(s, 128, [0, 5], int32)
+  edge = alloc_tensor(s, 1024, [0], int8)
+  copy_tensor(x, a)
+  call_kernel(add, [x, a, b], grid=[64], local=[16])
+  kill_object(a)
+  c = alloc_tensor(s, 0, [64], int32)
+  call_kernel(add, [b, b, c], grid=[8, 8], local=[2, 4])
+  v = alloc_storage([262144], device=0, dtype=uint8, scope="global.vtcm")
+  kill_object(v)
+  w = alloc_storage([262144], device=0, dtype=uint8, scope="global.onchip")
+  q = alloc_tensor(w, 128, [16], float32)
+  call_kernel(scale4, [q, 2.5], grid=[4])
+  call_kernel(scale4, [q, f], grid=[4])
+  cs = alloc_tensor(w, 1024, [16], int8)
+  call_kernel(fill_char, [cs, -128], grid=[16])
+  u = empty([2], uint64)
+  call_kernel(fill_ulong, [u, 9223372036854775807], grid=[1])
+  img = alloc_storage([16, 8], device=0, dtype=float32, scope="global.texture")
+  i1 = alloc_tensor(img, 0, [2, 8, 4], float32)
+  i0 = alloc_tensor(img, 0, [0, 8, 4], float32)
+  img2 = alloc_storage([16, 8], device=0, dtype=float32, scope="global.texture")
+  i2 = alloc_tensor(img2, 0, [16, 8, 4], float32)
+  call_kernel(img_copy, [i1, i2], grid=[8, 16])
+  call_kernel(img_add, [i1, i1, i2], grid=[8, 16])
+  kill_object(i1)
+  i3 = alloc_tensor(img, 0, [1, 16, 8, 4], float32)
+  e = empty([4, 4], float16, scope="global.texture")
+  r = call(helper, [c, 7])
+  return r
+}
+)";
+
+TEST(VerifierTest, ValidProgramUsingEveryOp) { EXPECT_EQ(verify_text(kValidProgram), "ok"); }
+
+// Whatever a mutated program parses into, the verifier accepts it or gives one
+// located error, and never crashes.
+TEST(VerifierTest, MutatedProgramsNeverCrash) {
+  std::string text(kValidProgram);
+  size_t verified = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    for (char c : {'0', '9', '-', 'a', 'x', 'i'}) {
+      std::string mutated = text;
+      mutated[i] = c;
+      std::string result = verify_text(mutated);
+      if (result.rfind("parse error: ", 0) == 0) continue;
+      ++verified;
+      if (result == "ok") continue;
+      EXPECT_EQ(result.rfind("v.stir:", 0), 0u) << result;
+      EXPECT_NE(result.find(": error: function '"), std::string::npos) << result;
+    }
+  }
+  EXPECT_GT(verified, text.size());
+}
+
+TEST(VerifierTest, BuiltModuleWithoutLocations) {
+  Module m;
+  Function fn;
+  fn.name = "f";
+  fn.params = {{"x", Type::of(Type::Kind::kInt), {}}};
+  fn.ret_type = Type::of(Type::Kind::kInt);
+  Binding b;
+  b.op = Op::kKillObject;
+  b.vars = {"x"};
+  fn.bindings.push_back(b);
+  fn.ret = "x";
+  m.functions.push_back(fn);
+  Status s = verify_module(m, opencl());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message(),
+            "error: function 'f', binding 'kill_object(x)': 'x' is int; only tensors and storages can be killed");
+  EXPECT_EQ(verify_function(m, m.functions[0], opencl(), "f.stir").error().message(),
+            "f.stir: error: function 'f', binding 'kill_object(x)': 'x' is int; only tensors and storages can be "
+            "killed");
+}
+
+// --- Module-level rules --------------------------------------------------------
+
+TEST(VerifierTest, DuplicateFunction) {
+  EXPECT_EQ(verify_text("fn f(x: int) -> int {\n  return x\n}\n\nfn f(x: int) -> int {\n  return x\n}\n"),
+            "v.stir:5:1: error: function 'f': defined twice (first at 1:1)");
+}
+
+TEST(VerifierTest, DuplicateKernelAcrossUnits) {
+  Module m = parse_module("kernels a \"\"\"\n\"\"\"\nkernels b \"\"\"\n\"\"\"\n").take();
+  m.units[0].signatures = {{"k", 0, {}}};
+  m.units[1].signatures = {{"k", 1, {}}};
+  EXPECT_EQ(verify_module(m, opencl(), "v.stir").error().message(),
+            "v.stir:4:1: error: kernels 'b': kernel 'k' is also defined in kernels 'a'");
+}
+
+TEST(VerifierTest, DuplicateUnit) {
+  EXPECT_EQ(verify_text("kernels a \"\"\"\n\"\"\"\nkernels a \"\"\"\n\"\"\"\n"),
+            "v.stir:4:1: error: kernels 'a': defined twice (first at 2:1)");
+}
+
+TEST(VerifierTest, UnprintableKernelSource) {
+  Module m;
+  m.units.push_back({"u", "s = \"\"\"", {}, {}});
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: kernels 'u': the source contains '\"\"\"', which the text form cannot hold");
+}
+
+TEST(VerifierTest, NamesMustBeIdentifiers) {
+  Module m;
+  m.units.push_back({"u", "", {}, {{"not a name", 0, {}}}});
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: kernels 'u': kernel name 'not a name' is not an identifier");
+  m.units.clear();
+  Function fn;
+  fn.name = "my fn";
+  fn.ret = "x";
+  m.functions.push_back(fn);
+  EXPECT_EQ(verify_module(m, opencl()).error().message(), "error: function 'my fn': the name is not an identifier");
+  m.functions[0].name = "f";
+  m.functions[0].params = {{"inf", Type::of(Type::Kind::kInt), {}}};
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: function 'f', parameter 'inf': 'inf' is not a valid variable name");
+}
+
+TEST(VerifierTest, UnknownFunction) {
+  EXPECT_EQ(verify_body({"r = call(nowhere, [x])"}),
+            "v.stir:6:3: error: function 'main', binding 'r = call(nowhere, [x])': unknown function 'nowhere'");
+}
+
+TEST(VerifierTest, UnknownKernel) {
+  EXPECT_EQ(verify_body({"call_kernel(nowhere, [x], grid=[1])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(nowhere, [x], grid=[1])': unknown kernel "
+            "'nowhere'");
+}
+
+// --- Definitions, kills, return ------------------------------------------------
+
+TEST(VerifierTest, UseBeforeDefinition) {
+  EXPECT_EQ(verify_body({"copy_tensor(x, later)", "later = empty([64], int32)"}),
+            "v.stir:6:3: error: function 'main', binding 'copy_tensor(x, later)': 'later' is not defined");
+}
+
+TEST(VerifierTest, DefinedTwice) {
+  EXPECT_EQ(verify_body({kStorage, "s = alloc_storage([64], device=0, dtype=uint8, scope=\"global\")"}),
+            "v.stir:7:3: error: function 'main', binding 's = alloc_storage([64], device=0, dtype=uint8, "
+            "scope=\"global\")': 's' is already defined at 6:3");
+}
+
+TEST(VerifierTest, ShadowsParameter) {
+  EXPECT_EQ(verify_body({"x = empty([64], int32)"}),
+            "v.stir:6:3: error: function 'main', binding 'x = empty([64], int32, scope=\"global\")': 'x' is already "
+            "defined as a parameter");
+}
+
+TEST(VerifierTest, ParameterDeclaredTwice) {
+  EXPECT_EQ(verify_text("fn f(x: int,\n     x: float) -> int {\n  return x\n}\n"),
+            "v.stir:2:6: error: function 'f', parameter 'x': 'x' is declared twice (first at 1:6)");
+}
+
+TEST(VerifierTest, ParameterTypeWithNegativeExtent) {
+  EXPECT_EQ(verify_text("fn f(x: Tensor[(4, -1), int8]) -> int {\n  return x\n}\n"),
+            "v.stir:1:6: error: function 'f', parameter 'x': Tensor[(4, -1), int8] has a negative extent");
+}
+
+TEST(VerifierTest, ReturnTypeTooLarge) {
+  EXPECT_EQ(verify_text("fn f(x: int) -> Tuple[Tensor[(4611686018427387904, 4), int8]] {\n  return x\n}\n"),
+            "v.stir:1:1: error: function 'f': return type Tensor[(4611686018427387904, 4), int8] is larger than "
+            "2^64 bytes");
+}
+
+TEST(VerifierTest, UseAfterKill) {
+  EXPECT_EQ(verify_body({kStorage, "kill_object(s)", "t = alloc_tensor(s, 0, [4], int8)"}),
+            "v.stir:8:3: error: function 'main', binding 't = alloc_tensor(s, 0, [4], int8)': 's' is used after its "
+            "kill_object at 7:3");
+}
+
+TEST(VerifierTest, DoubleKill) {
+  EXPECT_EQ(verify_body({kStorage, "kill_object(s)", "kill_object(s)"}),
+            "v.stir:8:3: error: function 'main', binding 'kill_object(s)': 's' is killed twice (first at 7:3)");
+}
+
+TEST(VerifierTest, KillOfNonObject) {
+  EXPECT_EQ(verify_body({"kill_object(n)"}, "x: Tensor[(64,), int32], n: int"),
+            "v.stir:6:3: error: function 'main', binding 'kill_object(n)': 'n' is int; only tensors and storages can "
+            "be killed");
+}
+
+TEST(VerifierTest, ReturnOfKilled) {
+  EXPECT_EQ(verify_body({"kill_object(x)"}), "v.stir:7:3: error: function 'main', 'return x': 'x' was killed at 6:3");
+}
+
+TEST(VerifierTest, ReturnOfUndefined) {
+  EXPECT_EQ(verify_body({}, "x: Tensor[(64,), int32]", "Tensor[(64,), int32]", "y"),
+            "v.stir:6:3: error: function 'main', 'return y': 'y' is not defined");
+}
+
+TEST(VerifierTest, ReturnTypeMismatch) {
+  EXPECT_EQ(verify_body({}, "x: Tensor[(64,), int32]", "Tensor[(64,), float32]"),
+            "v.stir:6:3: error: function 'main', 'return x': 'x' is Tensor[(64,), int32], but the function returns "
+            "Tensor[(64,), float32]");
+}
+
+// --- Binding form (modules built in code) --------------------------------------
+
+Module one_binding_module(Binding b) {
+  Module m;
+  Function fn;
+  fn.name = "f";
+  fn.params = {{"x", Type::tensor({4}, DType::kInt8), {}}};
+  fn.ret_type = Type::tensor({4}, DType::kInt8);
+  fn.bindings.push_back(std::move(b));
+  fn.ret = "x";
+  m.functions.push_back(std::move(fn));
+  return m;
+}
+
+std::string verify_built(Binding b) {
+  Status s = verify_module(one_binding_module(std::move(b)), opencl());
+  return s ? "ok" : s.error().message();
+}
+
+TEST(VerifierTest, UnusedFieldMustStayDefault) {
+  Binding b;
+  b.op = Op::kKillObject;
+  b.vars = {"x"};
+  b.grid = {4};
+  EXPECT_EQ(verify_built(b),
+            "error: function 'f', binding 'kill_object(x)': kill_object does not take 'grid'; leave that field at its "
+            "default");
+}
+
+TEST(VerifierTest, VariableOperandCount) {
+  Binding b;
+  b.op = Op::kCopyTensor;
+  b.vars = {"x"};
+  EXPECT_EQ(verify_built(b), "error: function 'f', binding 'copy_tensor(x)': copy_tensor takes 2 variable operands, got 1");
+}
+
+TEST(VerifierTest, ResultMissing) {
+  Binding b;
+  b.op = Op::kEmpty;
+  b.shape = {4};
+  b.scope = "global";
+  EXPECT_EQ(verify_built(b),
+            "error: function 'f', binding 'empty([4], uint8, scope=\"global\")': empty produces a value but binds no "
+            "variable");
+}
+
+TEST(VerifierTest, ResultNotAllowed) {
+  Binding b;
+  b.result = "y";
+  b.op = Op::kKillObject;
+  b.vars = {"x"};
+  EXPECT_EQ(verify_built(b), "error: function 'f', binding 'y = kill_object(x)': kill_object produces no value to bind to 'y'");
+}
+
+TEST(VerifierTest, ResultNameMustBeValid) {
+  Binding b;
+  b.result = "a b";
+  b.op = Op::kEmpty;
+  b.shape = {4};
+  b.scope = "global";
+  EXPECT_EQ(verify_built(b),
+            "error: function 'f', binding 'a b = empty([4], uint8, scope=\"global\")': 'a b' is not a valid variable "
+            "name");
+}
+
+// --- alloc_storage -------------------------------------------------------------
+
+TEST(VerifierTest, UnknownScope) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([64], device=0, dtype=uint8, scope=\"shared\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([64], device=0, dtype=uint8, "
+            "scope=\"shared\")': unknown scope 'shared' (target 'opencl' has global, global.onchip, global.texture, "
+            "global.texture-weight, global.texture-nhwc)");
+}
+
+TEST(VerifierTest, NegativeDevice) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([64], device=-1, dtype=uint8, scope=\"global\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([64], device=-1, dtype=uint8, "
+            "scope=\"global\")': device -1 is negative");
+}
+
+TEST(VerifierTest, BufferStorageSizeIsOneNumber) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([8, 8], device=0, dtype=uint8, scope=\"global\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([8, 8], device=0, dtype=uint8, "
+            "scope=\"global\")': a storage in buffer scope 'global' has the size [nbytes], got [8, 8]");
+}
+
+TEST(VerifierTest, ImageStorageSizeIsHeightAndWidth) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([64], device=0, dtype=float32, scope=\"global.texture\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([64], device=0, dtype=float32, "
+            "scope=\"global.texture\")': a storage in image scope 'global.texture' has the size [height, width], got "
+            "[64]");
+}
+
+TEST(VerifierTest, StorageSizeMustBePositive) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([0], device=0, dtype=uint8, scope=\"global\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([0], device=0, dtype=uint8, "
+            "scope=\"global\")': storage size [0] is not positive");
+}
+
+TEST(VerifierTest, ImageStorageDtype) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([4, 4], device=0, dtype=int32, scope=\"global.texture\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([4, 4], device=0, dtype=int32, "
+            "scope=\"global.texture\")': an image storage holds float32 or float16 pixels, not int32");
+}
+
+TEST(VerifierTest, ImageTallerThanTheTargetAllows) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([16385, 4], device=0, dtype=float16, scope=\"global.texture\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([16385, 4], device=0, dtype=float16, "
+            "scope=\"global.texture\")': image height 16385 exceeds the target's maximum of 16384");
+}
+
+TEST(VerifierTest, ImageWiderThanTheTargetAllows) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([4, 20000], device=0, dtype=float16, scope=\"global.texture\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([4, 20000], device=0, dtype=float16, "
+            "scope=\"global.texture\")': image width 20000 exceeds the target's maximum of 16384");
+}
+
+TEST(VerifierTest, OnchipStorageOverCapacity) {
+  EXPECT_EQ(verify_body({"s = alloc_storage([262145], device=0, dtype=uint8, scope=\"global.vtcm\")"}),
+            "v.stir:6:3: error: function 'main', binding 's = alloc_storage([262145], device=0, dtype=uint8, "
+            "scope=\"global.vtcm\")': 262145 bytes exceed the capacity of scope 'global.onchip' (262144 bytes)");
+}
+
+TEST(VerifierTest, OnchipStoragesLiveAtOnceOverCapacity) {
+  EXPECT_EQ(verify_body({"s1 = alloc_storage([200000], device=0, dtype=uint8, scope=\"global.vtcm\")",
+                         "s2 = alloc_storage([100000], device=0, dtype=uint8, scope=\"global.onchip\")"}),
+            "v.stir:7:3: error: function 'main', binding 's2 = alloc_storage([100000], device=0, dtype=uint8, "
+            "scope=\"global.onchip\")': scope 'global.onchip' would hold 300000 bytes at once (storages 's1', 's2'), "
+            "over its capacity of 262144 bytes");
+  EXPECT_EQ(verify_body({"s1 = alloc_storage([200000], device=0, dtype=uint8, scope=\"global.vtcm\")", "kill_object(s1)",
+                         "s2 = alloc_storage([100000], device=0, dtype=uint8, scope=\"global.onchip\")"}),
+            "ok");
+}
+
+// --- alloc_tensor in buffers ---------------------------------------------------
+
+TEST(VerifierTest, AllocTensorNeedsStorage) {
+  EXPECT_EQ(verify_body({"t = alloc_tensor(x, 0, [4], int8)"}),
+            "v.stir:6:3: error: function 'main', binding 't = alloc_tensor(x, 0, [4], int8)': 'x' is "
+            "Tensor[(64,), int32], not a Storage");
+}
+
+TEST(VerifierTest, NegativeOffset) {
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, -128, [4], int8)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, -128, [4], int8)': offset -128 is "
+            "negative");
+}
+
+TEST(VerifierTest, NegativeExtent) {
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 0, [4, -2], int8)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 0, [4, -2], int8)': shape [4, -2] has "
+            "a negative extent");
+}
+
+TEST(VerifierTest, TensorByteSizeOverflows) {
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 0, [4294967296, 4294967296], int8)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 0, [4294967296, 4294967296], int8)': "
+            "shape [4294967296, 4294967296] of int8 is larger than 2^64 bytes");
+}
+
+TEST(VerifierTest, TensorOutsideStorage) {
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 3968, [64], int32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 3968, [64], int32)': tensor 't' of 256 "
+            "bytes at offset 3968 does not fit in storage 's' of 4096 bytes");
+  // offset + nbytes would wrap around 2^64.
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 9223372036854775807, [2305843009213693953], int32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 9223372036854775807, "
+            "[2305843009213693953], int32)': tensor 't' of 9223372036854775812 bytes at offset 9223372036854775807 "
+            "does not fit in storage 's' of 4096 bytes");
+}
+
+TEST(VerifierTest, MisalignedOffset) {
+  EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 64, [4], int8)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 64, [4], int8)': offset 64 is not a "
+            "multiple of 128, the alignment of scope 'global'");
+}
+
+TEST(VerifierTest, LiveTensorsOverlap) {
+  std::string text = read_example();
+  std::string kill_a = "  kill_object(a)\n";
+  text.erase(text.find(kill_a), kill_a.size());
+  EXPECT_EQ(verify_example(text),
+            "add_mul.stir:22:3: error: function 'main', binding 'd = alloc_tensor(vtcm, 0, [4, 64], int32)': tensor "
+            "'d' (bytes [0, 1024)) overlaps live tensor 'a' (bytes [0, 1024)) in storage 'vtcm'");
+  EXPECT_EQ(verify_body({kStorage, "a = alloc_tensor(s, 128, [64], int32)", "b = alloc_tensor(s, 256, [4], int8)"}),
+            "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(s, 256, [4], int8)': tensor 'b' (bytes "
+            "[256, 260)) overlaps live tensor 'a' (bytes [128, 384)) in storage 's'");
+}
+
+TEST(VerifierTest, StorageParametersHaveNoKnownSize) {
+  EXPECT_EQ(verify_body({"t = alloc_tensor(p, 4, [1000000], int32)"}, "x: Tensor[(64,), int32], p: Storage"), "ok");
+}
+
+// --- empty, copy_tensor, call --------------------------------------------------
+
+TEST(VerifierTest, EmptyInUnknownScope) {
+  EXPECT_EQ(verify_body({"e = empty([4], int8, scope=\"local\")"}),
+            "v.stir:6:3: error: function 'main', binding 'e = empty([4], int8, scope=\"local\")': unknown scope 'local' "
+            "(target 'opencl' has global, global.onchip, global.texture, global.texture-weight, global.texture-nhwc)");
+}
+
+TEST(VerifierTest, EmptyWithNegativeExtent) {
+  EXPECT_EQ(verify_body({"e = empty([-4], int8)"}),
+            "v.stir:6:3: error: function 'main', binding 'e = empty([-4], int8, scope=\"global\")': shape [-4] has a "
+            "negative extent");
+}
+
+TEST(VerifierTest, CopyOfNonTensor) {
+  EXPECT_EQ(verify_body({kStorage, "copy_tensor(s, x)"}),
+            "v.stir:7:3: error: function 'main', binding 'copy_tensor(s, x)': source 's' is Storage, not a tensor");
+  EXPECT_EQ(verify_body({kStorage, "copy_tensor(x, s)"}),
+            "v.stir:7:3: error: function 'main', binding 'copy_tensor(x, s)': destination 's' is Storage, not a tensor");
+}
+
+TEST(VerifierTest, CopyBetweenDifferentTensors) {
+  EXPECT_EQ(verify_body({"e = empty([8, 8], int32)", "copy_tensor(x, e)"}),
+            "v.stir:7:3: error: function 'main', binding 'copy_tensor(x, e)': source is Tensor[(64,), int32] but "
+            "destination is Tensor[(8, 8), int32]; shapes and dtypes must be equal");
+}
+
+TEST(VerifierTest, CallArgumentCount) {
+  EXPECT_EQ(verify_text("fn g(a: int) -> int {\n  return a\n}\n\nfn f(x: int) -> int {\n  r = call(g, [x, 1])\n  "
+                        "return r\n}\n"),
+            "v.stir:6:3: error: function 'f', binding 'r = call(g, [x, 1])': function 'g' takes 1 argument, got 2");
+}
+
+TEST(VerifierTest, CallArgumentType) {
+  EXPECT_EQ(verify_text("fn g(a: int, b: Tensor[(4,), int8]) -> int {\n  return a\n}\n\nfn f(x: int) -> int {\n  r = "
+                        "call(g, [x, 1.5])\n  return r\n}\n"),
+            "v.stir:6:3: error: function 'f', binding 'r = call(g, [x, 1.5])': argument 2 (the float 1.5) is float, "
+            "but parameter 'b' of function 'g' is Tensor[(4,), int8]");
+}
+
+TEST(VerifierTest, CallResultHasTheCalleeType) {
+  EXPECT_EQ(verify_text("fn g(a: int) -> int {\n  return a\n}\n\nfn f(x: int) -> float {\n  r = call(g, [3])\n  "
+                        "return r\n}\n"),
+            "v.stir:7:3: error: function 'f', 'return r': 'r' is int, but the function returns float");
+}
+
+// --- Images --------------------------------------------------------------------
+
+const std::string kImage = "img = alloc_storage([16, 8], device=0, dtype=float32, scope=\"global.texture\")";
+
+TEST(VerifierTest, ImageTensorAtNonZeroOffset) {
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 16, [2, 8, 4], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 16, [2, 8, 4], float32)': offset 16 "
+            "in image storage 'img': tensors in images start at offset 0");
+}
+
+TEST(VerifierTest, ImageTensorMustEndInFour) {
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [8, 3], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [8, 3], float32)': shape [8, 3] in "
+            "image storage 'img' must end in 4 (the RGBA channels)");
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [], float32)': shape [] in image "
+            "storage 'img' must end in 4 (the RGBA channels)");
+}
+
+TEST(VerifierTest, ImageTensorRankAtMostFive) {
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [1, 1, 1, 1, 1, 4], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [1, 1, 1, 1, 1, 4], float32)': "
+            "shape [1, 1, 1, 1, 1, 4] in image storage 'img' has more than 5 dimensions");
+}
+
+TEST(VerifierTest, ImageTensorDtypeMatchesPixels) {
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [8, 4], float16)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [8, 4], float16)': tensor dtype "
+            "float16 differs from the float32 pixels of image storage 'img'");
+}
+
+TEST(VerifierTest, ImageExtentActivationLayout) {
+  // [A, B, C, D, 4] -> height A*B*C, width D; [4, 4, 16, 4] counts A as 1.
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [4, 4, 16, 4], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [4, 4, 16, 4], float32)': tensor "
+            "'t' needs an image of height 16 and width 16 (activation layout), but storage 'img' is [16, 8]");
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [2, 2, 4, 8, 4], float32)"}), "ok");
+}
+
+TEST(VerifierTest, ImageExtentWeightLayout) {
+  // [A, B, C, D, 4] -> height A, width B*C*D.
+  EXPECT_EQ(verify_body({"w = alloc_storage([4, 64], device=0, dtype=float16, scope=\"global.texture-weight\")",
+                         "t = alloc_tensor(w, 0, [8, 2, 2, 2, 4], float16)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(w, 0, [8, 2, 2, 2, 4], float16)': tensor "
+            "'t' needs an image of height 8 and width 8 (weight layout), but storage 'w' is [4, 64]");
+  EXPECT_EQ(verify_body({"w = alloc_storage([4, 64], device=0, dtype=float16, scope=\"global.texture-weight\")",
+                         "t = alloc_tensor(w, 0, [4, 2, 4, 8, 4], float16)"}),
+            "ok");
+}
+
+TEST(VerifierTest, ImageExtentNhwcLayout) {
+  // [A, B, C, D, 4] -> height A*B, width C*D.
+  EXPECT_EQ(verify_body({"n = alloc_storage([8, 8], device=0, dtype=float32, scope=\"global.texture-nhwc\")",
+                         "t = alloc_tensor(n, 0, [2, 4, 3, 3, 4], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(n, 0, [2, 4, 3, 3, 4], float32)': tensor "
+            "'t' needs an image of height 8 and width 9 (nhwc layout), but storage 'n' is [8, 8]");
+}
+
+TEST(VerifierTest, ImageExtentOverflows) {
+  // No elements, so its byte size is 0, but the nhwc width C*D wraps around.
+  EXPECT_EQ(verify_body({"n = alloc_storage([8, 8], device=0, dtype=float32, scope=\"global.texture-nhwc\")",
+                         "t = alloc_tensor(n, 0, [0, 4294967296, 4294967296, 4], float32)"}),
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(n, 0, [0, 4294967296, 4294967296, 4], "
+            "float32)': the image extent of shape [0, 4294967296, 4294967296, 4] overflows 64 bits");
+}
+
+TEST(VerifierTest, LiveImageTensorsOverlap) {
+  EXPECT_EQ(verify_body({kImage, "a = alloc_tensor(img, 0, [2, 8, 4], float32)", "b = alloc_tensor(img, 0, [8, 4], float32)"}),
+            "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, 0, [8, 4], float32)': tensor 'b' "
+            "overlaps live tensor 'a' in image storage 'img' (both start at its origin)");
+}
+
+// --- call_kernel ---------------------------------------------------------------
+
+TEST(VerifierTest, KernelArgumentCount) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x], grid=[64])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x], grid=[64])': kernel 'add' takes 3 "
+            "arguments, got 2");
+}
+
+TEST(VerifierTest, BufferParameterGivenALiteral) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, 3, x], grid=[64])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, 3, x], grid=[64])': parameter 'b' of "
+            "kernel 'add' is a global buffer, but argument 2 (the integer 3) is a literal, not a tensor");
+}
+
+TEST(VerifierTest, BufferParameterGivenAStorage) {
+  EXPECT_EQ(verify_body({kStorage, "call_kernel(add, [x, x, s], grid=[64])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(add, [x, x, s], grid=[64])': parameter 'c' of "
+            "kernel 'add' is a global buffer, but argument 3 ('s') is Storage, not a tensor");
+}
+
+TEST(VerifierTest, BufferParameterGivenAnImageTensor) {
+  EXPECT_EQ(verify_body({"e = empty([64], int32, scope=\"global.texture\")", "call_kernel(add, [x, e, x], grid=[64])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(add, [x, e, x], grid=[64])': parameter 'b' of "
+            "kernel 'add' is a global buffer, but tensor 'e' is in image scope 'global.texture'");
+}
+
+TEST(VerifierTest, BufferElementType) {
+  EXPECT_EQ(verify_body({"e = empty([64], uint32)", "call_kernel(add, [x, x, e], grid=[64])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(add, [x, x, e], grid=[64])': parameter 'c' of "
+            "kernel 'add' points to int, but tensor 'e' holds uint32");
+}
+
+TEST(VerifierTest, VectorBufferElementCount) {
+  EXPECT_EQ(verify_body({"e = empty([6], float32)", "call_kernel(scale4, [e, 1.0], grid=[1])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(scale4, [e, 1.0], grid=[1])': parameter 'x' of "
+            "kernel 'scale4' points to float4, but tensor 'e' has 6 elements, not a multiple of 4");
+}
+
+TEST(VerifierTest, ImageParameterGivenABufferTensor) {
+  EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [8, 4], float32)", "e = empty([8, 4], float32)",
+                         "call_kernel(img_copy, [t, e], grid=[8])"}),
+            "v.stir:9:3: error: function 'main', binding 'call_kernel(img_copy, [t, e], grid=[8])': parameter 'dst' of "
+            "kernel 'img_copy' is a write_only image2d_t, but tensor 'e' is not in an image scope");
+}
+
+TEST(VerifierTest, ImageReadAndWritten) {
+  EXPECT_EQ(verify_body({"e = empty([8, 4], float32, scope=\"global.texture\")", "call_kernel(img_scale, [e, e, 2.0], grid=[8])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(img_scale, [e, e, 2.0], grid=[8])': tensor 'e' "
+            "is bound to parameters 'src' and 'dst' of kernel 'img_scale': it would be read and written through an "
+            "image");
+}
+
+TEST(VerifierTest, ScalarParameterType) {
+  EXPECT_EQ(verify_body({"call_kernel(fill_char, [x, 2.5], grid=[64])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(fill_char, [x, 2.5], grid=[64])': parameter 'x' "
+            "of kernel 'fill_char' points to char, but tensor 'x' holds int32");
+  EXPECT_EQ(verify_body({"e = empty([8], int8)", "call_kernel(fill_char, [e, 2.5], grid=[8])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(fill_char, [e, 2.5], grid=[8])': parameter 'v' "
+            "of kernel 'fill_char' is a scalar char, but argument 2 (the float 2.5) is float");
+  EXPECT_EQ(verify_body({"e = empty([4], float32)", "call_kernel(scale4, [e, n], grid=[1])"},
+                        "x: Tensor[(64,), int32], n: int"),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(scale4, [e, n], grid=[1])': parameter 's' of "
+            "kernel 'scale4' is a scalar float, but argument 2 ('n') is int");
+}
+
+TEST(VerifierTest, ScalarIntegerRange) {
+  EXPECT_EQ(verify_body({"e = empty([8], int8)", "call_kernel(fill_char, [e, 128], grid=[8])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(fill_char, [e, 128], grid=[8])': the integer 128 "
+            "does not fit parameter 'v' of kernel 'fill_char', a char");
+  EXPECT_EQ(verify_body({"e = empty([8], uint64)", "call_kernel(fill_ulong, [e, -1], grid=[8])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(fill_ulong, [e, -1], grid=[8])': the integer -1 "
+            "does not fit parameter 'v' of kernel 'fill_ulong', a ulong");
+}
+
+TEST(VerifierTest, LocalParameterNotSupported) {
+  EXPECT_EQ(verify_body({"e = empty([8], float32)", "call_kernel(with_local, [e, e], grid=[8])"}),
+            "v.stir:7:3: error: function 'main', binding 'call_kernel(with_local, [e, e], grid=[8])': parameter 'tmp' "
+            "of kernel 'with_local' is a local buffer, which call_kernel does not support yet");
+}
+
+TEST(VerifierTest, VectorScalarNotSupported) {
+  EXPECT_EQ(verify_body({"call_kernel(vec_scalar, [1.0], grid=[1])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(vec_scalar, [1.0], grid=[1])': parameter 'v' of "
+            "kernel 'vec_scalar' is a vector scalar float4, which call_kernel does not support yet");
+}
+
+TEST(VerifierTest, GridRank) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[])': grid [] must have 1 "
+            "to 3 dimensions");
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[1, 2, 4, 8])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[1, 2, 4, 8])': grid "
+            "[1, 2, 4, 8] must have 1 to 3 dimensions");
+}
+
+TEST(VerifierTest, GridExtentsPositive) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[64, 0])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[64, 0])': grid [64, 0] "
+            "has an extent that is not positive");
+}
+
+TEST(VerifierTest, LocalSizeRank) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[64], local=[8, 1])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[64], local=[8, 1])': "
+            "local size [8, 1] has 2 dimensions, but grid [64] has 1");
+}
+
+TEST(VerifierTest, LocalSizePositive) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[64], local=[-8])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[64], local=[-8])': local "
+            "size [-8] has an extent that is not positive");
+}
+
+TEST(VerifierTest, LocalSizeDividesGrid) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[64, 6], local=[8, 4])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[64, 6], local=[8, 4])': "
+            "local size [8, 4] does not divide grid [64, 6] in dimension 1");
+}
+
+}  // namespace
+}  // namespace stowage::ir
