@@ -164,7 +164,7 @@ void bind_builders(py::module_& m) {
              return fb.call(function, args_from("call", args), std::move(name));
            })
       .def("ret", [](FunctionBuilder& fb, const std::string& var) { return FinishedFunction{fb.ret(var)}; })
-      .def("type_of", [](const FunctionBuilder& fb, const std::string& var) {
+      .def("type_of", [](const FunctionBuilder& fb, const std::string& var) -> py::tuple {
         // (kind, shape, dtype): shape and dtype are None unless kind is "Tensor".
         const Type& type = fb.type_of(var);
         if (type.kind != Type::Kind::kTensor) return py::make_tuple(kind_name(type.kind), py::none(), py::none());

@@ -132,6 +132,19 @@ void bind_tensor(py::module_& m) {
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
       .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+      .def("numpy", [](py::object self) { return py::module_::import("numpy").attr("from_dlpack")(self); },
+           "A numpy array holding a host copy.")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) {
+            if (!copy.is_none() && !copy.cast<bool>()) {
+              throw py::value_error("stowage.Tensor reads into a new host copy; copy=False cannot be honoured");
+            }
+            py::object array = self.attr("numpy")();
+            if (!dtype.is_none()) array = array.attr("astype")(dtype, py::arg("copy") = false);
+            return array;
+          },
+          py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = py::none())
       .def("__repr__", [](const Tensor& t) {
         return fmt::format("stowage.Tensor(shape=({}{}), dtype={}, scope={})", fmt::join(t.shape(), ", "),
                            t.shape().size() == 1 ? "," : "", dtype_name(t.dtype()), t.scope());
