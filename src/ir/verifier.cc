@@ -1,5 +1,7 @@
 #include "stowage/ir/verifier.h"
 
+#include "stowage/ir/names.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -88,16 +90,7 @@ Status report_failure(const Function& fn, const verify::FunctionVerifier::Failur
 
 }  // namespace
 
-bool is_identifier(std::string_view name) {
-  auto is_start = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  auto is_rest = [&](char c) { return is_start(c) || (c >= '0' && c <= '9') || c == '.'; };
-  return !name.empty() && is_start(name[0]) && std::all_of(name.begin() + 1, name.end(), is_rest);
-}
-
-bool is_valid_variable_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 3> kReserved = {"return", "inf", "nan"};
-  return is_identifier(name) && std::find(kReserved.begin(), kReserved.end(), name) == kReserved.end();
-}
+bool is_valid_variable_name(std::string_view name) { return !name_problem(name).has_value(); }
 
 bool op_produces_value(Op op) {
   return op == Op::kAllocStorage || op == Op::kAllocTensor || op == Op::kEmpty || op == Op::kCall;

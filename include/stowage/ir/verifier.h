@@ -3,6 +3,8 @@
 // capacity, overlap of live tensors, image layouts and kernel signatures.
 #pragma once
 
+#include "stowage/ir/names.h"
+
 #include <string_view>
 
 #include "stowage/backend/target.h"
@@ -22,10 +24,9 @@ Status verify_module(const Module& module, const TargetDesc& target, std::string
 Status verify_function(const Module& module, const Function& function, const TargetDesc& target,
                        std::string_view file_name = {});
 
-// True for names the text form can write as variables: [A-Za-z_][A-Za-z0-9_.]*,
-// except the reserved words `return`, `inf` and `nan`.
+// True for names the text form can write as variables: identifiers that are not
+// reserved words (names.h).
 bool is_valid_variable_name(std::string_view name);
-bool is_identifier(std::string_view name);
 // alloc_storage, alloc_tensor, empty and call bind a result; the other ops do not.
 bool op_produces_value(Op op);
 

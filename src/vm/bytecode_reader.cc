@@ -1,0 +1,469 @@
+// The validating reader: the file layout, then each section in dependency order,
+// then the code. Nothing is returned until the whole file has been checked.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include "byte_io.h"
+#include "code_validator.h"
+#include "file_layout.h"
+#include "section_cursor.h"
+#include "stowage/vm/bytecode.h"
+#include "stowage/vm/bytecode_format.h"
+
+namespace stowage {
+namespace bytecode {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> file) : file_(file) {}
+  Expected<Executable> read();
+
+ private:
+  Status read_layout();
+  Status read_strings();
+  Status read_constants();
+  Status read_kernels();
+  Status read_requirements();
+  Status read_functions();
+  Status read_function_frame(SectionCursor& in, Function& fn);
+  Status read_code_range(SectionCursor& in, CodeRange& range);
+  Status check_code_ranges_disjoint(const std::vector<uint64_t>& offsets) const;
+  Status read_code_words();
+  Status validate_code();
+  Status read_debug();
+
+  SectionCursor cursor(SectionKind kind) const;
+  Status read_name(SectionCursor& in, std::string& out, std::string_view what, bool allow_empty);
+  Status read_dtype(SectionCursor& in, DType& out);
+  Status read_reserved16(SectionCursor& in);
+  Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative);
+  Status read_value_desc(SectionCursor& in, ValueDesc& out);
+  Status read_kernel_param(SectionCursor& in, KernelParam& out);
+  Status read_scope(SectionCursor& in, ScopeRequirement& out);
+  Status check_image_feature();
+
+  std::span<const uint8_t> file_;
+  FileLayout layout_;
+  std::vector<uint32_t> code_words_;
+  std::vector<CodeRange> code_ranges_;
+  Executable exe_;
+};
+
+Status Reader::read_layout() {
+  Expected<FileLayout> layout = read_file_layout(file_);
+  if (!layout) return layout.error();
+  layout_ = *layout;
+  return Status::ok();
+}
+
+SectionCursor Reader::cursor(SectionKind kind) const {
+  const Section& s = *layout_.section(kind);
+  return SectionCursor(fmt::format("section '{}'", section_name(kind)), file_.subspan(s.offset, s.size), s.offset);
+}
+
+// ---------------------------------------------------------------------------
+// Shared field readers
+// ---------------------------------------------------------------------------
+
+Status Reader::read_name(SectionCursor& in, std::string& out, std::string_view what, bool allow_empty) {
+  uint64_t at = in.offset();
+  STOWAGE_TRY(in.read_str(out, kMaxStringLength, what));
+  if (!allow_empty && out.empty()) return in.error_at(at, fmt::format("{} is empty", what));
+  if (out.find('\0') != std::string::npos) return in.error_at(at, fmt::format("{} contains a NUL byte", what));
+  return Status::ok();
+}
+
+Status Reader::read_dtype(SectionCursor& in, DType& out) {
+  uint64_t at = in.offset();
+  uint8_t code = 0;
+  STOWAGE_TRY(in.read(code, "dtype"));
+  std::optional<DType> dtype = dtype_from_code(code);
+  if (!dtype) return in.error_at(at, fmt::format("invalid dtype code {}", code));
+  out = *dtype;
+  return Status::ok();
+}
+
+Status Reader::read_reserved16(SectionCursor& in) {
+  uint64_t at = in.offset();
+  uint16_t reserved = 0;
+  STOWAGE_TRY(in.read(reserved, "reserved field"));
+  if (reserved != 0) return in.error_at(at, fmt::format("reserved field is 0x{:x}, not zero", reserved));
+  return Status::ok();
+}
+
+Status Reader::read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative) {
+  uint64_t at = in.offset();
+  uint32_t rank = 0;
+  STOWAGE_TRY(in.read(rank, "shape rank"));
+  if (rank > kMaxShapeRank) {
+    return in.error_at(at, fmt::format("shape rank {} exceeds the limit {}", rank, kMaxShapeRank));
+  }
+  out.resize(rank);
+  for (uint32_t d = 0; d < rank; ++d) {
+    uint64_t extent_at = in.offset();
+    STOWAGE_TRY(in.read_i64(out[d], "shape extent"));
+    if (non_negative && out[d] < 0) {
+      return in.error_at(extent_at, fmt::format("negative extent {} in dimension {}", out[d], d));
+    }
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------
+// Sections
+// ---------------------------------------------------------------------------
+
+Status Reader::read_strings() {
+  SectionCursor in = cursor(SectionKind::kStrings);
+  uint64_t count = 0;
+  STOWAGE_TRY(in.read_count(count, kMaxStrings, 4, "string count"));
+  exe_.strings.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("string {}", i));
+    STOWAGE_TRY(in.read_str(exe_.strings[i], kMaxStringLength, "string"));
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
+Status Reader::read_constants() {
+  SectionCursor in = cursor(SectionKind::kConstants);
+  uint64_t count = 0;
+  STOWAGE_TRY(in.read_count(count, kMaxConstants, 8, "constant count"));
+  exe_.constants.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("constant {}", i));
+    Constant& c = exe_.constants[i];
+    uint64_t at = in.offset();
+    uint8_t kind = 0;
+    STOWAGE_TRY(in.read(kind, "constant kind"));
+    if (kind > static_cast<uint8_t>(ConstantKind::kFloat)) {
+      return in.error_at(at, fmt::format("unknown constant kind {}", kind));
+    }
+    c.kind = static_cast<ConstantKind>(kind);
+    uint64_t dtype_at = in.offset();
+    STOWAGE_TRY(read_dtype(in, c.dtype));
+    STOWAGE_TRY(read_reserved16(in));
+    switch (c.kind) {
+      case ConstantKind::kShape:
+        if (c.dtype != DType::kInt64) return in.error_at(dtype_at, "a shape constant's dtype must be int64");
+        STOWAGE_TRY(read_shape(in, c.shape, /*non_negative=*/false));
+        break;
+      case ConstantKind::kInt:
+        if (dtype_is_float(c.dtype)) {
+          return in.error_at(dtype_at, fmt::format("an int constant cannot have dtype {}", dtype_name(c.dtype)));
+        }
+        STOWAGE_TRY(in.read_i64(c.int_value, "int value"));
+        break;
+      case ConstantKind::kFloat:
+        if (!dtype_is_float(c.dtype)) {
+          return in.error_at(dtype_at, fmt::format("a float constant cannot have dtype {}", dtype_name(c.dtype)));
+        }
+        STOWAGE_TRY(in.read_f64(c.float_value, "float value"));
+        break;
+    }
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
+Status Reader::read_kernel_param(SectionCursor& in, KernelParam& out) {
+  STOWAGE_TRY(read_name(in, out.name, "parameter name", /*allow_empty=*/true));
+  uint64_t at = in.offset();
+  uint8_t kind = 0;
+  STOWAGE_TRY(in.read(kind, "parameter kind"));
+  if (kind >= kKernelParamKindCount) return in.error_at(at, fmt::format("unknown parameter kind {}", kind));
+  out.kind = static_cast<KernelParamKind>(kind);
+  STOWAGE_TRY(read_dtype(in, out.dtype));
+  at = in.offset();
+  STOWAGE_TRY(in.read(out.lanes, "lanes"));
+  constexpr std::array<uint8_t, 6> kLanes = {1, 2, 3, 4, 8, 16};
+  if (std::find(kLanes.begin(), kLanes.end(), out.lanes) == kLanes.end()) {
+    return in.error_at(at, fmt::format("{} lanes (must be 1, 2, 3, 4, 8 or 16)", out.lanes));
+  }
+  at = in.offset();
+  uint8_t flags = 0;
+  STOWAGE_TRY(in.read(flags, "parameter flags"));
+  if ((flags & ~kParamFlagConst) != 0) {
+    return in.error_at(at, fmt::format("reserved parameter flag bits 0x{:x} are set", flags & ~kParamFlagConst));
+  }
+  out.is_const = (flags & kParamFlagConst) != 0;
+  return Status::ok();
+}
+
+Status Reader::read_kernels() {
+  SectionCursor in = cursor(SectionKind::kKernels);
+  uint64_t units = 0;
+  STOWAGE_TRY(in.read_count(units, kMaxKernelUnits, 8, "kernel unit count"));
+  exe_.units.resize(units);
+  for (uint64_t i = 0; i < units; ++i) {
+    in.set_context(fmt::format("kernel unit {}", i));
+    STOWAGE_TRY(read_name(in, exe_.units[i].name, "unit name", /*allow_empty=*/true));
+    STOWAGE_TRY(in.read_str(exe_.units[i].source, kMaxKernelSourceLength, "unit source"));
+  }
+  in.set_context("");
+  uint64_t kernels = 0;
+  STOWAGE_TRY(in.read_count(kernels, kMaxKernels, 12, "kernel count"));
+  exe_.kernels.resize(kernels);
+  for (uint64_t i = 0; i < kernels; ++i) {
+    KernelSignature& k = exe_.kernels[i];
+    in.set_context(fmt::format("kernel {}", i));
+    STOWAGE_TRY(read_name(in, k.name, "kernel name", /*allow_empty=*/false));
+    in.set_context(fmt::format("kernel {} '{}'", i, k.name));
+    uint64_t at = in.offset();
+    STOWAGE_TRY(in.read(k.unit, "unit index"));
+    if (k.unit >= exe_.units.size()) {
+      return in.error_at(
+          at, fmt::format("unit {} out of range (executable has {} kernel units)", k.unit, exe_.units.size()));
+    }
+    at = in.offset();
+    uint32_t params = 0;
+    STOWAGE_TRY(in.read(params, "parameter count"));
+    STOWAGE_TRY(in.check_count(at, params, kMaxKernelParams, 8, "parameter count"));
+    k.params.resize(params);
+    for (uint32_t p = 0; p < params; ++p) {
+      in.set_context(fmt::format("kernel {} '{}' parameter {}", i, k.name, p));
+      STOWAGE_TRY(read_kernel_param(in, k.params[p]));
+    }
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
+Status Reader::read_scope(SectionCursor& in, ScopeRequirement& out) {
+  STOWAGE_TRY(read_name(in, out.scope, "scope name", /*allow_empty=*/false));
+  uint64_t at = in.offset();
+  uint8_t kind = 0;
+  STOWAGE_TRY(in.read(kind, "scope kind"));
+  if (kind > static_cast<uint8_t>(ScopeKind::kImage2d))
+    return in.error_at(at, fmt::format("unknown scope kind {}", kind));
+  out.kind = static_cast<ScopeKind>(kind);
+  at = in.offset();
+  uint8_t flags = 0;
+  STOWAGE_TRY(in.read(flags, "scope flags"));
+  if ((flags & ~kScopeFlagOnchip) != 0) {
+    return in.error_at(at, fmt::format("reserved scope flag bits 0x{:x} are set", flags & ~kScopeFlagOnchip));
+  }
+  out.onchip = (flags & kScopeFlagOnchip) != 0;
+  STOWAGE_TRY(read_reserved16(in));
+  STOWAGE_TRY(in.read(out.capacity, "capacity"));
+  at = in.offset();
+  STOWAGE_TRY(in.read(out.max_storage_bytes, "max_storage_bytes"));
+  if (out.onchip && out.max_storage_bytes > out.capacity) {
+    return in.error_at(
+        at, fmt::format("max_storage_bytes {} exceeds the on-chip capacity {}", out.max_storage_bytes, out.capacity));
+  }
+  at = in.offset();
+  STOWAGE_TRY(in.read(out.offset_alignment, "offset_alignment"));
+  if (!std::has_single_bit(out.offset_alignment)) {
+    return in.error_at(at, fmt::format("offset_alignment {} is not a power of two", out.offset_alignment));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_requirements() {
+  SectionCursor in = cursor(SectionKind::kRequirements);
+  Requirements& req = exe_.requirements;
+  uint64_t at = in.offset();
+  STOWAGE_TRY(in.read(req.features, "features"));
+  if (req.features != layout_.features) {
+    return in.error_at(at,
+                       fmt::format("features 0x{:x} differ from the header's 0x{:x}", req.features, layout_.features));
+  }
+  uint64_t count = 0;
+  STOWAGE_TRY(in.read_count(count, kMaxScopes, 32, "scope count"));
+  req.scopes.resize(count);
+  std::set<std::string_view> seen;
+  for (uint64_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("scope {}", i));
+    uint64_t scope_at = in.offset();
+    STOWAGE_TRY(read_scope(in, req.scopes[i]));
+    if (!seen.insert(req.scopes[i].scope).second) {
+      return in.error_at(scope_at, fmt::format("scope '{}' is listed twice", req.scopes[i].scope));
+    }
+  }
+  in.set_context("");
+  STOWAGE_TRY(in.expect_end());
+  return check_image_feature();
+}
+
+// A file that uses images must say so, or the device check at load could pass a
+// device that has none.
+Status Reader::check_image_feature() {
+  if (exe_.requirements.features & kFeatureImages) return Status::ok();
+  auto at = layout_.section(SectionKind::kRequirements)->offset;
+  for (const ScopeRequirement& scope : exe_.requirements.scopes) {
+    if (scope.kind == ScopeKind::kImage2d) {
+      return file_error("section 'requirements'", at,
+                        fmt::format("scope '{}' is image2d but the images feature bit is not set", scope.scope));
+    }
+  }
+  for (const KernelSignature& kernel : exe_.kernels) {
+    for (const KernelParam& param : kernel.params) {
+      if (param.is_image()) {
+        return file_error("section 'requirements'", at,
+                          fmt::format("kernel '{}' takes an image but the images feature bit is not set", kernel.name));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
+  STOWAGE_TRY(read_name(in, out.name, "value name", /*allow_empty=*/true));
+  uint64_t at = in.offset();
+  uint8_t kind = 0;
+  STOWAGE_TRY(in.read(kind, "value kind"));
+  if (kind > static_cast<uint8_t>(ValueKind::kOther))
+    return in.error_at(at, fmt::format("unknown value kind {}", kind));
+  out.kind = static_cast<ValueKind>(kind);
+  STOWAGE_TRY(read_dtype(in, out.dtype));
+  STOWAGE_TRY(read_reserved16(in));
+  at = in.offset();
+  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true));
+  if (out.kind != ValueKind::kTensor && !out.shape.empty()) {
+    return in.error_at(at, fmt::format("a non-tensor value has a shape of rank {}", out.shape.size()));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_functions() {
+  SectionCursor in = cursor(SectionKind::kFunctions);
+  uint64_t count = 0;
+  STOWAGE_TRY(in.read_count(count, kMaxFunctions, 32, "function count"));
+  exe_.functions.resize(count);
+  code_ranges_.resize(count);
+  std::vector<uint64_t> range_offsets(count);
+  std::set<std::string_view> names;
+  for (uint64_t i = 0; i < count; ++i) {
+    Function& fn = exe_.functions[i];
+    in.set_context(fmt::format("function {}", i));
+    uint64_t at = in.offset();
+    STOWAGE_TRY(read_name(in, fn.name, "function name", /*allow_empty=*/false));
+    if (!names.insert(fn.name).second) return in.error_at(at, fmt::format("function name '{}' is used twice", fn.name));
+    in.set_context(fmt::format("function {} '{}'", i, fn.name));
+    STOWAGE_TRY(read_function_frame(in, fn));
+    range_offsets[i] = in.offset();
+    STOWAGE_TRY(read_code_range(in, code_ranges_[i]));
+  }
+  in.set_context("");
+  STOWAGE_TRY(in.expect_end());
+  return check_code_ranges_disjoint(range_offsets);
+}
+
+// Parameters, result and register count.
+Status Reader::read_function_frame(SectionCursor& in, Function& fn) {
+  uint64_t at = in.offset();
+  uint32_t params = 0;
+  STOWAGE_TRY(in.read(params, "parameter count"));
+  STOWAGE_TRY(in.check_count(at, params, kMaxFunctionParams, 12, "parameter count"));
+  fn.params.resize(params);
+  for (ValueDesc& param : fn.params) STOWAGE_TRY(read_value_desc(in, param));
+  STOWAGE_TRY(read_value_desc(in, fn.result));
+  at = in.offset();
+  STOWAGE_TRY(in.read(fn.num_registers, "register count"));
+  if (fn.num_registers > kMaxRegisters) {
+    return in.error_at(at, fmt::format("{} registers exceed the limit {}", fn.num_registers, kMaxRegisters));
+  }
+  if (fn.num_registers < params) {
+    return in.error_at(at, fmt::format("{} registers cannot hold its {} parameters", fn.num_registers, params));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_code_range(SectionCursor& in, CodeRange& range) {
+  const uint64_t code_words = code_words_.size();
+  uint64_t at = in.offset();
+  STOWAGE_TRY(in.read(range.first_word, "first code word"));
+  STOWAGE_TRY(in.read(range.num_words, "code word count"));
+  if (range.num_words == 0) return in.error_at(at, "the function has no code");
+  if (!(range.num_words <= code_words && range.first_word <= code_words - range.num_words)) {
+    return in.error_at(at, fmt::format("code words [{}, +{}) lie outside the code section ({} words)", range.first_word,
+                                       range.num_words, code_words));
+  }
+  return Status::ok();
+}
+
+// `offsets[i]` is where function i's range was declared, for errors.
+Status Reader::check_code_ranges_disjoint(const std::vector<uint64_t>& offsets) const {
+  std::vector<size_t> order(code_ranges_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return code_ranges_[a].first_word < code_ranges_[b].first_word; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const CodeRange& prev = code_ranges_[order[i - 1]];
+    const CodeRange& next = code_ranges_[order[i]];
+    if (next.first_word < uint64_t{prev.first_word} + prev.num_words) {
+      return file_error("section 'functions'", offsets[order[i]],
+                        fmt::format("code words [{}, +{}) overlap another function's [{}, +{})", next.first_word,
+                                    next.num_words, prev.first_word, prev.num_words));
+    }
+  }
+  return Status::ok();
+}
+
+Status Reader::read_code_words() {
+  const Section& s = *layout_.section(SectionKind::kCode);
+  if (s.size % 4 != 0) {
+    return file_error("section 'code'", s.offset, fmt::format("size {} is not a multiple of 4", s.size));
+  }
+  code_words_.resize(s.size / 4);  // bounded by the file's size
+  for (size_t i = 0; i < code_words_.size(); ++i) {
+    code_words_[i] = load_le<uint32_t>(file_.data() + s.offset + 4 * i);
+  }
+  return Status::ok();
+}
+
+Status Reader::validate_code() {
+  const Section& s = *layout_.section(SectionKind::kCode);
+  return decode_and_validate_code(exe_, CodeSection{code_words_, s.offset}, code_ranges_);
+}
+
+Status Reader::read_debug() {
+  const std::optional<Section>& s = layout_.section(SectionKind::kDebug);
+  if (!s) return Status::ok();
+  if (s->size > kMaxDebugTextLength) {
+    return file_error("section 'debug'", s->offset,
+                      fmt::format("{} bytes exceed the limit {}", s->size, kMaxDebugTextLength));
+  }
+  auto bytes = file_.subspan(s->offset, s->size);
+  exe_.debug_text.assign(bytes.begin(), bytes.end());
+  return Status::ok();
+}
+
+Expected<Executable> Reader::read() {
+  for (Status (Reader::*step)() : {&Reader::read_layout, &Reader::read_strings, &Reader::read_constants,
+                                   &Reader::read_kernels, &Reader::read_requirements, &Reader::read_code_words,
+                                   &Reader::read_functions, &Reader::validate_code, &Reader::read_debug}) {
+    if (Status s = (this->*step)(); !s) return s.error();
+  }
+  return std::move(exe_);
+}
+
+}  // namespace
+}  // namespace bytecode
+
+Expected<Executable> read_bytecode(std::span<const uint8_t> bytes) { return bytecode::Reader(bytes).read(); }
+
+Expected<Executable> read_bytecode_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Error(ErrorKind::kIo, fmt::format("cannot read '{}': it is a directory", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for reading", path));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Error(ErrorKind::kIo, fmt::format("cannot read '{}'", path));
+  return read_bytecode(bytes);
+}
+
+}  // namespace stowage

@@ -1,0 +1,181 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <utility>
+
+#include "byte_io.h"
+#include "stowage/vm/bytecode.h"
+#include "stowage/vm/bytecode_format.h"
+#include "stowage/vm/instruction_codec.h"
+
+namespace stowage {
+namespace bytecode {
+namespace {
+
+void write_shape(ByteWriter& w, const std::vector<int64_t>& shape) {
+  w.u32(static_cast<uint32_t>(shape.size()));
+  for (int64_t extent : shape) w.i64(extent);
+}
+
+void write_strings(ByteWriter& w, const Executable& exe) {
+  w.u64(exe.strings.size());
+  for (const std::string& s : exe.strings) w.str(s);
+}
+
+void write_constants(ByteWriter& w, const Executable& exe) {
+  w.u64(exe.constants.size());
+  for (const Constant& c : exe.constants) {
+    w.u8(static_cast<uint8_t>(c.kind));
+    w.u8(static_cast<uint8_t>(c.dtype));
+    w.u16(0);
+    switch (c.kind) {
+      case ConstantKind::kShape: write_shape(w, c.shape); break;
+      case ConstantKind::kInt: w.i64(c.int_value); break;
+      case ConstantKind::kFloat: w.f64(c.float_value); break;
+    }
+  }
+}
+
+void write_kernels(ByteWriter& w, const Executable& exe) {
+  w.u64(exe.units.size());
+  for (const KernelUnit& unit : exe.units) {
+    w.str(unit.name);
+    w.str(unit.source);
+  }
+  w.u64(exe.kernels.size());
+  for (const KernelSignature& kernel : exe.kernels) {
+    w.str(kernel.name);
+    w.u32(kernel.unit);
+    w.u32(static_cast<uint32_t>(kernel.params.size()));
+    for (const KernelParam& param : kernel.params) {
+      w.str(param.name);
+      w.u8(static_cast<uint8_t>(param.kind));
+      w.u8(static_cast<uint8_t>(param.dtype));
+      w.u8(param.lanes);
+      w.u8(param.is_const ? kParamFlagConst : 0);
+    }
+  }
+}
+
+void write_value_desc(ByteWriter& w, const ValueDesc& value) {
+  w.str(value.name);
+  w.u8(static_cast<uint8_t>(value.kind));
+  w.u8(static_cast<uint8_t>(value.dtype));
+  w.u16(0);
+  write_shape(w, value.shape);
+}
+
+// Encodes every function's code into one word stream; returns each function's
+// [first word, word count).
+std::vector<std::pair<uint32_t, uint32_t>> encode_code(const Executable& exe, std::vector<uint32_t>& words) {
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  for (const Function& fn : exe.functions) {
+    size_t begin = words.size();
+    for (const Instruction& ins : fn.code) encode_instruction(ins, words);
+    ranges.emplace_back(static_cast<uint32_t>(begin), static_cast<uint32_t>(words.size() - begin));
+  }
+  return ranges;
+}
+
+void write_functions(ByteWriter& w, const Executable& exe, const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
+  w.u64(exe.functions.size());
+  for (size_t i = 0; i < exe.functions.size(); ++i) {
+    const Function& fn = exe.functions[i];
+    w.str(fn.name);
+    w.u32(static_cast<uint32_t>(fn.params.size()));
+    for (const ValueDesc& param : fn.params) write_value_desc(w, param);
+    write_value_desc(w, fn.result);
+    w.u32(fn.num_registers);
+    w.u32(ranges[i].first);
+    w.u32(ranges[i].second);
+  }
+}
+
+void write_code(ByteWriter& w, const std::vector<uint32_t>& words) {
+  for (uint32_t word : words) w.u32(word);
+}
+
+void write_requirements(ByteWriter& w, const Executable& exe) {
+  w.u64(exe.requirements.features);
+  w.u64(exe.requirements.scopes.size());
+  for (const ScopeRequirement& scope : exe.requirements.scopes) {
+    w.str(scope.scope);
+    w.u8(static_cast<uint8_t>(scope.kind));
+    w.u8(scope.onchip ? kScopeFlagOnchip : 0);
+    w.u16(0);
+    w.u64(scope.capacity);
+    w.u64(scope.max_storage_bytes);
+    w.u64(scope.offset_alignment);
+  }
+}
+
+struct PlacedSection {
+  SectionKind kind;
+  uint64_t offset;
+  uint64_t size;
+};
+
+}  // namespace
+}  // namespace bytecode
+
+std::vector<uint8_t> write_bytecode(const Executable& exe) {
+  using namespace bytecode;
+  std::vector<uint32_t> code_words;
+  auto ranges = encode_code(exe, code_words);
+
+  std::vector<SectionKind> kinds = {SectionKind::kStrings,   SectionKind::kConstants, SectionKind::kKernels,
+                                    SectionKind::kFunctions, SectionKind::kCode,      SectionKind::kRequirements};
+  if (!exe.debug_text.empty()) kinds.push_back(SectionKind::kDebug);
+
+  std::vector<uint8_t> file(kHeaderSize + kinds.size() * kSectionEntrySize, 0);
+  ByteWriter w(file);
+  std::vector<PlacedSection> placed;
+  for (SectionKind kind : kinds) {
+    w.pad_to(kSectionAlignment);
+    uint64_t begin = w.position();
+    switch (kind) {
+      case SectionKind::kStrings: write_strings(w, exe); break;
+      case SectionKind::kConstants: write_constants(w, exe); break;
+      case SectionKind::kKernels: write_kernels(w, exe); break;
+      case SectionKind::kFunctions: write_functions(w, exe, ranges); break;
+      case SectionKind::kCode: write_code(w, code_words); break;
+      case SectionKind::kRequirements: write_requirements(w, exe); break;
+      case SectionKind::kDebug: w.bytes(exe.debug_text); break;
+    }
+    placed.push_back({kind, begin, w.position() - begin});
+  }
+
+  for (size_t i = 0; i < placed.size(); ++i) {
+    uint8_t* entry = file.data() + kHeaderSize + i * kSectionEntrySize;
+    store_le<uint32_t>(entry + SectionEntryField::kKind, static_cast<uint32_t>(placed[i].kind));
+    store_le<uint64_t>(entry + SectionEntryField::kOffset, placed[i].offset);
+    store_le<uint64_t>(entry + SectionEntryField::kSize, placed[i].size);
+  }
+
+  uint8_t* header = file.data();
+  std::copy(kMagic.begin(), kMagic.end(), header + HeaderField::kMagic);
+  store_le<uint16_t>(header + HeaderField::kMajor, kMajorVersion);
+  store_le<uint16_t>(header + HeaderField::kMinor, kMinorVersion);
+  store_le<uint32_t>(header + HeaderField::kHeaderSize, kHeaderSize);
+  store_le<uint64_t>(header + HeaderField::kFileSize, file.size());
+  store_le<uint64_t>(header + HeaderField::kFeatures, exe.requirements.features);
+  store_le<uint64_t>(header + HeaderField::kSectionTableOffset, kHeaderSize);
+  store_le<uint32_t>(header + HeaderField::kSectionCount, static_cast<uint32_t>(placed.size()));
+  store_le<uint32_t>(header + HeaderField::kBodyCrc, crc32_of(std::span<const uint8_t>(file).subspan(kHeaderSize)));
+  store_le<uint32_t>(header + HeaderField::kHeaderCrc, crc32_of(std::span<const uint8_t>(file).first(kHeaderSize)));
+  return file;
+}
+
+Status write_bytecode_file(const Executable& exe, const std::string& path) {
+  std::vector<uint8_t> bytes = write_bytecode(exe);
+  if (auto check = read_bytecode(bytes); !check) return check.error();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for writing", path));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return Error(ErrorKind::kIo, fmt::format("cannot write '{}'", path));
+  return Status::ok();
+}
+
+}  // namespace stowage

@@ -1,0 +1,35 @@
+// The container level of a bytecode file: header, checksums and section table,
+// checked before any section is read. Private to src/vm.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "stowage/support/error.h"
+#include "stowage/vm/bytecode_format.h"
+
+namespace stowage::bytecode {
+
+struct Section {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct FileLayout {
+  uint64_t features = 0;  // the header's required feature bits
+  std::array<std::optional<Section>, kMaxSections> sections;
+
+  // Present for every kind but kDebug once read_file_layout succeeded.
+  const std::optional<Section>& section(SectionKind kind) const {
+    return sections[static_cast<uint32_t>(kind) - kFirstSectionKind];
+  }
+};
+
+// Checks the header (magic, version, sizes, both checksums, reserved bytes,
+// feature bits) and the section table (kinds, flags, alignment, bounds, overlap,
+// required sections, zero padding) of `file`.
+Expected<FileLayout> read_file_layout(std::span<const uint8_t> file);
+
+}  // namespace stowage::bytecode

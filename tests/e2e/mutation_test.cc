@@ -1,0 +1,235 @@
+// vm-run on randomly mutated copies of the example's bytecode file (fixed seed):
+// every run exits 2 with one line on stderr, or runs and gives the right result.
+// Never a signal, a hang, a leak or a sanitizer report (sanitizer reports are
+// given their own exit codes so they cannot pass for a refusal).
+//
+// A second round recomputes the checksums after mutating, so that the mutations
+// reach the validator instead of stopping at the checksum; those runs may also
+// fail at run time (exit 1, e.g. a kernel source that no longer builds).
+//
+// STOWAGE_MUTATIONS overrides the number of mutated files (default 10,000).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "npy.h"
+#include "stowage/ir/compiler.h"
+#include "stowage/vm/bytecode.h"
+#include "vm/bytecode_checksums.h"
+
+extern char** environ;
+
+namespace stowage {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSanitizerExitCode = 86;
+
+struct RunResult {
+  bool exited = false;
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  std::string stderr_text;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `argv` with stdout and stderr sent to files, killing it after `limit`.
+RunResult run_process(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
+                      std::chrono::seconds limit) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  RunResult result;
+  if (rc != 0) return result;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (true) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      result.timed_out = true;
+      return result;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (WIFEXITED(status)) {
+    result.exited = true;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  result.stderr_text = read_text(err);
+  return result;
+}
+
+// One to four random edits: bit flips, byte sets, interesting 32-bit values,
+// truncation, insertion, duplication of a chunk.
+std::vector<uint8_t> mutate(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
+  auto below = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
+  static constexpr uint32_t kInteresting[] = {0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000,
+                                              0xffffffff, 4096, 65536};
+  int edits = 1 + static_cast<int>(below(4));
+  for (int e = 0; e < edits && !bytes.empty(); ++e) {
+    switch (below(6)) {
+      case 0: bytes[below(bytes.size())] ^= static_cast<uint8_t>(1u << below(8)); break;
+      case 1: bytes[below(bytes.size())] = static_cast<uint8_t>(rng()); break;
+      case 2: {
+        size_t at = below(bytes.size());
+        uint32_t v = kInteresting[below(std::size(kInteresting))];
+        for (size_t i = 0; i < 4 && at + i < bytes.size(); ++i) bytes[at + i] = static_cast<uint8_t>(v >> (8 * i));
+        break;
+      }
+      case 3: bytes.resize(below(bytes.size())); break;
+      case 4: {
+        size_t at = below(bytes.size() + 1);
+        std::vector<uint8_t> extra(1 + below(16));
+        for (auto& b : extra) b = static_cast<uint8_t>(rng());
+        bytes.insert(bytes.begin() + static_cast<ptrdiff_t>(at), extra.begin(), extra.end());
+        break;
+      }
+      case 5: {
+        size_t from = below(bytes.size());
+        size_t len = std::min<size_t>(1 + below(64), bytes.size() - from);
+        std::vector<uint8_t> chunk(bytes.begin() + static_cast<ptrdiff_t>(from),
+                                   bytes.begin() + static_cast<ptrdiff_t>(from + len));
+        size_t at = below(bytes.size());
+        bytes.insert(bytes.begin() + static_cast<ptrdiff_t>(at), chunk.begin(), chunk.end());
+        break;
+      }
+    }
+  }
+  return bytes;
+}
+
+class MutationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stowage-mutation-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    auto target = TargetDesc::load("opencl").value_or_throw();
+    std::string text = read_text(fs::path(STOWAGE_SOURCE_DIR) / "examples" / "add_mul.stir");
+    original_ = write_bytecode(ir::compile_text(text, "add_mul.stir", target).value_or_throw().executable);
+    std::vector<int32_t> xs(256), ys(256), zs(256);
+    expected_.resize(256);
+    for (int i = 0; i < 256; ++i) {
+      xs[i] = i - 50;
+      ys[i] = 3 * i;
+      zs[i] = i % 5 - 2;
+      expected_[i] = (xs[i] + ys[i]) * zs[i];
+    }
+    for (auto [name, data] : {std::pair{"x", &xs}, {"y", &ys}, {"z", &zs}}) {
+      std::vector<std::byte> raw(data->size() * 4);
+      std::memcpy(raw.data(), data->data(), raw.size());
+      ASSERT_TRUE(npy::write_file((dir_ / (std::string(name) + ".npy")).string(), {4, 64}, DType::kInt32, raw));
+    }
+    // Sanitizer reports get an exit code of their own in the child processes.
+    ::setenv("ASAN_OPTIONS", "exitcode=86:detect_leaks=1", 1);
+    ::setenv("UBSAN_OPTIONS", "exitcode=86:halt_on_error=1", 1);
+    ::setenv("LSAN_OPTIONS", ("exitcode=86:suppressions=" + std::string(STOWAGE_SOURCE_DIR) +
+                              "/tests/sanitizers/lsan.supp").c_str(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs vm-run on `bytes`; returns a description of what was wrong, or "".
+  std::string check_run(const std::vector<uint8_t>& bytes, bool allow_runtime_error) {
+    fs::path file = dir_ / "mutant.stw";
+    fs::path out = dir_ / "out.npy";
+    fs::remove(out);
+    {
+      std::ofstream f(file, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    RunResult r = run_process({std::string(STOWAGE_BINARY_DIR) + "/src/vm-run", file.string(), "--input",
+                               "x=" + (dir_ / "x.npy").string(), "--input", "y=" + (dir_ / "y.npy").string(),
+                               "--input", "z=" + (dir_ / "z.npy").string(), "--output", out.string()},
+                              dir_ / "stdout.txt", dir_ / "stderr.txt", std::chrono::seconds(60));
+    if (r.exited) ++exit_codes_[r.exit_code];
+    if (r.timed_out) return "hang (killed after 60 s)";
+    if (!r.exited) return "killed by signal " + std::to_string(r.signal);
+    if (r.exit_code == kSanitizerExitCode) return "sanitizer report: " + r.stderr_text;
+    if (r.exit_code == 0) {
+      auto result = npy::read_file(out.string());
+      if (!result) return "exit 0 but no readable output: " + result.error().message();
+      if (result->data.size() != expected_.size() * 4 ||
+          std::memcmp(result->data.data(), expected_.data(), result->data.size()) != 0) {
+        return allow_runtime_error ? "" : "exit 0 with a wrong result";
+      }
+      return "";
+    }
+    bool one_line = !r.stderr_text.empty() && r.stderr_text.find('\n') == r.stderr_text.size() - 1 &&
+                    r.stderr_text.rfind("vm-run: error: ", 0) == 0;
+    if (r.exit_code == 2 || (allow_runtime_error && r.exit_code == 1)) {
+      return one_line ? "" : "exit " + std::to_string(r.exit_code) + " without a one-line error: " + r.stderr_text;
+    }
+    return "unexpected exit " + std::to_string(r.exit_code) + ": " + r.stderr_text;
+  }
+
+  static int mutations() {
+    const char* env = std::getenv("STOWAGE_MUTATIONS");
+    return env != nullptr ? std::atoi(env) : 10000;
+  }
+
+  fs::path dir_;
+  std::vector<uint8_t> original_;
+  std::vector<int32_t> expected_;
+  std::map<int, int> exit_codes_;
+};
+
+TEST_F(MutationTest, TheUnmutatedFileRunsCorrectly) { EXPECT_EQ(check_run(original_, false), ""); }
+
+TEST_F(MutationTest, MutatedFilesAreRefusedOrRunCorrectly) {
+  std::mt19937_64 rng(20261121);
+  const int n = mutations();
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> mutant = mutate(original_, rng);
+    std::string problem = check_run(mutant, /*allow_runtime_error=*/false);
+    ASSERT_EQ(problem, "") << "mutant " << i;
+  }
+  // Nearly every mutation is refused (a few leave the file as it was).
+  EXPECT_EQ(exit_codes_[0] + exit_codes_[2], n);
+  EXPECT_GT(exit_codes_[2], n * 9 / 10);
+}
+
+TEST_F(MutationTest, MutationsWithValidChecksumsReachTheValidatorSafely) {
+  std::mt19937_64 rng(1121);
+  const int n = std::max(1, mutations() / 5);
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> mutant = mutate(original_, rng);
+    testing::recompute_checksums(mutant);
+    std::string problem = check_run(mutant, /*allow_runtime_error=*/true);
+    ASSERT_EQ(problem, "") << "mutant " << i;
+  }
+}
+
+}  // namespace
+}  // namespace stowage

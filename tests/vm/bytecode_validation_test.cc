@@ -1,0 +1,575 @@
+// Well-formed files that break a rule of the format: each is refused with one
+// error naming the section, byte offset, function, instruction and rule.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "bytecode_test_util.h"
+
+namespace stowage {
+namespace {
+
+using namespace bytecode;
+using testing::code_byte;
+using testing::find_section;
+using testing::make_add_mul_executable;
+using testing::make_ins;
+using testing::put_le;
+using testing::reseal;
+namespace reg = testing::add_mul_reg;
+namespace cst = testing::add_mul_const;
+
+std::string refusal(const std::vector<uint8_t>& file) {
+  Expected<Executable> result = read_bytecode(file);
+  if (result) return "<accepted>";
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidInput) << result.error().message();
+  return result.error().message();
+}
+
+std::string refusal(const Executable& exe) { return refusal(write_bytecode(exe)); }
+
+// The message for main's instruction `index` at its word `word`.
+std::string code_message(const Executable& exe, size_t index, size_t word, std::string_view rest, size_t fn = 0) {
+  std::vector<uint8_t> file = write_bytecode(exe);
+  return fmt::format("bytecode: section 'code' at byte {}: function '{}' instruction {} ({}): {}",
+                     code_byte(file, exe, fn, index, word), exe.functions[fn].name, index,
+                     opcode_info(exe.functions[fn].code[index].op).name, rest);
+}
+
+uint32_t add_constant(Executable& exe, Constant c) {
+  exe.constants.push_back(std::move(c));
+  return static_cast<uint32_t>(exe.constants.size() - 1);
+}
+
+Constant int_constant(int64_t value) {
+  Constant c;
+  c.kind = ConstantKind::kInt;
+  c.dtype = DType::kInt64;
+  c.int_value = value;
+  return c;
+}
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// A second function `helper(t) -> t` for call tests.
+void add_helper(Executable& exe) {
+  Function helper;
+  helper.name = "helper";
+  helper.params = {testing::tensor_value("t", {4, 64}, DType::kInt32)};
+  helper.result = testing::tensor_value("", {4, 64}, DType::kInt32);
+  helper.num_registers = 1;
+  helper.code = {make_ins(Opcode::kRet, {0})};
+  exe.functions.push_back(helper);
+}
+
+TEST(BytecodeValidation, TheExampleIsValid) {
+  Expected<Executable> back = read_bytecode(write_bytecode(make_add_mul_executable()));
+  ASSERT_TRUE(back) << back.error().message();
+}
+
+// ---------------------------------------------------------------------------
+// Operand indices
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, DefinedRegisterOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[1].ops[operands::AllocTensor::kDst] = 17;
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 1, "register 17 out of range (function has 9 registers)"));
+}
+
+TEST(BytecodeValidation, ReadRegisterOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[2].ops[operands::CopyTensor::kSrc] = 9;
+  EXPECT_EQ(refusal(exe), code_message(exe, 2, 1, "register 9 out of range (function has 9 registers)"));
+}
+
+TEST(BytecodeValidation, ListRegisterOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[6].list[2] = 0xFFFFFFFF;
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 7, "register 4294967295 out of range (function has 9 registers)"));
+}
+
+TEST(BytecodeValidation, ConstantIndexOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[1].ops[operands::AllocTensor::kShape] = 3;
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "constant 3 out of range (executable has 3 constants)"));
+}
+
+TEST(BytecodeValidation, OptionalConstantOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = 3;
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 3, "constant 3 out of range (executable has 3 constants)"));
+}
+
+TEST(BytecodeValidation, StringIndexOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[0].ops[operands::AllocStorage::kScope] = 1;
+  EXPECT_EQ(refusal(exe), code_message(exe, 0, 5, "string 1 out of range (executable has 1 strings)"));
+}
+
+TEST(BytecodeValidation, KernelIndexOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[12].ops[operands::CallKernel::kKernel] = 2;
+  EXPECT_EQ(refusal(exe), code_message(exe, 12, 1, "kernel 2 out of range (executable has 2 kernels)"));
+}
+
+TEST(BytecodeValidation, FunctionIndexOutOfRange) {
+  Executable exe = make_add_mul_executable();
+  auto& code = exe.functions[0].code;
+  code.insert(code.end() - 1, make_ins(Opcode::kCall, {reg::kD, 1}, {reg::kE}));
+  EXPECT_EQ(refusal(exe), code_message(exe, 13, 2, "function 1 out of range (executable has 1 functions)"));
+}
+
+// ---------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, BadDTypeCodeInCode) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[1].ops[operands::AllocTensor::kDType] = kDTypeCount;
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 6, fmt::format("invalid dtype code {}", kDTypeCount)));
+}
+
+TEST(BytecodeValidation, ReservedOpcodeBits) {
+  Executable exe = make_add_mul_executable();
+  std::vector<uint8_t> file = write_bytecode(exe);
+  uint64_t at = code_byte(file, exe, 0, 2, 0);
+  put_le<uint32_t>(file, at, 0x00010000u | static_cast<uint32_t>(Opcode::kCopyTensor));
+  reseal(file);
+  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'code' at byte {}: function 'main' instruction 2 "
+                                       "(copy_tensor): reserved bits of the opcode word are set (word 0x00010003)",
+                                       at));
+}
+
+TEST(BytecodeValidation, UnknownOpcode) {
+  Executable exe = make_add_mul_executable();
+  std::vector<uint8_t> file = write_bytecode(exe);
+  uint64_t at = code_byte(file, exe, 0, 2, 0);
+  put_le<uint32_t>(file, at, 0xC8);
+  reseal(file);
+  EXPECT_EQ(refusal(file),
+            fmt::format("bytecode: section 'code' at byte {}: function 'main' instruction 2: unknown opcode 200", at));
+}
+
+TEST(BytecodeValidation, ListLongerThanTheLimit) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[6].list.assign(kMaxListLength + 1, reg::kA);
+  EXPECT_EQ(refusal(exe),
+            code_message(exe, 6, 4,
+                         fmt::format("list of {} registers exceeds the limit {}", kMaxListLength + 1, kMaxListLength)));
+}
+
+TEST(BytecodeValidation, InstructionRunsPastItsFunction) {
+  Executable exe = make_add_mul_executable();
+  std::vector<uint8_t> file = write_bytecode(exe);
+  // main's code word count is the last u32 of the functions section.
+  auto functions = find_section(file, SectionKind::kFunctions);
+  uint64_t count_at = functions.offset + functions.size - 4;
+  put_le<uint32_t>(file, count_at, testing::get_le<uint32_t>(file, count_at) - 1);
+  reseal(file);
+  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'code' at byte {}: function 'main' instruction 13 (ret): "
+                                       "operand 0 (reg) runs past the end of the function's code",
+                                       code_byte(file, exe, 0, 13, 1)));
+}
+
+// ---------------------------------------------------------------------------
+// Function structure
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, FunctionWithoutRet) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code.pop_back();
+  EXPECT_EQ(refusal(exe), code_message(exe, 12, 0, "the function's code does not end with ret"));
+}
+
+TEST(BytecodeValidation, FunctionWithoutCode) {
+  Executable exe = make_add_mul_executable();
+  add_helper(exe);
+  exe.functions[1].code.clear();
+  std::string message = refusal(exe);
+  EXPECT_TRUE(contains(message, "section 'functions'")) << message;
+  EXPECT_TRUE(contains(message, "function 1 'helper': the function has no code")) << message;
+}
+
+TEST(BytecodeValidation, CodeRangesOverlap) {
+  Executable exe = make_add_mul_executable();
+  add_helper(exe);
+  std::vector<uint8_t> file = write_bytecode(exe);
+  auto functions = find_section(file, SectionKind::kFunctions);
+  uint64_t first_at = functions.offset + functions.size - 8;  // helper's first code word
+  put_le<uint32_t>(file, first_at, 0);
+  reseal(file);
+  size_t main_words = 0;
+  for (const Instruction& ins : exe.functions[0].code) main_words += encoded_words(ins);
+  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'functions' at byte {}: code words [0, +2) overlap another "
+                                       "function's [0, +{})",
+                                       first_at, main_words));
+}
+
+TEST(BytecodeValidation, CodeRangeOutsideTheCodeSection) {
+  Executable exe = make_add_mul_executable();
+  std::vector<uint8_t> file = write_bytecode(exe);
+  auto functions = find_section(file, SectionKind::kFunctions);
+  uint64_t first_at = functions.offset + functions.size - 8;
+  put_le<uint32_t>(file, first_at, 0xFFFFFFFF);  // first + count wraps 32 bits
+  reseal(file);
+  uint64_t words = find_section(file, SectionKind::kCode).size / 4;
+  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'functions' at byte {}: function 0 'main': code words "
+                                       "[4294967295, +{}) lie outside the code section ({} words)",
+                                       first_at, words, words));
+}
+
+TEST(BytecodeValidation, DuplicateFunctionNames) {
+  Executable exe = make_add_mul_executable();
+  add_helper(exe);
+  exe.functions[1].name = "main";
+  EXPECT_TRUE(contains(refusal(exe), "function 1: function name 'main' is used twice"));
+}
+
+TEST(BytecodeValidation, BadFunctionNames) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].name = std::string("ma\0in", 5);
+  EXPECT_TRUE(contains(refusal(exe), "function 0: function name contains a NUL byte"));
+  exe.functions[0].name = "";
+  EXPECT_TRUE(contains(refusal(exe), "function 0: function name is empty"));
+}
+
+TEST(BytecodeValidation, TooFewRegistersForTheParameters) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].num_registers = 2;
+  EXPECT_TRUE(contains(refusal(exe), "function 0 'main': 2 registers cannot hold its 3 parameters"));
+}
+
+TEST(BytecodeValidation, TooManyRegisters) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].num_registers = kMaxRegisters + 1;
+  EXPECT_TRUE(contains(refusal(exe), "function 0 'main': 65537 registers exceed the limit 65536"));
+}
+
+TEST(BytecodeValidation, ValueDescriptions) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].result.kind = ValueKind::kInt;  // keeps its shape
+  EXPECT_TRUE(contains(refusal(exe), "function 0 'main': a non-tensor value has a shape of rank 2"));
+  exe = make_add_mul_executable();
+  exe.functions[0].params[1].shape[0] = -4;
+  EXPECT_TRUE(contains(refusal(exe), "function 0 'main': negative extent -4 in dimension 0"));
+  exe = make_add_mul_executable();
+  exe.functions[0].params[0].kind = static_cast<ValueKind>(9);
+  EXPECT_TRUE(contains(refusal(exe), "function 0 'main': unknown value kind 9"));
+}
+
+// ---------------------------------------------------------------------------
+// Register life in straight-line code
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, ReadBeforeWrite) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[2].ops[operands::CopyTensor::kSrc] = reg::kD;
+  EXPECT_EQ(refusal(exe), code_message(exe, 2, 1, "register 7 is read before it is written"));
+}
+
+TEST(BytecodeValidation, ReadAfterKill) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[12].list[0] = reg::kA;  // a was killed by instruction 7
+  EXPECT_EQ(refusal(exe), code_message(exe, 12, 5, "register 4 is read after it was killed"));
+}
+
+TEST(BytecodeValidation, RedefinitionAfterKillIsValid) {
+  Executable exe = make_add_mul_executable();
+  // d reuses a's register once a is dead.
+  for (size_t i : {9u, 10u, 12u}) {
+    Instruction& ins = exe.functions[0].code[i];
+    if (ins.op == Opcode::kCallKernel)
+      ins.list[1] = reg::kA;
+    else if (ins.op == Opcode::kAllocTensor)
+      ins.ops[operands::AllocTensor::kDst] = reg::kA;
+    else
+      ins.ops[operands::CopyTensor::kDst] = reg::kA;
+  }
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+// ---------------------------------------------------------------------------
+// Calls
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, CallArgumentCountMismatch) {
+  Executable exe = make_add_mul_executable();
+  add_helper(exe);
+  auto& code = exe.functions[0].code;
+  code.insert(code.end() - 1, make_ins(Opcode::kCall, {reg::kD, 1}, {reg::kE, reg::kC}));
+  EXPECT_EQ(refusal(exe), code_message(exe, 13, 3, "2 arguments passed, function 'helper' takes 1"));
+  code[13].list = {reg::kE};
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+TEST(BytecodeValidation, CallKernelArgumentCountMismatch) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[6].list = {reg::kA, reg::kB};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 4, "2 arguments passed, kernel 'compute_add_in_vtcm' takes 3"));
+}
+
+TEST(BytecodeValidation, GridMustBeAShapeOfRankOneToThree) {
+  Executable exe = make_add_mul_executable();
+  uint32_t scalar = add_constant(exe, int_constant(256));
+  exe.functions[0].code[6].ops[operands::CallKernel::kGlobal] = scalar;
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid constant 3 is not a shape"));
+
+  exe = make_add_mul_executable();
+  exe.constants[cst::kGrid].shape = {};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid has rank 0 (must be 1 to 3)"));
+  exe.constants[cst::kGrid].shape = {1, 1, 1, 256};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid has rank 4 (must be 1 to 3)"));
+  exe.constants[cst::kGrid].shape = {0};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid extent 0 (extents must be > 0)"));
+  exe.constants[cst::kGrid].shape = {-256};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid constant 2 has a negative extent -256"));
+}
+
+TEST(BytecodeValidation, LocalSizeMustDivideTheGrid) {
+  Executable exe = make_add_mul_executable();
+  uint32_t local = add_constant(exe, testing::shape_constant({100}));
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = local;
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 3, "grid extent 256 is not a multiple of local size 100 (dimension 0)"));
+  exe.constants[local].shape = {16, 16};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 3, "local size has rank 2, the grid has rank 1"));
+  exe.constants[local].shape = {64};
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+// ---------------------------------------------------------------------------
+// Storage: scopes and static bounds
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, WrongConstantKindForAShape) {
+  Executable exe = make_add_mul_executable();
+  uint32_t scalar = add_constant(exe, int_constant(1024));
+  exe.functions[0].code[1].ops[operands::AllocTensor::kShape] = scalar;
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "shape constant 3 is not a shape"));
+  exe = make_add_mul_executable();
+  scalar = add_constant(exe, int_constant(4096));
+  exe.functions[0].code[0].ops[operands::AllocStorage::kSize] = scalar;
+  EXPECT_EQ(refusal(exe), code_message(exe, 0, 2, "size constant 3 is not a shape"));
+}
+
+TEST(BytecodeValidation, NegativeTensorExtent) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[cst::kTensorShape].shape = {-4, 64};
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "shape constant 1 has a negative extent -4"));
+}
+
+TEST(BytecodeValidation, ScopeNotInTheRequirements) {
+  Executable exe = make_add_mul_executable();
+  exe.strings[0] = "global.onchip";
+  EXPECT_EQ(refusal(exe), code_message(exe, 0, 5, "scope 'global.onchip' is not listed in the requirements"));
+}
+
+TEST(BytecodeValidation, StorageLargerThanDeclared) {
+  Executable exe = make_add_mul_executable();
+  exe.requirements.scopes[0].max_storage_bytes = 2048;
+  EXPECT_EQ(refusal(exe),
+            code_message(exe, 0, 2, "storage of 4096 bytes exceeds max_storage_bytes 2048 of scope 'global.vtcm'"));
+}
+
+TEST(BytecodeValidation, BufferStorageSizeIsOneExtent) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[cst::kStorageSize].shape = {64, 64};
+  EXPECT_EQ(refusal(exe), code_message(exe, 0, 2, "size of a buffer storage must be [nbytes], has rank 2"));
+}
+
+TEST(BytecodeValidation, AllocTensorOutOfStaticBounds) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 3200;  // 25 * 128; 3200 + 1024 > 4096
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 5, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+}
+
+TEST(BytecodeValidation, AllocTensorOffsetNearTwoToTheSixtyFour) {
+  Executable exe = make_add_mul_executable();
+  uint64_t offset = ~uint64_t{0} - 127;  // aligned, and offset + 1024 wraps
+  exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = offset;
+  EXPECT_EQ(refusal(exe), code_message(exe, 5, 3,
+                                       fmt::format("tensor of 1024 bytes at offset {} exceeds its storage of 4096 "
+                                                   "bytes (instruction 0)",
+                                                   offset)));
+}
+
+TEST(BytecodeValidation, AllocTensorLargerThanItsStorage) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[cst::kTensorShape].shape = {64, 64};
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 1, 3, "tensor of 16384 bytes at offset 0 exceeds its storage of 4096 bytes (instruction 0)"));
+}
+
+TEST(BytecodeValidation, AllocTensorSizeOverflows) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[cst::kTensorShape].shape = {int64_t{1} << 62, 4};
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "tensor size overflows 64 bits"));
+}
+
+TEST(BytecodeValidation, MisalignedTensorOffset) {
+  Executable exe = make_add_mul_executable();
+  exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 2048 + 64;
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 5, 3, "offset 2112 is not a multiple of the offset alignment 128 of scope 'global.vtcm'"));
+}
+
+TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
+  Executable exe = make_add_mul_executable();
+  auto& fn = exe.functions[0];
+  const uint32_t alias = fn.num_registers++;
+  fn.code.insert(fn.code.begin() + 1, make_ins(Opcode::kMove, {alias, reg::kVtcm}));
+  fn.code[2].ops[operands::AllocTensor::kStorage] = alias;
+  fn.code[2].ops[operands::AllocTensor::kOffset] = 3200;
+  EXPECT_EQ(
+      refusal(exe),
+      code_message(exe, 2, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+}
+
+// A storage passed in as a parameter has no static size: the VM checks at run time.
+TEST(BytecodeValidation, StorageFromAParameterIsNotCheckedStatically) {
+  Executable exe = make_add_mul_executable();
+  Function f;
+  f.name = "view";
+  ValueDesc storage;
+  storage.name = "s";
+  storage.kind = ValueKind::kOther;
+  f.params = {storage};
+  f.result = testing::tensor_value("", {4, 64}, DType::kInt32);
+  f.num_registers = 2;
+  f.code = {make_ins(Opcode::kAllocTensor, {1, 0, 3, cst::kTensorShape, static_cast<uint64_t>(DType::kInt32)}),
+            make_ins(Opcode::kRet, {1})};
+  exe.functions.push_back(f);
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+// The image scope used by the texture tests.
+ScopeRequirement texture_scope() {
+  ScopeRequirement s;
+  s.scope = "global.texture";
+  s.kind = ScopeKind::kImage2d;
+  s.max_storage_bytes = 0;
+  s.offset_alignment = 1;
+  return s;
+}
+
+TEST(BytecodeValidation, ImageStorage) {
+  Executable exe = make_add_mul_executable();
+  exe.requirements.scopes.push_back(texture_scope());
+  exe.requirements.features = kFeatureImages;
+  exe.strings.push_back("global.texture");
+  uint32_t extent = add_constant(exe, testing::shape_constant({64, 4}));
+  auto& fn = exe.functions[0];
+  const uint32_t image = fn.num_registers++;
+  const uint32_t view = fn.num_registers++;
+  const uint64_t f32 = static_cast<uint64_t>(DType::kFloat32);
+  fn.code.insert(fn.code.end() - 1, {make_ins(Opcode::kAllocStorage, {image, extent, 0, f32, 1}),
+                                     make_ins(Opcode::kAllocTensor, {view, image, 0, cst::kTensorShape, f32})});
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  ASSERT_TRUE(back) << back.error().message();
+
+  fn.code[14].ops[operands::AllocTensor::kOffset] = 16;
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 3, "offset 16 in image2d storage of scope 'global.texture' must be 0"));
+  fn.code[14].ops[operands::AllocTensor::kOffset] = 0;
+  exe.constants[extent].shape = {256};
+  EXPECT_EQ(refusal(exe), code_message(exe, 13, 2, "size of an image2d storage must be [height, width], has rank 1"));
+}
+
+// ---------------------------------------------------------------------------
+// Tables
+// ---------------------------------------------------------------------------
+
+TEST(BytecodeValidation, BadDTypeCodeInConstants) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[0].dtype = static_cast<DType>(200);
+  std::vector<uint8_t> file = write_bytecode(exe);
+  EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'constants' at byte {}: constant 0: invalid dtype code 200",
+                                       find_section(file, SectionKind::kConstants).offset + 9));
+}
+
+TEST(BytecodeValidation, ConstantKindAndDTypeAgree) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[0].dtype = DType::kInt32;
+  EXPECT_TRUE(contains(refusal(exe), "constant 0: a shape constant's dtype must be int64"));
+  exe = make_add_mul_executable();
+  Constant f = int_constant(1);
+  f.kind = ConstantKind::kFloat;
+  add_constant(exe, f);
+  EXPECT_TRUE(contains(refusal(exe), "constant 3: a float constant cannot have dtype int64"));
+  exe = make_add_mul_executable();
+  Constant i = int_constant(1);
+  i.dtype = DType::kFloat32;
+  add_constant(exe, i);
+  EXPECT_TRUE(contains(refusal(exe), "constant 3: an int constant cannot have dtype float32"));
+  exe = make_add_mul_executable();
+  exe.constants[0].kind = static_cast<ConstantKind>(3);
+  EXPECT_TRUE(contains(refusal(exe), "constant 0: unknown constant kind 3"));
+}
+
+TEST(BytecodeValidation, ShapeRankLimit) {
+  Executable exe = make_add_mul_executable();
+  add_constant(exe, testing::shape_constant(std::vector<int64_t>(kMaxShapeRank + 1, 1)));
+  EXPECT_TRUE(contains(refusal(exe), "constant 3: shape rank 17 exceeds the limit 16"));
+}
+
+TEST(BytecodeValidation, KernelSignatures) {
+  Executable exe = make_add_mul_executable();
+  exe.kernels[1].unit = 1;
+  EXPECT_TRUE(contains(refusal(exe), "section 'kernels'"));
+  EXPECT_TRUE(
+      contains(refusal(exe), "kernel 1 'compute_mul_in_vtcm': unit 1 out of range (executable has 1 kernel units)"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].params[2].kind = static_cast<KernelParamKind>(kKernelParamKindCount);
+  EXPECT_TRUE(contains(refusal(exe), "kernel 0 'compute_add_in_vtcm' parameter 2: unknown parameter kind 6"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].params[1].dtype = static_cast<DType>(kDTypeCount);
+  EXPECT_TRUE(contains(refusal(exe), "parameter 1: invalid dtype code 12"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].params[0].lanes = 5;
+  EXPECT_TRUE(contains(refusal(exe), "parameter 0: 5 lanes (must be 1, 2, 3, 4, 8 or 16)"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].name = "";
+  EXPECT_TRUE(contains(refusal(exe), "kernel 0: kernel name is empty"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].params.resize(kMaxKernelParams + 1);
+  EXPECT_TRUE(contains(refusal(exe), "parameter count 257 exceeds the limit 256"));
+}
+
+TEST(BytecodeValidation, ScopeRequirements) {
+  Executable exe = make_add_mul_executable();
+  exe.requirements.scopes[0].offset_alignment = 96;
+  EXPECT_TRUE(contains(refusal(exe), "scope 0: offset_alignment 96 is not a power of two"));
+  exe.requirements.scopes[0].offset_alignment = 0;
+  EXPECT_TRUE(contains(refusal(exe), "scope 0: offset_alignment 0 is not a power of two"));
+  exe = make_add_mul_executable();
+  exe.requirements.scopes[0].max_storage_bytes = exe.requirements.scopes[0].capacity + 1;
+  EXPECT_TRUE(contains(refusal(exe), "scope 0: max_storage_bytes 262145 exceeds the on-chip capacity 262144"));
+  exe = make_add_mul_executable();
+  exe.requirements.scopes.push_back(exe.requirements.scopes[0]);
+  EXPECT_TRUE(contains(refusal(exe), "scope 1: scope 'global.vtcm' is listed twice"));
+  exe = make_add_mul_executable();
+  exe.requirements.scopes[0].kind = static_cast<ScopeKind>(2);
+  EXPECT_TRUE(contains(refusal(exe), "scope 0: unknown scope kind 2"));
+}
+
+TEST(BytecodeValidation, ImagesNeedTheImagesFeature) {
+  Executable exe = make_add_mul_executable();
+  exe.requirements.scopes.push_back(texture_scope());
+  EXPECT_TRUE(contains(refusal(exe), "scope 'global.texture' is image2d but the images feature bit is not set"));
+  exe = make_add_mul_executable();
+  exe.kernels[0].params[0].kind = KernelParamKind::kImage2dRead;
+  EXPECT_TRUE(
+      contains(refusal(exe), "kernel 'compute_add_in_vtcm' takes an image but the images feature bit is not set"));
+  exe.requirements.features = kFeatureImages;
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+}  // namespace
+}  // namespace stowage
