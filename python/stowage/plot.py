@@ -15,7 +15,7 @@ def _bytes_text(n):
 
 def _draw_scope(ax, scope, steps, colors):
     from matplotlib.patches import Rectangle
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
     base = 0
     color_index = 0
@@ -67,8 +67,12 @@ def _draw_scope(ax, scope, steps, colors):
     lower_bound = scope["peak_live_bytes"]
     ax.axhline(lower_bound, color="red", linestyle=":", linewidth=1.5, label=f"lower bound {_bytes_text(lower_bound)}")
     ax.set_xlim(0, max(steps, 1))
-    ax.set_ylim(0, max(base, lower_bound, 1) * 1.12)
+    top = max(base, lower_bound, 1)
+    ax.set_ylim(0, top * 1.12)
+    # Byte offsets read best at power-of-two steps: about 4 to 8 of them.
+    ax.yaxis.set_major_locator(MultipleLocator(1 << max(0, (top // 8).bit_length())))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _bytes_text(int(y)) if y >= 0 else ""))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("time (binding index)")
     ax.set_ylabel("offset")
     count = len(scope["storages"])
