@@ -32,9 +32,9 @@ def _draw_scope(ax, scope, steps, colors):
             )
         )
         ax.text(
-            storage["start"] + 0.05,
+            storage["start"] + 0.1,
             base + storage["nbytes"],
-            f" storage {storage['name']}: {_bytes_text(storage['nbytes'])}",
+            f"storage {storage['name']}: {_bytes_text(storage['nbytes'])}",
             va="bottom",
             ha="left",
             fontsize=8,
