@@ -10,11 +10,16 @@ namespace stowage::python {
 
 const char* error_class_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput: return "InvalidInputError";
-    case ErrorKind::kVerify: return "VerifyError";
-    case ErrorKind::kUnsupported: return "UnsupportedError";
-    case ErrorKind::kRuntime: return "ExecutionError";
-    case ErrorKind::kIo: return "FileError";
+    case ErrorKind::kInvalidInput:
+      return "InvalidInputError";
+    case ErrorKind::kVerify:
+      return "VerifyError";
+    case ErrorKind::kUnsupported:
+      return "UnsupportedError";
+    case ErrorKind::kRuntime:
+      return "ExecutionError";
+    case ErrorKind::kIo:
+      return "FileError";
   }
   return "StowageError";
 }
@@ -47,14 +52,17 @@ void bind_errors(py::module_& m) {
       set_python_error(error);
     }
   });
-  m.def("error_class_names", [] {
-    py::dict names;
-    for (ErrorKind kind : {ErrorKind::kInvalidInput, ErrorKind::kVerify, ErrorKind::kUnsupported,
-                           ErrorKind::kRuntime, ErrorKind::kIo}) {
-      names[py::int_(static_cast<int>(kind))] = error_class_name(kind);
-    }
-    return names;
-  }, "The stowage.errors class raised for each C++ ErrorKind (by its number).");
+  m.def(
+      "error_class_names",
+      [] {
+        py::dict names;
+        for (ErrorKind kind : {ErrorKind::kInvalidInput, ErrorKind::kVerify, ErrorKind::kUnsupported,
+                               ErrorKind::kRuntime, ErrorKind::kIo}) {
+          names[py::int_(static_cast<int>(kind))] = error_class_name(kind);
+        }
+        return names;
+      },
+      "The stowage.errors class raised for each C++ ErrorKind (by its number).");
 }
 
 }  // namespace stowage::python

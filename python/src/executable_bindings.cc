@@ -27,19 +27,25 @@ ExecutableHandle handle_of(Executable executable) {
 ir::Module compiled_module(const ExecutableHandle& h) {
   if (h.module) return *h.module;
   if (h.executable->debug_text.empty()) {
-    throw StowageError(ErrorKind::kInvalidInput,
-                       "the executable carries no IR text (its debug section is empty), so its memory layout is unknown");
+    throw StowageError(
+        ErrorKind::kInvalidInput,
+        "the executable carries no IR text (its debug section is empty), so its memory layout is unknown");
   }
   return unwrap(ir::parse_module(h.executable->debug_text, "<debug section>"));
 }
 
 const char* value_kind_name(ValueKind kind) {
   switch (kind) {
-    case ValueKind::kTensor: return "Tensor";
-    case ValueKind::kInt: return "int";
-    case ValueKind::kFloat: return "float";
-    case ValueKind::kBool: return "bool";
-    case ValueKind::kOther: return "Object";
+    case ValueKind::kTensor:
+      return "Tensor";
+    case ValueKind::kInt:
+      return "int";
+    case ValueKind::kFloat:
+      return "float";
+    case ValueKind::kBool:
+      return "bool";
+    case ValueKind::kOther:
+      return "Object";
   }
   return "?";
 }
@@ -119,16 +125,16 @@ ExecutableHandle compile(const ir::Module& module, const std::string& target) {
 
 void bind_executable(py::module_& m) {
   py::class_<ExecutableHandle>(m, "ExecutableHandle")
-      .def("save", [](const ExecutableHandle& h, const std::string& path) {
-        check(write_bytecode_file(*h.executable, path));
-      })
-      .def("to_bytes", [](const ExecutableHandle& h) {
-        std::vector<uint8_t> bytes = write_bytecode(*h.executable);
-        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-      })
-      .def_property_readonly("text", [](const ExecutableHandle& h) {
-        return h.module ? ir::print_module(*h.module) : h.executable->debug_text;
-      })
+      .def("save",
+           [](const ExecutableHandle& h, const std::string& path) { check(write_bytecode_file(*h.executable, path)); })
+      .def("to_bytes",
+           [](const ExecutableHandle& h) {
+             std::vector<uint8_t> bytes = write_bytecode(*h.executable);
+             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+           })
+      .def_property_readonly(
+          "text",
+          [](const ExecutableHandle& h) { return h.module ? ir::print_module(*h.module) : h.executable->debug_text; })
       .def_property_readonly("module", [](const ExecutableHandle& h) { return compiled_module(h); })
       .def_property_readonly("functions", [](const ExecutableHandle& h) { return describe_functions(*h.executable); })
       .def("memory_layout", [](const ExecutableHandle& h, const std::string& function) {

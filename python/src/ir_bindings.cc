@@ -42,9 +42,8 @@ std::vector<Arg> args_from(std::string_view op, const py::list& items) {
       try {
         args.push_back(Arg::integer(item.cast<int64_t>()));
       } catch (const py::cast_error&) {
-        throw StowageError(ErrorKind::kInvalidInput,
-                           fmt::format("{}: argument 'args[{}]': {} does not fit in int64", op, i,
-                                       py::str(item).cast<std::string>()));
+        throw StowageError(ErrorKind::kInvalidInput, fmt::format("{}: argument 'args[{}]': {} does not fit in int64",
+                                                                 op, i, py::str(item).cast<std::string>()));
       }
     } else if (py::isinstance<py::float_>(item)) {
       args.push_back(Arg::floating(item.cast<double>()));
@@ -59,14 +58,22 @@ std::vector<Arg> args_from(std::string_view op, const py::list& items) {
 
 const char* kind_name(Type::Kind kind) {
   switch (kind) {
-    case Type::Kind::kTensor: return "Tensor";
-    case Type::Kind::kStorage: return "Storage";
-    case Type::Kind::kShape: return "Shape";
-    case Type::Kind::kTuple: return "Tuple";
-    case Type::Kind::kInt: return "int";
-    case Type::Kind::kFloat: return "float";
-    case Type::Kind::kBool: return "bool";
-    case Type::Kind::kObject: return "Object";
+    case Type::Kind::kTensor:
+      return "Tensor";
+    case Type::Kind::kStorage:
+      return "Storage";
+    case Type::Kind::kShape:
+      return "Shape";
+    case Type::Kind::kTuple:
+      return "Tuple";
+    case Type::Kind::kInt:
+      return "int";
+    case Type::Kind::kFloat:
+      return "float";
+    case Type::Kind::kBool:
+      return "bool";
+    case Type::Kind::kObject:
+      return "Object";
   }
   return "?";
 }
@@ -118,7 +125,8 @@ void bind_module(py::module_& m) {
       .def_property_readonly("kernel_unit_names", &unit_names);
 
   m.def(
-      "parse", [](std::string_view text, std::string_view file_name) { return unwrap(ir::parse_module(text, file_name)); },
+      "parse",
+      [](std::string_view text, std::string_view file_name) { return unwrap(ir::parse_module(text, file_name)); },
       py::arg("text"), py::arg("file_name") = "<input>",
       "Parses the text form; errors read FILE:LINE:COL: error: MESSAGE.");
 }
@@ -159,10 +167,8 @@ void bind_builders(py::module_& m) {
               std::string name) {
              return fb.empty(std::move(shape), dtype_arg("empty", "dtype", dtype), std::move(scope), std::move(name));
            })
-      .def("call",
-           [](FunctionBuilder& fb, const std::string& function, const py::list& args, std::string name) {
-             return fb.call(function, args_from("call", args), std::move(name));
-           })
+      .def("call", [](FunctionBuilder& fb, const std::string& function, const py::list& args,
+                      std::string name) { return fb.call(function, args_from("call", args), std::move(name)); })
       .def("ret", [](FunctionBuilder& fb, const std::string& var) { return FinishedFunction{fb.ret(var)}; })
       .def("type_of", [](const FunctionBuilder& fb, const std::string& var) -> py::tuple {
         // (kind, shape, dtype): shape and dtype are None unless kind is "Tensor".
@@ -175,12 +181,10 @@ void bind_builders(py::module_& m) {
       .def(py::init<>())
       .def("add_kernels", &ModuleBuilder::add_kernels, py::arg("unit_name"), py::arg("source"))
       .def("function", &ModuleBuilder::function, py::arg("name"))
-      .def("add_function",
-           [](ModuleBuilder& mb, const FinishedFunction& f) { mb.add_function(f.function); })
+      .def("add_function", [](ModuleBuilder& mb, const FinishedFunction& f) { mb.add_function(f.function); })
       .def("module", &ModuleBuilder::module)
-      .def("has_kernel", [](const ModuleBuilder& mb, std::string_view name) {
-        return mb.module().find_kernel(name) != nullptr;
-      });
+      .def("has_kernel",
+           [](const ModuleBuilder& mb, std::string_view name) { return mb.module().find_kernel(name) != nullptr; });
 }
 
 }  // namespace

@@ -35,14 +35,14 @@ struct StoragePlacement {
 struct ScopeLayout {
   std::string scope;  // as the IR names it
   std::vector<StoragePlacement> storages;
-  uint64_t storage_bytes = 0;  // sum of the storages' sizes
-  uint64_t tensor_bytes = 0;   // sum of the tensors' sizes: every tensor its own storage
+  uint64_t storage_bytes = 0;    // sum of the storages' sizes
+  uint64_t tensor_bytes = 0;     // sum of the tensors' sizes: every tensor its own storage
   uint64_t peak_live_bytes = 0;  // most tensor bytes alive at one moment
 };
 
 struct FunctionLayout {
   std::string function;
-  uint64_t steps = 0;  // binding count: times run over [0, steps]
+  uint64_t steps = 0;               // binding count: times run over [0, steps]
   std::vector<ScopeLayout> scopes;  // in order of first use
 };
 

@@ -63,13 +63,17 @@ Value value_from(std::string_view function, size_t index, py::handle item) {
 
 py::object python_value(std::string_view function, const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kTensor: return py::cast(v.as_tensor());
-    case Value::Kind::kInt: return py::int_(v.int_value);
-    case Value::Kind::kFloat: return py::float_(v.float_value);
-    case Value::Kind::kNone: return py::none();
+    case Value::Kind::kTensor:
+      return py::cast(v.as_tensor());
+    case Value::Kind::kInt:
+      return py::int_(v.int_value);
+    case Value::Kind::kFloat:
+      return py::float_(v.float_value);
+    case Value::Kind::kNone:
+      return py::none();
     default:
-      throw StowageError(ErrorKind::kInvalidInput,
-                         fmt::format("invoke '{}': returns a {}, which Python cannot receive", function, v.kind_name()));
+      throw StowageError(ErrorKind::kInvalidInput, fmt::format("invoke '{}': returns a {}, which Python cannot receive",
+                                                               function, v.kind_name()));
   }
 }
 
@@ -132,8 +136,9 @@ void bind_tensor(py::module_& m) {
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
       .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
-      .def("numpy", [](py::object self) { return py::module_::import("numpy").attr("from_dlpack")(self); },
-           "A numpy array holding a host copy.")
+      .def(
+          "numpy", [](py::object self) { return py::module_::import("numpy").attr("from_dlpack")(self); },
+          "A numpy array holding a host copy.")
       .def(
           "__array__",
           [](py::object self, py::object dtype, py::object copy) {
@@ -150,9 +155,9 @@ void bind_tensor(py::module_& m) {
                            t.shape().size() == 1 ? "," : "", dtype_name(t.dtype()), t.scope());
       });
 
-  m.def("tensor_from_capsule", [](py::handle capsule) {
-    return unwrap(vm::tensor_from_dlpack(take_dltensor(capsule)));
-  }, "A host Tensor owning the DLPack capsule's tensor (the capsule is consumed).");
+  m.def(
+      "tensor_from_capsule", [](py::handle capsule) { return unwrap(vm::tensor_from_dlpack(take_dltensor(capsule))); },
+      "A host Tensor owning the DLPack capsule's tensor (the capsule is consumed).");
 }
 
 void bind_machine(py::module_& m) {

@@ -179,7 +179,8 @@ class Function:
             self._fb.call_kernel(kernel, cpp_args, grid, local)
         except VerifyError as e:
             if not self._builder._mb.has_kernel(kernel) and "kernel units" in str(e):
-                raise VerifyError(f"{e} (add kernels with Builder.add_kernels before the functions that call them)") from None
+                hint = "add kernels with Builder.add_kernels before the functions that call them"
+                raise VerifyError(f"{e} ({hint})") from None
             raise
 
     def empty(self, shape, dtype, scope="global", name=None):

@@ -99,7 +99,8 @@ def compile(module, target="opencl"):  # noqa: A001 (the issue's name)
     if isinstance(module, str):
         module = _stowage.parse(module, "<string>")
     if not isinstance(module, _stowage.Module):
-        raise InvalidInputError(f"compile: argument 'module': expected a Module or its text, got {type(module).__name__}")
+        got = type(module).__name__
+        raise InvalidInputError(f"compile: argument 'module': expected a Module or its text, got {got}")
     return Executable(_stowage.compile(module, os.fspath(target)))
 
 
