@@ -192,3 +192,15 @@ def test_resident_memory_is_steady_with_fresh_64k_inputs(device):
             at_1000 = resident_pages()
     at_10000 = resident_pages()
     assert abs(at_10000 - at_1000) <= 0.05 * at_1000, (at_1000, at_10000)
+
+
+def test_unconsumed_capsules_free_their_copy(device):
+    # Each __dlpack__ makes a 64 KiB host copy; 4500 kept would add 72,000 pages.
+    vm = sw.VirtualMachine(sw.compile(build_copy_through(16384)), device=device)
+    out = vm.invoke("ident", np.ones(16384, np.float32))
+    for i in range(1, 5_001):
+        out.__dlpack__()
+        if i == 500:
+            at_500 = resident_pages()
+    at_5000 = resident_pages()
+    assert abs(at_5000 - at_500) <= 0.05 * at_500, (at_500, at_5000)
