@@ -102,8 +102,14 @@ std::string unmet_requirements(const DeviceInfo& device, const Requirements& req
   if ((req.features & kFeatureFp16) && !device.fp16) missing.push_back("cl_khr_fp16 (float16 kernels)");
   if ((req.features & kFeatureFp64) && !device.fp64) missing.push_back("cl_khr_fp64 (float64 kernels)");
   for (const auto& scope : req.scopes) {
-    if (scope.kind == ScopeKind::kImage2d && !device.image_support) {
-      missing.push_back(fmt::format("scope '{}' needs image support", scope.scope));
+    if (scope.kind == ScopeKind::kImage2d) {
+      if (!device.image_support) {
+        missing.push_back(fmt::format("scope '{}' needs image support", scope.scope));
+      } else if (scope.max_image_width > device.max_image2d_width || scope.max_image_height > device.max_image2d_height) {
+        missing.push_back(fmt::format("scope '{}' needs images of {}x{} pixels, the device allows {}x{}", scope.scope,
+                                      scope.max_image_height, scope.max_image_width, device.max_image2d_height,
+                                      device.max_image2d_width));
+      }
       continue;
     }
     if (scope.kind == ScopeKind::kBuffer) {

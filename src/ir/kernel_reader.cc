@@ -276,6 +276,10 @@ constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang
 
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit,
                                                               uint32_t unit_index) {
+  std::string load_error;
+  if (clang_c::load_libclang(load_error) == nullptr) {
+    return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
+  }
   clang_c::IndexHandle index(clang_createIndex(/*excludeDeclarationsFromPCH=*/0, /*displayDiagnostics=*/0));
   std::string file_name = unit.name + ".cl";
   CXUnsavedFile file{file_name.c_str(), unit.source.data(), static_cast<unsigned long>(unit.source.size())};

@@ -2,7 +2,7 @@
 // kernel reader releases what libclang allocated.
 #pragma once
 
-#include <clang-c/Index.h>
+#include "libclang_api.h"
 
 #include <memory>
 #include <string>

@@ -254,7 +254,19 @@ Status Reader::read_scope(SectionCursor& in, ScopeRequirement& out) {
     return in.error_at(at, fmt::format("reserved scope flag bits 0x{:x} are set", flags & ~kScopeFlagOnchip));
   }
   out.onchip = (flags & kScopeFlagOnchip) != 0;
-  STOWAGE_TRY(read_reserved16(in));
+  at = in.offset();
+  uint8_t layout = 0;
+  STOWAGE_TRY(in.read(layout, "image layout"));
+  if (layout > static_cast<uint8_t>(ImageLayout::kNhwc)) return in.error_at(at, fmt::format("unknown image layout {}", layout));
+  out.layout = static_cast<ImageLayout>(layout);
+  if ((out.kind == ScopeKind::kImage2d) != (out.layout != ImageLayout::kNone)) {
+    return in.error_at(at, out.kind == ScopeKind::kImage2d ? "an image2d scope needs an image layout"
+                                                           : "a buffer scope has no image layout");
+  }
+  at = in.offset();
+  uint8_t reserved = 0;
+  STOWAGE_TRY(in.read(reserved, "reserved byte"));
+  if (reserved != 0) return in.error_at(at, fmt::format("reserved byte is 0x{:x}, must be 0", reserved));
   STOWAGE_TRY(in.read(out.capacity, "capacity"));
   at = in.offset();
   STOWAGE_TRY(in.read(out.max_storage_bytes, "max_storage_bytes"));
@@ -267,6 +279,8 @@ Status Reader::read_scope(SectionCursor& in, ScopeRequirement& out) {
   if (!std::has_single_bit(out.offset_alignment)) {
     return in.error_at(at, fmt::format("offset_alignment {} is not a power of two", out.offset_alignment));
   }
+  STOWAGE_TRY(in.read(out.max_image_width, "max_image_width"));
+  STOWAGE_TRY(in.read(out.max_image_height, "max_image_height"));
   return Status::ok();
 }
 

@@ -103,10 +103,13 @@ void write_requirements(ByteWriter& w, const Executable& exe) {
     w.str(scope.scope);
     w.u8(static_cast<uint8_t>(scope.kind));
     w.u8(scope.onchip ? kScopeFlagOnchip : 0);
-    w.u16(0);
+    w.u8(static_cast<uint8_t>(scope.layout));
+    w.u8(0);
     w.u64(scope.capacity);
     w.u64(scope.max_storage_bytes);
     w.u64(scope.offset_alignment);
+    w.u64(scope.max_image_width);
+    w.u64(scope.max_image_height);
   }
 }
 

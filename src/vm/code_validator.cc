@@ -23,6 +23,7 @@ enum class Life : uint8_t { kUnwritten, kLive, kKilled };
 struct KnownStorage {
   const ScopeRequirement* scope = nullptr;
   uint64_t nbytes = 0;  // buffer scopes
+  ImageExtent image;    // image2d scopes
   size_t instruction = 0;
 };
 
@@ -276,6 +277,11 @@ Status FunctionValidator::check_alloc_storage(const Instruction& ins) const {
       return error_at(size_word,
                       fmt::format("size of an image2d storage must be [height, width], has rank {}", size.size()));
     }
+    uint64_t height = static_cast<uint64_t>(size[0]), width = static_cast<uint64_t>(size[1]);
+    if (height == 0 || width == 0 || height > scope->max_image_height || width > scope->max_image_width) {
+      return error_at(size_word, fmt::format("image of {}x{} pixels is empty or exceeds the {}x{} of scope '{}'", height,
+                                             width, scope->max_image_height, scope->max_image_width, scope->scope));
+    }
     return Status::ok();
   }
   if (size.size() != 1) {
@@ -303,6 +309,13 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
     if (offset != 0) {
       return error_at(offset_word,
                       fmt::format("offset {} in image2d storage of scope '{}' must be 0", offset, scope.scope));
+    }
+    const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
+    auto extent = image_extent(shape, scope.layout);
+    if (!extent || extent->height > storage->image.height || extent->width > storage->image.width) {
+      return error_at(slot_word(ins, Op::kShape),
+                      fmt::format("tensor does not fit its image storage of {}x{} pixels in scope '{}'",
+                                  storage->image.height, storage->image.width, scope.scope));
     }
     return Status::ok();
   }
@@ -379,7 +392,11 @@ void FunctionValidator::apply_effects(const Instruction& ins) {
       KnownStorage storage;
       storage.scope = find_scope(exe_.strings[ins.ops[Op::kScope]]);
       const std::vector<int64_t>& size = exe_.constants[ins.ops[Op::kSize]].shape;
-      storage.nbytes = storage.scope->kind == ScopeKind::kBuffer ? static_cast<uint64_t>(size[0]) : 0;
+      if (storage.scope->kind == ScopeKind::kBuffer) {
+        storage.nbytes = static_cast<uint64_t>(size[0]);
+      } else {
+        storage.image = ImageExtent{static_cast<uint64_t>(size[0]), static_cast<uint64_t>(size[1])};
+      }
       storage.instruction = index_;
       auto dst = static_cast<uint32_t>(ins.ops[Op::kDst]);
       life_[dst] = Life::kLive;

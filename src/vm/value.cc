@@ -9,8 +9,9 @@ namespace stowage::vm {
 // DLPack 0.8 names the bool type code 6 (kDLBool); older headers lack the name.
 constexpr uint8_t kDLBoolCode = 6;
 
-StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem)
-    : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)) {
+StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
+                             std::optional<ImageExtent> image)
+    : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)), image_(image) {
   usage_->in_use += nbytes_;
   if (usage_->in_use > usage_->peak) usage_->peak = usage_->in_use;
 }
@@ -30,6 +31,14 @@ void Tensor::copy_to_host(std::span<std::byte> dst) const {
     return;
   }
   // A blocking read on the in-order queue waits for everything enqueued before it.
+  if (object_->in_image()) {
+    const size_t origin[3] = {0, 0, 0};
+    const size_t region[3] = {object_->image_region.width, object_->image_region.height, 1};
+    cl_int status = clEnqueueReadImage(object_->context->queue(), object_->storage->mem(), CL_TRUE, origin, region, 0,
+                                       0, dst.data(), 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueReadImage"));
+    return;
+  }
   cl_int status = clEnqueueReadBuffer(object_->context->queue(), object_->storage->mem(), CL_TRUE, object_->offset,
                                       dst.size(), dst.data(), 0, nullptr, nullptr);
   if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueReadBuffer"));

@@ -66,7 +66,12 @@ struct VirtualMachine::Impl {
   // with the function and instruction.
   void alloc_storage(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void alloc_tensor(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void alloc_image(SiteState& site, const Instruction& ins, std::vector<Value>& regs, size_t scope_index);
+  void alloc_image_tensor(const std::shared_ptr<StorageObject>& storage, const std::vector<int64_t>& shape,
+                          DType dtype, std::optional<uint64_t> nbytes, uint64_t offset, const Instruction& ins,
+                          std::vector<Value>& regs);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
+  void copy_with_image(const TensorObject& src, const TensorObject& dst);
   void call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel);
 };

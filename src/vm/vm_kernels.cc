@@ -65,6 +65,10 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                   param.name, v.kind_name()));
       }
       const TensorObject& t = *v.tensor;
+      if (t.in_image()) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': a tensor in an image cannot be a buffer argument",
+                                  sig.name, i, param.name));
+      }
       if (t.on_host()) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': a host tensor cannot be a kernel argument; "
                                   "copy it into device storage with copy_tensor",
@@ -75,6 +79,18 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                   param.name, dtype_name(param.dtype), dtype_name(t.dtype)));
       }
       cl_mem mem = t.view ? t.view.get() : t.storage->mem();
+      if (!bound.set || bound.mem != mem) {
+        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
+        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
+        bound.set = true;
+        bound.mem = mem;
+      }
+    } else if (param.is_image()) {
+      if (v.kind != Value::Kind::kTensor || !v.tensor->in_image()) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a tensor in an image storage", sig.name, i,
+                                  param.name));
+      }
+      cl_mem mem = v.tensor->storage->mem();
       if (!bound.set || bound.mem != mem) {
         cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
         if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));

@@ -25,8 +25,9 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
   auto found = scope_index.find(scope);
   if (found == scope_index.end()) throw_runtime(fmt::format("scope '{}' is not among the executable's requirements", scope));
   const ScopeRequirement& req = exe->requirements.scopes[found->second];
-  if (req.kind != ScopeKind::kBuffer) {
-    throw StowageError(ErrorKind::kUnsupported, fmt::format("scope '{}': image storage is not supported by this runtime", scope));
+  if (req.kind == ScopeKind::kImage2d) {
+    alloc_image(site, ins, regs, found->second);
+    return;
   }
   if (size.size() != 1 || size[0] <= 0) {
     throw_runtime(fmt::format("storage size of a buffer scope must be [nbytes] with nbytes > 0"));
@@ -66,6 +67,42 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
   regs[ins.ops[O::kDst]] = std::move(out);
 }
 
+void VirtualMachine::Impl::alloc_image(SiteState& site, const Instruction& ins, std::vector<Value>& regs,
+                                       size_t scope_index) {
+  using O = operands::AllocStorage;
+  const std::vector<int64_t>& size = exe->constants[ins.ops[O::kSize]].shape;
+  auto dtype = static_cast<DType>(ins.ops[O::kDType]);
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) throw_runtime("image storage size must be [height, width] > 0");
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat16) {
+    throw_runtime(fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(dtype)));
+  }
+  ImageExtent extent{static_cast<uint64_t>(size[0]), static_cast<uint64_t>(size[1])};
+  uint64_t nbytes = extent.height * extent.width * 4 * dtype_bytes(dtype);
+  Value out;
+  out.kind = Value::Kind::kStorage;
+  if (site.storage && site.storage.use_count() == 1 && site.storage->image().height == extent.height &&
+      site.storage->image().width == extent.width && site.storage->nbytes() == nbytes) {
+    out.storage = site.storage;
+    regs[ins.ops[O::kDst]] = std::move(out);
+    return;
+  }
+  cl_image_format format{CL_RGBA, dtype == DType::kFloat32 ? static_cast<cl_channel_type>(CL_FLOAT)
+                                                           : static_cast<cl_channel_type>(CL_HALF_FLOAT)};
+  cl_image_desc desc{};
+  desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+  desc.image_width = extent.width;
+  desc.image_height = extent.height;
+  cl_int status = CL_SUCCESS;
+  cl_mem mem = clCreateImage(context->context(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &status);
+  if (status != CL_SUCCESS) throw_cl(status, "clCreateImage");
+  ++device_allocations;
+  device_bytes_allocated += nbytes;
+  ++scope_usage[scope_index]->allocations;
+  site.storage = std::make_shared<StorageObject>(scope_usage[scope_index], nbytes, opencl::MemHandle(mem), extent);
+  out.storage = site.storage;
+  regs[ins.ops[O::kDst]] = std::move(out);
+}
+
 void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
   using O = operands::AllocTensor;
   const Value& sv = regs[ins.ops[O::kStorage]];
@@ -77,6 +114,10 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   auto dtype = static_cast<DType>(ins.ops[O::kDType]);
   const std::vector<int64_t>& shape = exe->constants[ins.ops[O::kShape]].shape;
   auto nbytes = checked_nbytes(shape, dtype);
+  if (storage->is_image()) {
+    alloc_image_tensor(storage, shape, dtype, nbytes, offset, ins, regs);
+    return;
+  }
   if (!nbytes || *nbytes > storage->nbytes() || offset > storage->nbytes() - *nbytes) {
     throw_runtime(fmt::format("tensor of {} bytes at offset {} does not fit storage of {} bytes",
                               nbytes ? fmt::to_string(*nbytes) : std::string("overflowing"), offset, storage->nbytes()));
@@ -114,6 +155,33 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   regs[ins.ops[O::kDst]] = std::move(out);
 }
 
+void VirtualMachine::Impl::alloc_image_tensor(const std::shared_ptr<StorageObject>& storage,
+                                              const std::vector<int64_t>& shape, DType dtype,
+                                              std::optional<uint64_t> nbytes, uint64_t offset, const Instruction& ins,
+                                              std::vector<Value>& regs) {
+  const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(storage->scope())->second];
+  auto extent = image_extent(shape, req.layout);
+  const ImageExtent& image = storage->image();
+  if (offset != 0 || !nbytes || !extent || extent->height > image.height || extent->width > image.width) {
+    throw_runtime(fmt::format("tensor ({}) at offset {} does not fit its image of {}x{} pixels",
+                              fmt::join(shape, ", "), offset, image.height, image.width));
+  }
+  if (*nbytes != 0 && storage->nbytes() / (image.height * image.width * 4) != dtype_bytes(dtype)) {
+    throw_runtime(fmt::format("a {} tensor cannot live in an image of other pixels", dtype_name(dtype)));
+  }
+  auto tensor = std::make_shared<TensorObject>();
+  tensor->shape = shape;
+  tensor->dtype = dtype;
+  tensor->nbytes = *nbytes;
+  tensor->storage = storage;
+  tensor->context = context;
+  tensor->image_region = *extent;
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  out.tensor = std::move(tensor);
+  regs[ins.ops[operands::AllocTensor::kDst]] = std::move(out);
+}
+
 void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value>& regs) {
   using O = operands::CopyTensor;
   const TensorObject& src = tensor_operand(regs, ins.ops[O::kSrc], "source");
@@ -128,6 +196,10 @@ void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value
   if (src.nbytes == 0) return;
   cl_command_queue queue = context->queue();
   cl_int status = CL_SUCCESS;
+  if (src.in_image() || dst.in_image()) {
+    copy_with_image(src, dst);
+    return;
+  }
   if (src.on_host() && dst.on_host()) {
     std::memmove(dst.host_data, src.host_data, src.nbytes);
   } else if (src.on_host()) {
@@ -143,6 +215,43 @@ void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value
     status = clEnqueueCopyBuffer(queue, src.storage->mem(), dst.storage->mem(), src.offset, dst.offset, src.nbytes, 0,
                                  nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBuffer");
+  }
+}
+
+// Copies where either side is an image: the tensor's row-major bytes are the
+// image's pixels row by row (each layout is a reshape to [height, width * 4]),
+// so every case is one 2D copy command.
+void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const TensorObject& dst) {
+  cl_command_queue queue = context->queue();
+  const size_t origin[3] = {0, 0, 0};
+  const ImageExtent& extent = src.in_image() ? src.image_region : dst.image_region;
+  const size_t region[3] = {extent.width, extent.height, 1};
+  cl_int status = CL_SUCCESS;
+  if (src.in_image() && dst.in_image()) {
+    if (src.image_region.width != dst.image_region.width || src.image_region.height != dst.image_region.height) {
+      throw_runtime("image tensors of different extents cannot be copied into each other");
+    }
+    status = clEnqueueCopyImage(queue, src.storage->mem(), dst.storage->mem(), origin, origin, region, 0, nullptr,
+                                nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyImage");
+  } else if (src.in_image()) {
+    if (dst.on_host()) {
+      status = clEnqueueReadImage(queue, src.storage->mem(), CL_TRUE, origin, region, 0, 0, dst.host_data, 0, nullptr,
+                                  nullptr);
+      if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadImage");
+    } else {
+      status = clEnqueueCopyImageToBuffer(queue, src.storage->mem(), dst.storage->mem(), origin, region, dst.offset, 0,
+                                          nullptr, nullptr);
+      if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyImageToBuffer");
+    }
+  } else if (src.on_host()) {
+    status = clEnqueueWriteImage(queue, dst.storage->mem(), CL_TRUE, origin, region, 0, 0, src.host_data, 0, nullptr,
+                                 nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteImage");
+  } else {
+    status = clEnqueueCopyBufferToImage(queue, src.storage->mem(), dst.storage->mem(), src.offset, origin, region, 0,
+                                        nullptr, nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBufferToImage");
   }
 }
 

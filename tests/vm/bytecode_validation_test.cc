@@ -456,6 +456,9 @@ ScopeRequirement texture_scope() {
   s.kind = ScopeKind::kImage2d;
   s.max_storage_bytes = 0;
   s.offset_alignment = 1;
+  s.layout = ImageLayout::kActivation;
+  s.max_image_width = 16384;
+  s.max_image_height = 16384;
   return s;
 }
 
@@ -469,10 +472,21 @@ TEST(BytecodeValidation, ImageStorage) {
   const uint32_t image = fn.num_registers++;
   const uint32_t view = fn.num_registers++;
   const uint64_t f32 = static_cast<uint64_t>(DType::kFloat32);
+  const uint32_t pixels = add_constant(exe, testing::shape_constant({64, 4, 4}));  // 64 x 4 RGBA pixels
   fn.code.insert(fn.code.end() - 1, {make_ins(Opcode::kAllocStorage, {image, extent, 0, f32, 1}),
-                                     make_ins(Opcode::kAllocTensor, {view, image, 0, cst::kTensorShape, f32})});
+                                     make_ins(Opcode::kAllocTensor, {view, image, 0, pixels, f32})});
   Expected<Executable> back = read_bytecode(write_bytecode(exe));
   ASSERT_TRUE(back) << back.error().message();
+
+  // The tensor's image extent must fit the storage's.
+  exe.constants[pixels].shape = {65, 4, 4};
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "tensor does not fit its image storage of 64x4 pixels in scope 'global.texture'"));
+  exe.constants[pixels].shape = {64, 4, 3};
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "tensor does not fit its image storage of 64x4 pixels in scope 'global.texture'"));
+  exe.constants[pixels].shape = {64, 4, 4};
+  exe.constants[extent].shape = {64, 20000};
+  EXPECT_EQ(refusal(exe), code_message(exe, 13, 2, "image of 64x20000 pixels is empty or exceeds the 16384x16384 of scope 'global.texture'"));
+  exe.constants[extent].shape = {64, 4};
 
   fn.code[14].ops[operands::AllocTensor::kOffset] = 16;
   EXPECT_EQ(refusal(exe), code_message(exe, 14, 3, "offset 16 in image2d storage of scope 'global.texture' must be 0"));

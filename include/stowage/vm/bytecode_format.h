@@ -98,8 +98,10 @@ enum class SectionKind : uint32_t {
   // their word ranges. Size is a multiple of 4.
   kCode = 5,
   // u64 FeatureBits (equal to the header's), count, then count x ScopeRequirement:
-  //   str scope, u8 ScopeKind, u8 flags (bit 0: onchip; other bits 0), u16 reserved (0),
-  //   u64 capacity, u64 max_storage_bytes, u64 offset_alignment (a power of two).
+  //   str scope, u8 ScopeKind, u8 flags (bit 0: onchip; other bits 0), u8 ImageLayout
+  //   (non-zero exactly for image2d scopes), u8 reserved (0), u64 capacity,
+  //   u64 max_storage_bytes, u64 offset_alignment (a power of two),
+  //   u64 max_image_width, u64 max_image_height (image2d: largest storage extent).
   kRequirements = 6,
   // The IR text the file was compiled from, as raw bytes (optional).
   kDebug = 7,

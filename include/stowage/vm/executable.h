@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,24 @@ struct Function {
 // Memory kind of a scope; the numeric values are part of the bytecode format.
 enum class ScopeKind : uint8_t { kBuffer = 0, kImage2d = 1 };
 
+// How an image scope maps a tensor [A, B, C, D, 4] (missing leading extents count
+// as 1) to an image of RGBA pixels. The numeric values are part of the format.
+enum class ImageLayout : uint8_t {
+  kNone = 0,        // buffer scopes
+  kActivation = 1,  // height A*B*C, width D
+  kWeight = 2,      // height A, width B*C*D
+  kNhwc = 3,        // height A*B, width C*D
+};
+
+struct ImageExtent {
+  uint64_t height = 0;
+  uint64_t width = 0;
+};
+
+// The image extent of a tensor of `shape` in `layout`; nullopt when the last
+// extent is not 4, the rank exceeds 5, or the extent overflows.
+std::optional<ImageExtent> image_extent(std::span<const int64_t> shape, ImageLayout layout);
+
 // What the executable needs of one memory scope on the device.
 struct ScopeRequirement {
   std::string scope;             // e.g. "global", "global.vtcm"
@@ -71,6 +91,10 @@ struct ScopeRequirement {
   // Every tensor offset in this scope is a multiple of this (a power of two): the
   // device's sub-buffer alignment must divide it.
   uint64_t offset_alignment = 0;
+  // Image scopes: the layout and the largest storage extent, in pixels.
+  ImageLayout layout = ImageLayout::kNone;
+  uint64_t max_image_width = 0;
+  uint64_t max_image_height = 0;
   friend bool operator==(const ScopeRequirement&, const ScopeRequirement&) = default;
 };
 

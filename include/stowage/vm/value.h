@@ -33,7 +33,10 @@ struct ScopeUsage {
 
 class StorageObject {
  public:
-  StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem);
+  // A buffer of `nbytes`, or (with `image` set) an RGBA image2d of `image` pixels
+  // whose bytes count as `nbytes`.
+  StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
+                std::optional<ImageExtent> image = std::nullopt);
   ~StorageObject();
   StorageObject(const StorageObject&) = delete;
   StorageObject& operator=(const StorageObject&) = delete;
@@ -41,11 +44,14 @@ class StorageObject {
   const std::string& scope() const { return usage_->scope; }
   uint64_t nbytes() const { return nbytes_; }
   cl_mem mem() const { return mem_.get(); }
+  bool is_image() const { return image_.has_value(); }
+  const ImageExtent& image() const { return *image_; }
 
  private:
   std::shared_ptr<ScopeUsage> usage_;
   uint64_t nbytes_;
   opencl::MemHandle mem_;
+  std::optional<ImageExtent> image_;
 };
 
 // A tensor: either a view into device storage at a byte offset, or host memory
@@ -61,6 +67,10 @@ class TensorObject {
   uint64_t offset = 0;
   opencl::MemHandle view;  // sub-buffer [offset, offset + nbytes), for kernel arguments
   std::shared_ptr<opencl::Context> context;
+  // Tensors in an image storage: the pixels they cover from the image's origin.
+  ImageExtent image_region;
+
+  bool in_image() const { return storage != nullptr && storage->is_image(); }
 
   // Host tensors: `host_data` stays valid while `host_owner` is alive.
   void* host_data = nullptr;

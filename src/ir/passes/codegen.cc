@@ -85,6 +85,12 @@ class ExecutableBuilder {
     req.kind = desc->kind;
     req.onchip = desc->onchip;
     req.capacity = desc->capacity;
+    if (desc->kind == ScopeKind::kImage2d) {
+      req.layout = desc->layout == "weight" ? ImageLayout::kWeight
+                   : desc->layout == "nhwc" ? ImageLayout::kNhwc
+                                            : ImageLayout::kActivation;
+      req.offset_alignment = 1;  // tensors in images always sit at offset 0
+    }
     exe_.requirements.scopes.push_back(req);
     if (desc->kind == ScopeKind::kImage2d) exe_.requirements.features |= kFeatureImages;
     return &exe_.requirements.scopes.back();
@@ -179,8 +185,12 @@ class FunctionLowering {
       case Op::kAllocStorage: {
         ScopeRequirement* req = b_.scope_requirement(b.scope);
         if (req == nullptr) return codegen_error(f_, &b, fmt::format("scope '{}' is not offered by the target", b.scope));
-        uint64_t bytes = b.shape.size() == 1 ? static_cast<uint64_t>(b.shape[0]) : 0;
-        req->max_storage_bytes = std::max(req->max_storage_bytes, bytes);
+        if (req->kind == ScopeKind::kImage2d && b.shape.size() == 2) {
+          req->max_image_height = std::max(req->max_image_height, static_cast<uint64_t>(b.shape[0]));
+          req->max_image_width = std::max(req->max_image_width, static_cast<uint64_t>(b.shape[1]));
+        } else if (b.shape.size() == 1) {
+          req->max_storage_bytes = std::max(req->max_storage_bytes, static_cast<uint64_t>(b.shape[0]));
+        }
         uint32_t size = b_.shape_constant(b.shape);
         uint32_t scope = b_.string_index(b.scope);
         storage_scope_[b.result] = b.scope;
@@ -288,6 +298,11 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
     auto lowered = FunctionLowering(builder, f, kernels, functions).lower();
     if (!lowered) return lowered.error();
     exe.functions.push_back(lowered.take());
+  }
+  // A scope whose tensors all sit at offset 0 constrains no alignment: any power
+  // of two divides 0, so record the largest.
+  for (auto& req : exe.requirements.scopes) {
+    if (req.offset_alignment == 0) req.offset_alignment = uint64_t{1} << 63;
   }
   exe.debug_text = options.debug_text;
   return std::move(exe);

@@ -88,7 +88,7 @@ void print_info(const Executable& exe) {
     fmt::print("  scope {}: {}{}, largest storage {} bytes, offsets aligned to {}\n", s.scope,
                s.kind == ScopeKind::kBuffer ? "buffer" : "image2d",
                s.onchip ? fmt::format(", on-chip capacity {} bytes", s.capacity) : "", s.max_storage_bytes,
-               s.offset_alignment == 0 ? std::string("(all at 0)") : fmt::to_string(s.offset_alignment));
+               s.offset_alignment == (uint64_t{1} << 63) ? std::string("(all at 0)") : fmt::to_string(s.offset_alignment));
   }
 }
 
