@@ -3,10 +3,12 @@
 #
 #   ./build.sh demo   install what is missing, build, run the example program
 #   ./build.sh test   install what is missing, build, run every test (plain and
-#                     under AddressSanitizer + UndefinedBehaviorSanitizer)
+#                     under AddressSanitizer + UndefinedBehaviorSanitizer), then
+#                     `pip install .` into a fresh venv and run the Python tests
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo),
-# missing Python packages with pip. Build trees: build/ and build-sanitize/.
+# missing Python packages with pip. Build trees: build/, build-sanitize/, and for
+# the Python package build-python/ (its CMake tree) and build/venv.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,7 +19,7 @@ DEBIAN_PACKAGES=(
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libdlpack-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   python3 python3-pip python3-venv
 )
-PYTHON_PACKAGES=(numpy pytest)
+PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11)
 JOBS=${JOBS:-$(nproc)}
 
 log() { printf '== %s\n' "$*"; }
@@ -38,7 +40,7 @@ install_debian_packages() {
 install_python_packages() {
   local missing=()
   for p in "${PYTHON_PACKAGES[@]}"; do
-    python3 -c "import $p" 2>/dev/null || missing+=("$p")
+    python3 -c "import ${p//-/_}" 2>/dev/null || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return
   log "installing Python packages: ${missing[*]}"
@@ -85,8 +87,21 @@ test_all() {
     run_tests build-sanitize
 }
 
+# The Python package as a user installs it: `pip install .` into a fresh venv
+# (system site-packages give it numpy, pytest and matplotlib), then its tests,
+# run from outside the source tree so that the installed package is the one tested.
+test_python() {
+  local root=$PWD
+  log "pip install . into a fresh venv (build/venv)"
+  rm -rf build/venv
+  python3 -m venv --system-site-packages build/venv
+  build/venv/bin/python -m pip install -q .
+  log "running Python tests"
+  (cd build && venv/bin/python -m pytest -q -p no:cacheprovider "$root/python/tests")
+}
+
 case "${1:-}" in
   demo) install_debian_packages; install_python_packages; demo ;;
-  test) install_debian_packages; install_python_packages; test_all ;;
+  test) install_debian_packages; install_python_packages; test_all; test_python ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac

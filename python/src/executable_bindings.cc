@@ -1,0 +1,161 @@
+// Compiling, saving and loading executables, and what they tell about memory.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <span>
+
+#include "bindings.h"
+#include "errors.h"
+#include "executable_handle.h"
+#include "memory_layout.h"
+#include "stowage/backend/target.h"
+#include "stowage/ir/compiler.h"
+#include "stowage/ir/parser.h"
+#include "stowage/ir/printer.h"
+#include "stowage/vm/bytecode.h"
+
+namespace py = pybind11;
+
+namespace stowage::python {
+namespace {
+
+ExecutableHandle handle_of(Executable executable) {
+  return ExecutableHandle{std::make_shared<const Executable>(std::move(executable)), std::nullopt};
+}
+
+// The module as compiled: kept from compile, else read back from the debug section.
+ir::Module compiled_module(const ExecutableHandle& h) {
+  if (h.module) return *h.module;
+  if (h.executable->debug_text.empty()) {
+    throw StowageError(
+        ErrorKind::kInvalidInput,
+        "the executable carries no IR text (its debug section is empty), so its memory layout is unknown");
+  }
+  return unwrap(ir::parse_module(h.executable->debug_text, "<debug section>"));
+}
+
+const char* value_kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kTensor:
+      return "Tensor";
+    case ValueKind::kInt:
+      return "int";
+    case ValueKind::kFloat:
+      return "float";
+    case ValueKind::kBool:
+      return "bool";
+    case ValueKind::kOther:
+      return "Object";
+  }
+  return "?";
+}
+
+py::dict describe_value(const ValueDesc& v) {
+  py::dict d;
+  d["name"] = v.name;
+  d["kind"] = value_kind_name(v.kind);
+  if (v.kind == ValueKind::kTensor) {
+    d["shape"] = py::tuple(py::cast(v.shape));
+    d["dtype"] = std::string(dtype_name(v.dtype));
+  }
+  return d;
+}
+
+py::list describe_functions(const Executable& exe) {
+  py::list out;
+  for (const Function& f : exe.functions) {
+    py::dict d;
+    d["name"] = f.name;
+    py::list params;
+    for (const ValueDesc& p : f.params) params.append(describe_value(p));
+    d["params"] = params;
+    d["result"] = describe_value(f.result);
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict describe_layout(const FunctionLayout& layout) {
+  py::list scopes;
+  for (const ScopeLayout& scope : layout.scopes) {
+    py::list storages;
+    for (const StoragePlacement& s : scope.storages) {
+      py::list tensors;
+      for (const TensorPlacement& t : s.tensors) {
+        py::dict td;
+        td["name"] = t.name;
+        td["offset"] = t.offset;
+        td["nbytes"] = t.nbytes;
+        td["start"] = t.start;
+        td["end"] = t.end;
+        tensors.append(td);
+      }
+      py::dict sd;
+      sd["name"] = s.name;
+      sd["nbytes"] = s.nbytes;
+      sd["start"] = s.start;
+      sd["end"] = s.end;
+      sd["tensors"] = tensors;
+      storages.append(sd);
+    }
+    py::dict d;
+    d["scope"] = scope.scope;
+    d["storages"] = storages;
+    d["storage_bytes"] = scope.storage_bytes;
+    d["tensor_bytes"] = scope.tensor_bytes;
+    d["peak_live_bytes"] = scope.peak_live_bytes;
+    scopes.append(d);
+  }
+  py::dict out;
+  out["function"] = layout.function;
+  out["steps"] = layout.steps;
+  out["scopes"] = scopes;
+  return out;
+}
+
+ExecutableHandle compile(const ir::Module& module, const std::string& target) {
+  TargetDesc desc = unwrap(TargetDesc::load(target));
+  ir::CompileResult result = unwrap(ir::compile_module(module, desc));
+  ExecutableHandle h = handle_of(std::move(result.executable));
+  h.module = std::move(result.module);
+  return h;
+}
+
+}  // namespace
+
+void bind_executable(py::module_& m) {
+  py::class_<ExecutableHandle>(m, "ExecutableHandle")
+      .def("save",
+           [](const ExecutableHandle& h, const std::string& path) { check(write_bytecode_file(*h.executable, path)); })
+      .def("to_bytes",
+           [](const ExecutableHandle& h) {
+             std::vector<uint8_t> bytes = write_bytecode(*h.executable);
+             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+           })
+      .def_property_readonly(
+          "text",
+          [](const ExecutableHandle& h) { return h.module ? ir::print_module(*h.module) : h.executable->debug_text; })
+      .def_property_readonly("module", [](const ExecutableHandle& h) { return compiled_module(h); })
+      .def_property_readonly("functions", [](const ExecutableHandle& h) { return describe_functions(*h.executable); })
+      .def("memory_layout", [](const ExecutableHandle& h, const std::string& function) {
+        ir::Module module = compiled_module(h);
+        const ir::Function* f = module.find_function(function);
+        if (f == nullptr) {
+          throw StowageError(ErrorKind::kInvalidInput, fmt::format("memory layout: no function '{}'", function));
+        }
+        return describe_layout(unwrap(memory_layout(*f)));
+      });
+
+  m.def("compile", &compile, py::arg("module"), py::arg("target"));
+  m.def("load", [](const std::string& path) { return handle_of(unwrap(read_bytecode_file(path))); });
+  m.def("from_bytes", [](const py::bytes& data) {
+    char* start = nullptr;
+    Py_ssize_t size = 0;
+    if (PyBytes_AsStringAndSize(data.ptr(), &start, &size) != 0) throw py::error_already_set();
+    auto bytes = std::span(reinterpret_cast<const uint8_t*>(start), static_cast<size_t>(size));
+    return handle_of(unwrap(read_bytecode(bytes)));
+  });
+  m.def("target_names", &TargetDesc::builtin_names);
+}
+
+}  // namespace stowage::python

@@ -1,0 +1,18 @@
+// What stowage.Executable holds: the executable, shared with every VM made from
+// it, and the IR module as compiled when it was compiled in this process.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "stowage/ir/ir.h"
+#include "stowage/vm/executable.h"
+
+namespace stowage::python {
+
+struct ExecutableHandle {
+  std::shared_ptr<const Executable> executable;
+  std::optional<ir::Module> module;
+};
+
+}  // namespace stowage::python

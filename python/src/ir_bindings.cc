@@ -1,0 +1,197 @@
+// IR modules, the text form and the op-by-op builder. The Python layer
+// (stowage/builder.py) turns Vars into names and checks Python types; every IR
+// rule is the C++ builder's, and its messages reach Python unchanged.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "errors.h"
+#include "stowage/ir/builder.h"
+#include "stowage/ir/parser.h"
+#include "stowage/ir/printer.h"
+
+namespace py = pybind11;
+
+namespace stowage::python {
+namespace {
+
+using ir::Arg;
+using ir::FunctionBuilder;
+using ir::ModuleBuilder;
+using ir::Type;
+
+DType dtype_arg(std::string_view op, std::string_view arg, const std::string& name) {
+  if (auto dtype = parse_dtype(name)) return *dtype;
+  std::string known;
+  for (uint8_t code = 0; code < kDTypeCount; ++code) {
+    known += fmt::format("{}{}", code ? ", " : "", dtype_name(*dtype_from_code(code)));
+  }
+  throw StowageError(ErrorKind::kInvalidInput,
+                     fmt::format("{}: argument '{}': '{}' is not a dtype (one of {})", op, arg, name, known));
+}
+
+// call_kernel / call arguments: names of variables, or int and float literals.
+std::vector<Arg> args_from(std::string_view op, const py::list& items) {
+  std::vector<Arg> args;
+  for (size_t i = 0; i < items.size(); ++i) {
+    py::handle item = items[i];
+    if (py::isinstance<py::str>(item)) {
+      args.push_back(Arg::variable(item.cast<std::string>()));
+    } else if (py::isinstance<py::bool_>(item) || py::isinstance<py::int_>(item)) {
+      try {
+        args.push_back(Arg::integer(item.cast<int64_t>()));
+      } catch (const py::cast_error&) {
+        throw StowageError(ErrorKind::kInvalidInput, fmt::format("{}: argument 'args[{}]': {} does not fit in int64",
+                                                                 op, i, py::str(item).cast<std::string>()));
+      }
+    } else if (py::isinstance<py::float_>(item)) {
+      args.push_back(Arg::floating(item.cast<double>()));
+    } else {
+      throw StowageError(ErrorKind::kInvalidInput,
+                         fmt::format("{}: argument 'args[{}]': expected a variable, int or float, got {}", op, i,
+                                     py::str(py::type::of(item).attr("__name__")).cast<std::string>()));
+    }
+  }
+  return args;
+}
+
+const char* kind_name(Type::Kind kind) {
+  switch (kind) {
+    case Type::Kind::kTensor:
+      return "Tensor";
+    case Type::Kind::kStorage:
+      return "Storage";
+    case Type::Kind::kShape:
+      return "Shape";
+    case Type::Kind::kTuple:
+      return "Tuple";
+    case Type::Kind::kInt:
+      return "int";
+    case Type::Kind::kFloat:
+      return "float";
+    case Type::Kind::kBool:
+      return "bool";
+    case Type::Kind::kObject:
+      return "Object";
+  }
+  return "?";
+}
+
+Type scalar_type(const std::string& kind) {
+  if (kind == "int") return Type::of(Type::Kind::kInt);
+  if (kind == "float") return Type::of(Type::Kind::kFloat);
+  if (kind == "bool") return Type::of(Type::Kind::kBool);
+  throw StowageError(ErrorKind::kInvalidInput,
+                     fmt::format("param: argument 'type': '{}' is not a scalar type (int, float, bool)", kind));
+}
+
+// A finished function, waiting to be added to its module.
+struct FinishedFunction {
+  ir::Function function;
+};
+
+std::vector<std::string> function_names(const ir::Module& mod) {
+  std::vector<std::string> names;
+  for (const auto& f : mod.functions) names.push_back(f.name);
+  return names;
+}
+
+std::vector<std::string> unit_names(const ir::Module& mod) {
+  std::vector<std::string> names;
+  for (const auto& u : mod.units) names.push_back(u.name);
+  return names;
+}
+
+void bind_module(py::module_& m) {
+  py::class_<ir::Module> module(m, "Module", "An IR module: functions and OpenCL C kernel units.");
+  module.def("__str__", [](const ir::Module& mod) { return ir::print_module(mod); })
+      .def("__repr__",
+           [](const ir::Module& mod) {
+             return fmt::format("<stowage.Module functions=[{}] kernel_units=[{}]>",
+                                fmt::join(function_names(mod), ", "), fmt::join(unit_names(mod), ", "));
+           })
+      .def("__eq__",
+           [](const ir::Module& a, py::object b) -> py::object {
+             if (!py::isinstance<ir::Module>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(a == b.cast<const ir::Module&>());
+           })
+      .def("__ne__",
+           [](const ir::Module& a, py::object b) -> py::object {
+             if (!py::isinstance<ir::Module>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(!(a == b.cast<const ir::Module&>()));
+           })
+      .def_property_readonly("function_names", &function_names)
+      .def_property_readonly("kernel_unit_names", &unit_names);
+
+  m.def(
+      "parse",
+      [](std::string_view text, std::string_view file_name) { return unwrap(ir::parse_module(text, file_name)); },
+      py::arg("text"), py::arg("file_name") = "<input>",
+      "Parses the text form; errors read FILE:LINE:COL: error: MESSAGE.");
+}
+
+void bind_builders(py::module_& m) {
+  py::class_<FinishedFunction>(m, "FinishedFunction", "A function finished by ret.")
+      .def_property_readonly("name", [](const FinishedFunction& f) { return f.function.name; });
+
+  py::class_<FunctionBuilder>(m, "FunctionBuilder")
+      .def_property_readonly("name", &FunctionBuilder::name)
+      .def("param_tensor",
+           [](FunctionBuilder& fb, std::string name, std::vector<int64_t> shape, const std::string& dtype) {
+             return fb.param(std::move(name), Type::tensor(std::move(shape), dtype_arg("param", "dtype", dtype)));
+           })
+      .def("param_scalar", [](FunctionBuilder& fb, std::string name,
+                              const std::string& kind) { return fb.param(std::move(name), scalar_type(kind)); })
+      .def("alloc_storage",
+           [](FunctionBuilder& fb, std::vector<int64_t> size, int64_t device, const std::string& dtype,
+              std::string scope, std::string name) {
+             return fb.alloc_storage(std::move(size), device, dtype_arg("alloc_storage", "dtype", dtype),
+                                     std::move(scope), std::move(name));
+           })
+      .def("alloc_tensor",
+           [](FunctionBuilder& fb, const std::string& storage, int64_t offset, std::vector<int64_t> shape,
+              const std::string& dtype, std::string name) {
+             return fb.alloc_tensor(storage, offset, std::move(shape), dtype_arg("alloc_tensor", "dtype", dtype),
+                                    std::move(name));
+           })
+      .def("kill_object", &FunctionBuilder::kill_object)
+      .def("copy_tensor", &FunctionBuilder::copy_tensor)
+      .def("call_kernel",
+           [](FunctionBuilder& fb, const std::string& kernel, const py::list& args, std::vector<int64_t> grid,
+              std::vector<int64_t> local) {
+             fb.call_kernel(kernel, args_from("call_kernel", args), std::move(grid), std::move(local));
+           })
+      .def("empty",
+           [](FunctionBuilder& fb, std::vector<int64_t> shape, const std::string& dtype, std::string scope,
+              std::string name) {
+             return fb.empty(std::move(shape), dtype_arg("empty", "dtype", dtype), std::move(scope), std::move(name));
+           })
+      .def("call", [](FunctionBuilder& fb, const std::string& function, const py::list& args,
+                      std::string name) { return fb.call(function, args_from("call", args), std::move(name)); })
+      .def("ret", [](FunctionBuilder& fb, const std::string& var) { return FinishedFunction{fb.ret(var)}; })
+      .def("type_of", [](const FunctionBuilder& fb, const std::string& var) -> py::tuple {
+        // (kind, shape, dtype): shape and dtype are None unless kind is "Tensor".
+        const Type& type = fb.type_of(var);
+        if (type.kind != Type::Kind::kTensor) return py::make_tuple(kind_name(type.kind), py::none(), py::none());
+        return py::make_tuple("Tensor", py::tuple(py::cast(type.shape)), std::string(dtype_name(type.dtype)));
+      });
+
+  py::class_<ModuleBuilder>(m, "ModuleBuilder")
+      .def(py::init<>())
+      .def("add_kernels", &ModuleBuilder::add_kernels, py::arg("unit_name"), py::arg("source"))
+      .def("function", &ModuleBuilder::function, py::arg("name"))
+      .def("add_function", [](ModuleBuilder& mb, const FinishedFunction& f) { mb.add_function(f.function); })
+      .def("module", &ModuleBuilder::module)
+      .def("has_kernel",
+           [](const ModuleBuilder& mb, std::string_view name) { return mb.module().find_kernel(name) != nullptr; });
+}
+
+}  // namespace
+
+void bind_ir(py::module_& m) {
+  bind_module(m);
+  bind_builders(m);
+}
+
+}  // namespace stowage::python

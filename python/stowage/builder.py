@@ -1,0 +1,232 @@
+"""Building IR modules op by op from Python.
+
+    bb = sw.Builder()
+    bb.add_kernels(OPENCL_C_SOURCE)
+    with bb.function("main") as f:
+        x = f.param("x", (4, 64), "int32")
+        vtcm = f.alloc_storage((4096,), device=0, dtype="uint8", scope="global.vtcm")
+        a = f.alloc_tensor(vtcm, offset=0, shape=(4, 64), dtype="int32")
+        f.copy_tensor(x, a)
+        ...
+        f.ret(e)
+    mod = bb.module()
+
+Every op is checked when it is called; misuse raises at once (VerifyError for
+IR rules, InvalidInputError for Python arguments of the wrong kind) with a
+message naming the op and the argument. Kernels must be added before a
+function calls them. Ops that define a variable take an optional ``name``;
+without one the variable gets a fresh name (t0, t1, ...).
+"""
+
+import numbers
+
+from . import _checks
+from . import _stowage
+from .errors import VerifyError
+
+
+class Var:
+    """A variable of a function under construction: its name and type."""
+
+    __slots__ = ("name", "kind", "shape", "dtype", "_function")
+
+    def __init__(self, name, kind, shape, dtype, function):
+        self.name = name
+        self.kind = kind  # "Tensor", "Storage", "int", "float", "bool", ...
+        self.shape = shape  # tensors: a tuple of ints, else None
+        self.dtype = dtype  # tensors: the dtype's name, else None
+        self._function = function
+
+    @property
+    def type(self):
+        """The type as the text form writes it, e.g. ``Tensor[(4, 64), int32]``."""
+        if self.kind != "Tensor":
+            return self.kind
+        dims = ", ".join(str(d) for d in self.shape) + ("," if len(self.shape) == 1 else "")
+        return f"Tensor[({dims}), {self.dtype}]"
+
+    def __repr__(self):
+        return f"Var({self.name}: {self.type})"
+
+    def __str__(self):
+        return self.name
+
+
+class Function:
+    """A function under construction; use it as a context manager.
+
+    Leaving the ``with`` block adds the function, finished by :meth:`ret`, to the
+    module; leaving it without a ``ret`` raises VerifyError. When the block
+    raises, the function is dropped.
+    """
+
+    def __init__(self, builder, cpp_builder):
+        self._builder = builder
+        self._fb = cpp_builder
+        self._finished = None
+        self._closed = False
+
+    @property
+    def name(self):
+        return self._fb.name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        self._closed = True
+        if exc_type is not None:
+            return False
+        if self._finished is None:
+            raise VerifyError(f"function '{self.name}': no ret; finish the function with ret(value)")
+        self._builder._mb.add_function(self._finished)
+        return False
+
+    # ---- helpers ----------------------------------------------------------
+
+    def _var(self, name):
+        kind, shape, dtype = self._fb.type_of(name)
+        return Var(name, kind, shape, dtype, self)
+
+    def _name_of(self, op, arg, value):
+        """The variable name for an operand: a Var of this function or a str."""
+        if isinstance(value, Var):
+            if value._function is not self:
+                owner = value._function.name if value._function is not None else "?"
+                _checks.fail(op, arg, f"'{value.name}' belongs to function '{owner}', not '{self.name}'")
+            return value.name
+        if isinstance(value, str):
+            return value
+        _checks.fail(op, arg, f"expected a Var, got {type(value).__name__}")
+
+    def _args(self, op, args):
+        out = []
+        for i, a in enumerate(args):
+            if isinstance(a, (Var, str)):
+                out.append(self._name_of(op, f"args[{i}]", a))
+            elif isinstance(a, (bool, int, float)):
+                out.append(a)
+            elif isinstance(a, numbers.Integral):  # numpy integers
+                out.append(_checks.integer(op, f"args[{i}]", a))
+            elif isinstance(a, numbers.Real):  # numpy floats
+                out.append(float(a))
+            else:
+                _checks.fail(op, f"args[{i}]", f"expected a Var, int or float, got {type(a).__name__}")
+        return out
+
+    @staticmethod
+    def _result_name(op, name):
+        return "" if name is None else _checks.text(op, "name", name)
+
+    # ---- ops ----------------------------------------------------------------
+
+    def param(self, name, shape_or_type, dtype=None):
+        """A parameter: ``param("x", (4, 64), "int32")`` for a tensor, or
+        ``param("n", "int")`` for a scalar (``"int"``, ``"float"``, ``"bool"``)."""
+        name = _checks.text("param", "name", name)
+        if isinstance(shape_or_type, str):
+            if dtype is not None:
+                _checks.fail("param", "dtype", "a scalar parameter takes no dtype")
+            return self._var(self._fb.param_scalar(name, shape_or_type))
+        shape = _checks.extents("param", "shape", shape_or_type)
+        return self._var(self._fb.param_tensor(name, shape, _checks.dtype_name("param", "dtype", dtype)))
+
+    def alloc_storage(self, size, device=0, dtype="uint8", scope="global", name=None):
+        """A storage object: ``size`` is (nbytes,) for buffer scopes or
+        (height, width) RGBA pixels of ``dtype`` for texture scopes."""
+        op = "alloc_storage"
+        return self._var(
+            self._fb.alloc_storage(
+                _checks.extents(op, "size", size),
+                _checks.integer(op, "device", device),
+                _checks.dtype_name(op, "dtype", dtype),
+                _checks.text(op, "scope", scope),
+                self._result_name(op, name),
+            )
+        )
+
+    def alloc_tensor(self, storage, offset, shape, dtype, name=None):
+        """A tensor inside ``storage`` starting at byte ``offset``."""
+        op = "alloc_tensor"
+        return self._var(
+            self._fb.alloc_tensor(
+                self._name_of(op, "storage", storage),
+                _checks.integer(op, "offset", offset),
+                _checks.extents(op, "shape", shape),
+                _checks.dtype_name(op, "dtype", dtype),
+                self._result_name(op, name),
+            )
+        )
+
+    def kill_object(self, var):
+        """Ends ``var``'s life: its bytes may be reused by later tensors."""
+        self._fb.kill_object(self._name_of("kill_object", "var", var))
+
+    def copy_tensor(self, src, dst):
+        """Copies ``src`` into ``dst`` (equal shapes and dtypes)."""
+        self._fb.copy_tensor(self._name_of("copy_tensor", "src", src), self._name_of("copy_tensor", "dst", dst))
+
+    def call_kernel(self, kernel, *args, grid, local=None):
+        """Launches ``kernel`` on tensors and scalars (Python ints and floats are
+        literals); ``grid`` has 1 to 3 extents, ``local`` is None (the driver
+        chooses) or like ``grid``."""
+        op = "call_kernel"
+        kernel = _checks.text(op, "kernel", kernel)
+        cpp_args = self._args(op, args)
+        grid = _checks.extents(op, "grid", grid)
+        local = [] if local is None else _checks.extents(op, "local", local)
+        try:
+            self._fb.call_kernel(kernel, cpp_args, grid, local)
+        except VerifyError as e:
+            if not self._builder._mb.has_kernel(kernel) and "kernel units" in str(e):
+                hint = "add kernels with Builder.add_kernels before the functions that call them"
+                raise VerifyError(f"{e} ({hint})") from None
+            raise
+
+    def empty(self, shape, dtype, scope="global", name=None):
+        """A tensor-level allocation that the planner places."""
+        op = "empty"
+        return self._var(
+            self._fb.empty(
+                _checks.extents(op, "shape", shape),
+                _checks.dtype_name(op, "dtype", dtype),
+                _checks.text(op, "scope", scope),
+                self._result_name(op, name),
+            )
+        )
+
+    def call(self, function, *args, name=None):
+        """Calls a function already in the module; returns its result."""
+        op = "call"
+        function = _checks.text(op, "function", function)
+        return self._var(self._fb.call(function, self._args(op, args), self._result_name(op, name)))
+
+    def ret(self, var):
+        """Finishes the function, returning ``var``; no op may follow."""
+        self._finished = self._fb.ret(self._name_of("ret", "var", var))
+
+
+class Builder:
+    """Builds an IR module: kernel units and functions."""
+
+    def __init__(self):
+        self._mb = _stowage.ModuleBuilder()
+        self._units = 0
+
+    def function(self, name):
+        """A new function, to be used as ``with bb.function("main") as f:``."""
+        return Function(self, self._mb.function(_checks.text("function", "name", name)))
+
+    def add_kernels(self, source, name=None):
+        """Adds a unit of OpenCL C source; its kernels are read (with Clang) at
+        once, so source errors raise here with their line:col. The unit is
+        named ``name``, else ``unit0``, ``unit1``, ..."""
+        source = _checks.text("add_kernels", "source", source)
+        if name is None:
+            name = f"unit{self._units}"
+        self._mb.add_kernels(_checks.text("add_kernels", "name", name), source)
+        self._units += 1
+
+    def module(self):
+        """The module built so far (a copy: later changes do not affect it)."""
+        return self._mb.module()

@@ -1,0 +1,102 @@
+"""Running executables: devices, the virtual machine, tensors in and out."""
+
+import numbers
+
+from . import _stowage
+from .errors import InvalidInputError
+from .executable import Executable
+
+Tensor = _stowage.Tensor
+
+
+def devices():
+    """Every OpenCL device, as dicts: spec ("opencl:N", what ``device=`` takes),
+    name, vendor, platform, version, driver, type ("gpu", "cpu", ...),
+    image_support, global_mem_bytes, max_alloc_bytes, fp16, fp64."""
+    return _stowage.devices()
+
+
+def _to_numpy_export(array):
+    """An ndarray numpy can export through DLPack: compact, native byte order,
+    writable (numpy refuses to export read-only arrays)."""
+    import numpy as np
+
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
+    array = np.ascontiguousarray(array)
+    if not array.flags.writeable:
+        array = array.copy()
+    return array
+
+
+def _vm_arg(function, index, value):
+    if isinstance(value, (Tensor, bool, int, float)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+        value = _to_numpy_export(value)
+    if hasattr(value, "__dlpack__"):
+        try:
+            capsule = value.__dlpack__()
+        except (BufferError, TypeError, ValueError, RuntimeError) as e:
+            raise InvalidInputError(f"invoke '{function}': argument {index}: __dlpack__ failed: {e}") from None
+        return _stowage.tensor_from_capsule(capsule)
+    if type(value).__name__ == "PyCapsule":
+        return _stowage.tensor_from_capsule(value)
+    raise InvalidInputError(
+        f"invoke '{function}': argument {index}: cannot pass a {type(value).__name__}; pass a numpy array, "
+        "an object with __dlpack__, a stowage.Tensor, an int or a float"
+    )
+
+
+class VirtualMachine:
+    """Runs an executable on one OpenCL device.
+
+    ``device``: None (the STOWAGE_DEVICE environment variable, else the first
+    device that suits the executable, GPUs first), "opencl:N", "gpu", "cpu" or
+    part of a device or platform name. ``profile=True`` times every instruction.
+    """
+
+    def __init__(self, executable, device=None, profile=False):
+        if not isinstance(executable, Executable):
+            raise InvalidInputError(
+                f"VirtualMachine: argument 'executable': expected an Executable, got {type(executable).__name__}"
+            )
+        if device is not None and not isinstance(device, str):
+            raise InvalidInputError(f"VirtualMachine: argument 'device': expected a str, got {type(device).__name__}")
+        self._executable = executable
+        self._vm = _stowage.VirtualMachineHandle(executable._handle, device or "", bool(profile))
+
+    @property
+    def executable(self):
+        return self._executable
+
+    @property
+    def device(self):
+        """The device it runs on, as a dict like those of :func:`devices`."""
+        return self._vm.device
+
+    def invoke(self, function, *args):
+        """Runs ``function``. Tensor arguments: numpy arrays (any dtype Stowage
+        has), objects with ``__dlpack__`` on the host, or Tensors returned by
+        this VM; scalar arguments: Python or numpy ints and floats. Returns a
+        :class:`Tensor` (read it with ``numpy()`` or ``np.from_dlpack``) or a
+        scalar."""
+        if not isinstance(function, str):
+            raise InvalidInputError(f"invoke: argument 'function': expected a str, got {type(function).__name__}")
+        return self._vm.invoke(function, [_vm_arg(function, i, a) for i, a in enumerate(args)])
+
+    def profile(self):
+        """Counters (device allocations, kernel launches, programs built) and
+        bytes per scope; per-instruction times when profiling."""
+        return self._vm.profile()
+
+    def reset_profile(self):
+        self._vm.reset_profile()
+
+    def synchronize(self):
+        """Waits for all work enqueued on the device."""
+        self._vm.synchronize()

@@ -1,0 +1,132 @@
+"""compile, Executable (text, functions, bytes, files) and memory reports."""
+
+import pytest
+
+import stowage as sw
+from conftest import build_add_mul
+
+ADD_MUL_REPORT = {
+    "global.vtcm": {
+        "planned_bytes": 4096,
+        "lower_bound": 3072,  # a, b, c or c, d, e alive together
+        "naive_bytes": 5120,  # five tensors of 1024 bytes
+        "reuse_only_bytes": None,
+        "seconds": None,
+    }
+}
+
+
+def test_compile_keeps_the_ir_as_compiled(add_mul_exe, add_mul_module):
+    assert isinstance(add_mul_exe, sw.Executable)
+    assert sw.parse(add_mul_exe.text) == add_mul_module
+    assert add_mul_exe.module == add_mul_module
+    assert repr(add_mul_exe) == "<stowage.Executable functions=[main]>"
+
+
+def test_functions_describe_parameters_and_result(add_mul_exe):
+    (main,) = add_mul_exe.functions
+    assert main["name"] == "main"
+    assert [p["name"] for p in main["params"]] == ["x", "y", "z"]
+    assert main["params"][0] == {"name": "x", "kind": "Tensor", "shape": (4, 64), "dtype": "int32"}
+    assert main["result"]["shape"] == (4, 64)
+    assert add_mul_exe.entry_function() == "main"
+
+
+def test_compile_text_and_target_errors(add_mul_module):
+    assert sw.compile(str(add_mul_module)).module == add_mul_module
+    with pytest.raises(sw.FileError) as e:
+        sw.compile(add_mul_module, target="nope")
+    assert str(e.value) == "target 'nope' is neither a shipped target (opencl) nor a readable file"
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.compile(42)
+    assert str(e.value) == "compile: argument 'module': expected a Module or its text, got int"
+    assert "opencl" in sw.targets()
+
+
+def test_verify_error_from_compile(add_mul_module):
+    text = str(add_mul_module).replace("alloc_tensor(vtcm, 2048", "alloc_tensor(vtcm, 3968")
+    with pytest.raises(sw.VerifyError) as e:
+        sw.compile(text)
+    assert str(e.value) == (
+        "20:3: error: function 'main', binding 'c = alloc_tensor(vtcm, 3968, [4, 64], int32)': "
+        "tensor 'c' of 1024 bytes at offset 3968 does not fit in storage 'vtcm' of 4096 bytes"
+    )
+
+
+def test_tensor_level_program_needs_the_planner():
+    from conftest import ADD_MUL_KERNELS
+
+    bb = sw.Builder()
+    bb.add_kernels(ADD_MUL_KERNELS)
+    with bb.function("main") as f:
+        x = f.param("x", (4, 64), "int32")
+        a = f.empty((4, 64), "int32", name="a")
+        f.copy_tensor(x, a)
+        f.ret(a)
+    try:
+        exe = sw.compile(bb.module())
+    except sw.StowageError as e:
+        assert "'empty' must be planned" in str(e)
+    else:  # the planner placed `a` in a storage
+        assert "empty(" not in exe.text and "alloc_tensor(" in exe.text
+
+
+def test_bytes_round_trip(add_mul_exe):
+    data = add_mul_exe.to_bytes()
+    again = sw.Executable.from_bytes(data)
+    assert again.to_bytes() == data
+    assert sw.Executable.from_bytes(bytearray(data)).to_bytes() == data
+    assert again.text == add_mul_exe.text
+
+
+def test_save_and_load(add_mul_exe, tmp_path):
+    path = tmp_path / "add.stw"
+    add_mul_exe.save(path)
+    assert path.read_bytes() == add_mul_exe.to_bytes()
+    loaded = sw.load(str(path))
+    assert loaded.to_bytes() == add_mul_exe.to_bytes()
+    assert loaded.module == add_mul_exe.module  # read back from the debug section
+    assert loaded.memory_report == ADD_MUL_REPORT
+
+
+def test_malformed_bytes_and_missing_files(tmp_path):
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.Executable.from_bytes(b"garbage")
+    assert str(e.value) == "bytecode: header at byte 0: file is 7 bytes, shorter than the 64-byte header"
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.Executable.from_bytes("text")
+    assert str(e.value) == "from_bytes: expected bytes, got str"
+    missing = tmp_path / "missing.stw"
+    with pytest.raises(sw.FileError) as e:
+        sw.load(missing)
+    assert str(e.value) == f"cannot open '{missing}' for reading"
+    assert isinstance(e.value, OSError)
+
+
+def test_memory_report(add_mul_exe):
+    assert add_mul_exe.memory_report == ADD_MUL_REPORT
+
+
+def test_memory_layout(add_mul_exe):
+    layout = add_mul_exe.memory_layout()
+    assert layout["function"] == "main" and layout["steps"] == 13
+    (scope,) = layout["scopes"]
+    assert scope["scope"] == "global.vtcm"
+    assert (scope["storage_bytes"], scope["tensor_bytes"], scope["peak_live_bytes"]) == (4096, 5120, 3072)
+    (storage,) = scope["storages"]
+    assert (storage["name"], storage["nbytes"], storage["start"], storage["end"]) == ("vtcm", 4096, 0, 13)
+    spans = {t["name"]: (t["offset"], t["nbytes"], t["start"], t["end"]) for t in storage["tensors"]}
+    assert spans == {
+        "a": (0, 1024, 1, 7),
+        "b": (1024, 1024, 3, 8),
+        "c": (2048, 1024, 5, 13),
+        "d": (0, 1024, 9, 13),
+        "e": (1024, 1024, 11, 13),
+    }
+    with pytest.raises(sw.InvalidInputError) as e:
+        add_mul_exe.memory_layout("nope")
+    assert str(e.value) == "memory layout: no function 'nope'"
+
+
+def test_names_do_not_change_the_report():
+    assert sw.compile(build_add_mul(names=False)).memory_report == ADD_MUL_REPORT

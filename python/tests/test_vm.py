@@ -1,0 +1,206 @@
+"""Devices, running executables, DLPack in and out, and steady memory."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import stowage as sw
+from conftest import build_scale, expected
+
+
+def capsule_name(capsule):
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    return get_name(capsule).decode()
+
+
+def test_devices():
+    found = sw.devices()
+    assert found, "the tests expect an OpenCL device (PoCL's CPU device at least)"
+    for i, d in enumerate(found):
+        assert d["spec"] == f"opencl:{i}"
+        assert d["name"] and d["platform"]
+        assert d["type"] in ("gpu", "cpu", "accelerator", "other")
+        assert d["global_mem_bytes"] > 0
+
+
+def test_invoke(vm, inputs, device):
+    out = vm.invoke("main", *inputs)
+    assert isinstance(out, sw.Tensor)
+    assert out.shape == (4, 64) and out.dtype == "int32" and out.nbytes == 1024
+    assert out.scope == "global.vtcm"
+    assert repr(out) == "stowage.Tensor(shape=(4, 64), dtype=int32, scope=global.vtcm)"
+    np.testing.assert_array_equal(np.from_dlpack(out), expected(*inputs))
+    np.testing.assert_array_equal(out.numpy(), expected(*inputs))
+    np.testing.assert_array_equal(np.asarray(out), expected(*inputs))
+    assert vm.device["spec"] == device
+
+
+def test_save_load_gives_the_same_outputs(add_mul_exe, vm, inputs, device, tmp_path):
+    add_mul_exe.save(tmp_path / "add.stw")
+    loaded = sw.VirtualMachine(sw.load(tmp_path / "add.stw"), device=device)
+    np.testing.assert_array_equal(loaded.invoke("main", *inputs).numpy(), vm.invoke("main", *inputs).numpy())
+
+
+def test_scalars_in(device):
+    vm = sw.VirtualMachine(sw.compile(build_scale()), device=device)
+    a = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(vm.invoke("scale", a, 2.5).numpy(), a * 2.5 + 3)
+    np.testing.assert_array_equal(vm.invoke("scale", a, 2).numpy(), a * 2 + 3)  # an int for a float
+    np.testing.assert_array_equal(vm.invoke("scale", a, np.float32(0.5)).numpy(), a * 0.5 + 3)
+
+
+def test_input_layouts_numpy_cannot_export_directly(vm, inputs):
+    xs, ys, zs = inputs
+    transposed = np.ascontiguousarray(xs.T).T  # not row-major
+    readonly = ys.copy()
+    readonly.flags.writeable = False
+    big_endian = zs.astype(">i4")
+    out = vm.invoke("main", transposed, readonly, big_endian)
+    np.testing.assert_array_equal(out.numpy(), expected(xs, ys, zs))
+
+
+def test_any_dlpack_producer_and_raw_capsules(vm, inputs):
+    class Producer:  # only the protocol, no numpy type
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, stream=None):
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    xs, ys, zs = inputs
+    capsule = zs.__dlpack__()
+    out = vm.invoke("main", Producer(xs), Producer(ys), capsule)
+    np.testing.assert_array_equal(out.numpy(), expected(xs, ys, zs))
+    assert capsule_name(capsule) == "used_dltensor"
+    with pytest.raises(sw.InvalidInputError) as e:
+        vm.invoke("main", xs, ys, capsule)
+    assert str(e.value) == "the DLPack capsule was already consumed"
+
+
+def test_results_go_back_in(vm, inputs):
+    xs, ys, zs = inputs
+    first = vm.invoke("main", xs, ys, zs)
+    second = vm.invoke("main", first, ys, zs)  # a device tensor of this VM
+    np.testing.assert_array_equal(second.numpy(), expected(expected(xs, ys, zs), ys, zs))
+    np.testing.assert_array_equal(first.numpy(), expected(xs, ys, zs))  # the first result is kept
+
+
+def test_dlpack_out(vm, inputs):
+    out = vm.invoke("main", *inputs)
+    assert out.__dlpack_device__() == (1, 0)  # kDLCPU
+    capsule = out.__dlpack__()
+    assert capsule_name(capsule) == "dltensor"
+    host = sw._stowage.tensor_from_capsule(capsule)  # consumes it, as any consumer would
+    assert capsule_name(capsule) == "used_dltensor"
+    assert host.scope == "host" and host.shape == (4, 64)
+    np.testing.assert_array_equal(host.numpy(), expected(*inputs))
+    out.__dlpack__()  # a capsule never consumed frees its copy when collected
+    with pytest.raises(BufferError):
+        out.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        out.__dlpack__(copy=False)
+
+
+def test_torch_in_and_out(vm, inputs):
+    torch = pytest.importorskip("torch")
+    xs, ys, zs = inputs
+    out = vm.invoke("main", torch.from_numpy(xs), torch.from_numpy(ys), torch.from_numpy(zs))
+    result = torch.from_dlpack(out)
+    assert result.dtype == torch.int32
+    np.testing.assert_array_equal(result.numpy(), expected(xs, ys, zs))
+
+
+def expect(message, fn, *args):
+    with pytest.raises(sw.InvalidInputError) as e:
+        fn(*args)
+    assert str(e.value) == message
+
+
+def test_input_errors(vm, inputs, add_mul_exe):
+    xs, ys, zs = inputs
+    expect("invoke 'main': argument 0 'x' must be Tensor[(4, 64), int32], got Tensor[(4, 65), int32]",
+           vm.invoke, "main", np.zeros((4, 65), np.int32), ys, zs)
+    expect("invoke 'main': argument 1 'y' must be Tensor[(4, 64), int32], got Tensor[(4, 64), float32]",
+           vm.invoke, "main", xs, ys.astype(np.float32), zs)
+    expect("invoke 'main': takes 3 arguments, 2 given", vm.invoke, "main", xs, ys)
+    expect("invoke: the executable has no function 'nope'", vm.invoke, "nope", xs, ys, zs)
+    expect("invoke 'main': argument 2: cannot pass a list; pass a numpy array, an object with __dlpack__, "
+           "a stowage.Tensor, an int or a float", vm.invoke, "main", xs, ys, [1, 2])
+    expect("invoke 'main': argument 2 'z' must be Tensor[(4, 64), int32], got int", vm.invoke, "main", xs, ys, 3)
+    expect("DLPack dtype (code 5, bits 64, lanes 1) is not supported",
+           vm.invoke, "main", xs, ys, np.zeros((4, 64), np.complex64))
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.VirtualMachine(add_mul_exe, device="no such device")
+    assert str(e.value).startswith("no OpenCL device matches 'no such device' (devices: opencl:0 ")
+
+
+def test_profile_counts_launches(vm, inputs):
+    vm.reset_profile()
+    for _ in range(3):
+        vm.invoke("main", *inputs)
+    vm.synchronize()
+    profile = vm.profile()
+    assert profile["kernel_launches"] == 6
+    assert profile["scopes"]["global.vtcm"]["capacity"] == 262144
+
+
+def resident_pages():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1])
+
+
+def build_copy_through(n):
+    """ident(x) = x for n float32 values, through one global storage."""
+    bb = sw.Builder()
+    with bb.function("ident") as f:
+        x = f.param("x", (n,), "float32")
+        s = f.alloc_storage(4 * n, name="s")
+        t = f.alloc_tensor(s, 0, (n,), "float32", name="t")
+        f.copy_tensor(x, t)
+        f.ret(t)
+    return bb.module()
+
+
+def test_resident_memory_is_steady_over_10000_invocations(vm, inputs):
+    xs, ys, zs = inputs
+    want = expected(xs, ys, zs)
+    for i in range(1, 10_001):
+        out = vm.invoke("main", xs, ys, zs).numpy()
+        if i == 1:
+            np.testing.assert_array_equal(out, want)
+        if i == 1_000:
+            at_1000 = resident_pages()
+    at_10000 = resident_pages()
+    np.testing.assert_array_equal(out, want)
+    assert abs(at_10000 - at_1000) <= 0.05 * at_1000, (at_1000, at_10000)
+
+
+def test_resident_memory_is_steady_with_fresh_64k_inputs(device):
+    # A fresh 64 KiB input and output each time: keeping either alive by mistake
+    # (a DLPack deleter not called) would add 9000 x 64 KiB between the readings.
+    vm = sw.VirtualMachine(sw.compile(build_copy_through(16384)), device=device)
+    for i in range(1, 10_001):
+        out = np.from_dlpack(vm.invoke("ident", np.full(16384, i, np.float32)))
+        assert out[-1] == i
+        if i == 1_000:
+            at_1000 = resident_pages()
+    at_10000 = resident_pages()
+    assert abs(at_10000 - at_1000) <= 0.05 * at_1000, (at_1000, at_10000)
+
+
+def test_unconsumed_capsules_free_their_copy(device):
+    # Each __dlpack__ makes a 64 KiB host copy; 4500 kept would add 72,000 pages.
+    vm = sw.VirtualMachine(sw.compile(build_copy_through(16384)), device=device)
+    out = vm.invoke("ident", np.ones(16384, np.float32))
+    for i in range(1, 5_001):
+        out.__dlpack__()
+        if i == 500:
+            at_500 = resident_pages()
+    at_5000 = resident_pages()
+    assert abs(at_5000 - at_500) <= 0.05 * at_500, (at_500, at_5000)
