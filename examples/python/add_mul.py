@@ -16,8 +16,6 @@ from kernels import ADD_MUL_KERNELS
 
 def build():
     bb = sw.Builder()
-    # Kernels first: call_kernel checks the kernel's name when it is called.
-    bb.add_kernels(ADD_MUL_KERNELS, name="vtcm_ops")
     with bb.function("main") as f:
         x = f.param("x", (4, 64), "int32")
         y = f.param("y", (4, 64), "int32")
@@ -37,6 +35,8 @@ def build():
         e = f.alloc_tensor(vtcm, offset=1024, shape=(4, 64), dtype="int32", name="e")
         f.call_kernel("compute_mul_in_vtcm", c, d, e, grid=(256,))
         f.ret(e)
+    # Kernels may come before or after the functions that call them.
+    bb.add_kernels(ADD_MUL_KERNELS, name="vtcm_ops")
     return bb.module()
 
 

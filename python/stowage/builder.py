@@ -175,13 +175,7 @@ class Function:
         cpp_args = self._args(op, args)
         grid = _checks.extents(op, "grid", grid)
         local = [] if local is None else _checks.extents(op, "local", local)
-        try:
-            self._fb.call_kernel(kernel, cpp_args, grid, local)
-        except VerifyError as e:
-            if not self._builder._mb.has_kernel(kernel) and "kernel units" in str(e):
-                hint = "add kernels with Builder.add_kernels before the functions that call them"
-                raise VerifyError(f"{e} ({hint})") from None
-            raise
+        self._fb.call_kernel(kernel, cpp_args, grid, local)
 
     def empty(self, shape, dtype, scope="global", name=None):
         """A tensor-level allocation that the planner places."""

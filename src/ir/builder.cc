@@ -263,9 +263,7 @@ void FunctionBuilder::call_kernel(const std::string& kernel, std::vector<Arg> ar
   constexpr std::string_view op = "call_kernel";
   check_open(op);
   if (!is_c_identifier(kernel)) fail(op, fmt::format("argument 'kernel': '{}' is not a kernel name", kernel));
-  if (module_ && module_->find_kernel(kernel) == nullptr) {
-    fail(op, fmt::format("argument 'kernel': no kernel '{}' in the module's kernel units", kernel));
-  }
+  // The kernel may be added to the module later; ModuleBuilder::module() checks.
   for (size_t i = 0; i < args.size(); ++i) check_kernel_arg(i, args[i]);
   check_grid(grid, local);
   Binding b;
@@ -384,6 +382,20 @@ void ModuleBuilder::add_function(Function function) {
     throw_verify(fmt::format("{}: function '{}' has no return; finish it with ret", op, function.name));
   }
   module_->functions.push_back(std::move(function));
+}
+
+Module ModuleBuilder::module() const {
+  for (const Function& f : module_->functions) {
+    for (const Binding& b : f.bindings) {
+      if (b.op == Op::kCallKernel && module_->find_kernel(b.callee) == nullptr) {
+        throw StowageError(ErrorKind::kVerify,
+                           fmt::format("module: function '{}' calls kernel '{}', which no kernel unit defines "
+                                       "(add it with add_kernels)",
+                                       f.name, b.callee));
+      }
+    }
+  }
+  return *module_;
 }
 
 }  // namespace stowage::ir

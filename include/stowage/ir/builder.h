@@ -113,7 +113,8 @@ class ModuleBuilder {
   FunctionBuilder function(std::string name) const;
   // Adds a finished function; its name must not be in use.
   void add_function(Function function);
-  Module module() const { return *module_; }
+  // The module; throws if a function calls a kernel that no unit defines.
+  Module module() const;
 
  private:
   std::shared_ptr<Module> module_;
