@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 DEBIAN_PACKAGES=(
   cmake ninja-build g++ clang pkg-config
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
-  libclang-14-dev llvm-14-dev
+  libclang-14-dev llvm-14-dev binutils
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libdlpack-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   python3 python3-pip python3-venv
 )
