@@ -127,7 +127,7 @@ __kernel void compute_mul_in_vtcm(__global const int* a, __global const int* b, 
   vtcm.onchip = true;
   vtcm.capacity = 262144;
   vtcm.max_storage_bytes = 4096;
-  vtcm.offset_alignment = 128;
+  vtcm.offset_alignment = 1024;  // as the code generator records it: every offset is a multiple of 1024
   exe.requirements.scopes = {vtcm};
   exe.debug_text = read_text_file(std::string(STOWAGE_SOURCE_DIR) + "/examples/add_mul.stir");
   return exe;

@@ -416,7 +416,7 @@ TEST(BytecodeValidation, MisalignedTensorOffset) {
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 2048 + 64;
   EXPECT_EQ(
       refusal(exe),
-      code_message(exe, 5, 3, "offset 2112 is not a multiple of the offset alignment 128 of scope 'global.vtcm'"));
+      code_message(exe, 5, 3, "offset 2112 is not a multiple of the offset alignment 1024 of scope 'global.vtcm'"));
 }
 
 TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
