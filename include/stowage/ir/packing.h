@@ -39,7 +39,7 @@ struct PackOptions {
   uint64_t max_steps = kDefaultMaxSteps;
   double time_limit_seconds = 10;
 
-  static constexpr uint64_t kDefaultMaxSteps = 6'000'000;
+  static constexpr uint64_t kDefaultMaxSteps = 12'000'000;
 };
 
 struct PackResult {

@@ -42,9 +42,10 @@
 //     canonical packings with section-bound pruning, dominance, dynamic
 //     decomposition and restarts over several item rankings. With a capacity,
 //     it looks for a packing within it. Without one, it first asks for the
-//     lower bound itself (most real instances reach it), then bisects between
-//     the best infeasible-or-abandoned height and the best found height, each
-//     attempt taking half of the steps left.
+//     lower bound itself with three quarters of the budget (most real
+//     instances reach it), then bisects between the highest height shown
+//     infeasible or abandoned and the best height found, each attempt taking
+//     half of the steps left.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -82,16 +83,19 @@ struct GroupState {
 };
 
 // Lowers the group's height towards `floor` (below it nothing is gained).
-void minimise_group(const Instance& in, GroupState& group, uint64_t floor, StepCounter& steps) {
+void minimise_group(packing::ExactSearch& search, const Instance& in, GroupState& group, uint64_t floor,
+                    StepCounter& steps) {
   uint64_t low = std::max(floor, in.lower_bound);
   uint64_t high = group.placement.height;
   bool first = true;
   while (low < high && !steps.exhausted()) {
+    // The lower bound itself first, with most of the budget: real instances
+    // often reach it. Then bisection, half of what is left per attempt.
     const uint64_t target = first ? low : low + (high - low) / 2;
+    StepCounter slice = steps.slice(std::max<uint64_t>(first ? steps.left() / 4 * 3 : steps.left() / 2, 1));
     first = false;
-    StepCounter slice = steps.slice(std::max<uint64_t>(steps.left() / 2, 1));
     std::vector<uint64_t> offsets;
-    const SearchOutcome outcome = packing::search_within(in, target, slice, offsets);
+    const SearchOutcome outcome = search.within(target, slice, offsets);
     steps.absorb(slice);
     if (outcome == SearchOutcome::kFound) {
       group.placement.height = packing::height_of(in, offsets);
@@ -105,15 +109,18 @@ void minimise_group(const Instance& in, GroupState& group, uint64_t floor, StepC
   }
 }
 
-// Looks for a packing of the group within `capacity`.
+// Looks for a packing of the group within `capacity`; when there is none,
+// lowers its height as far as the budget allows, to say what would fit.
 void fit_group(const Instance& in, GroupState& group, uint64_t capacity, StepCounter& steps) {
+  packing::ExactSearch search(in);
   std::vector<uint64_t> offsets;
-  const SearchOutcome outcome = packing::search_within(in, capacity, steps, offsets);
+  const SearchOutcome outcome = search.within(capacity, steps, offsets);
   if (outcome == SearchOutcome::kFound) {
     group.placement.height = packing::height_of(in, offsets);
     group.placement.offsets = std::move(offsets);
   } else if (outcome == SearchOutcome::kInfeasible) {
     group.proven_low = std::max(group.proven_low, capacity + 1);
+    minimise_group(search, in, group, capacity + 1, steps);
   }
 }
 
@@ -157,12 +164,15 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
     GroupState& state = states[order[k]];
     const uint64_t goal = options.capacity ? *options.capacity : settled;
     if (state.placement.height > goal && !steps.exhausted()) {
-      // Share what is left among this group and the ones after it.
-      StepCounter share = steps.slice(steps.left() / (order.size() - k));
+      // Share what is left among this group and the later ones above the goal.
+      const auto above = std::count_if(order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                                       [&](size_t g) { return states[g].placement.height > goal; });
+      StepCounter share = steps.slice(steps.left() / static_cast<uint64_t>(above));
       if (options.capacity) {
         fit_group(in, state, *options.capacity, share);
       } else {
-        minimise_group(in, state, settled, share);
+        packing::ExactSearch search(in);
+        minimise_group(search, in, state, settled, share);
       }
       steps.absorb(share);
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -60,11 +61,12 @@ class StepCounter {
   using Clock = std::chrono::steady_clock;
   StepCounter(uint64_t limit, Clock::time_point deadline) : limit_(limit), deadline_(deadline) {}
 
-  // Takes one step; false when the budget or the time is spent.
-  bool take() {
+  // Takes `count` steps; false when the budget or the time is spent.
+  bool take(uint64_t count = 1) {
     if (used_ >= limit_ || time_up_) return false;
-    ++used_;
-    if ((used_ & 1023) == 0 && Clock::now() >= deadline_) time_up_ = true;
+    const uint64_t before = used_;
+    used_ += count;
+    if ((used_ >> 10) != (before >> 10) && Clock::now() >= deadline_) time_up_ = true;
     return true;
   }
   void charge(uint64_t steps) { used_ += steps; }
@@ -113,9 +115,20 @@ enum class SearchOutcome {
   kStopped,     // the step budget or the time ran out first
 };
 
-// Exact search for a packing of height <= capacity (see packing_search.cc).
-SearchOutcome search_within(const Instance& instance, uint64_t capacity, StepCounter& steps,
-                            std::vector<uint64_t>& offsets);
+// Exact search for packings of one instance (see packing_search.cc); what it
+// precomputes is shared by all the capacities asked for.
+class ExactSearch {
+ public:
+  explicit ExactSearch(const Instance& instance);
+  ~ExactSearch();
+  // Looks for a packing of height <= capacity, within the step budget.
+  SearchOutcome within(uint64_t capacity, StepCounter& steps, std::vector<uint64_t>& offsets);
+
+  struct Shared;
+
+ private:
+  std::unique_ptr<Shared> shared_;
+};
 
 // Instances larger than this keep their greedy placement: the search's cost
 // per step grows with the instance.
