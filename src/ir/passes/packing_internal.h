@@ -65,7 +65,7 @@ class StepCounter {
   bool take(uint64_t count = 1) {
     if (used_ >= limit_ || time_up_) return false;
     const uint64_t before = used_;
-    used_ += count;
+    used_ = std::min(used_ + count, limit_);  // never counted past the budget
     if ((used_ >> 10) != (before >> 10) && Clock::now() >= deadline_) time_up_ = true;
     return true;
   }
