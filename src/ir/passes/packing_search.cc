@@ -5,7 +5,7 @@
 // (offset, rank), so each canonical packing is built once. Any packing can be
 // turned into a canonical one no higher by letting items fall, so the search is
 // complete. Each node places one of the unplaced items at its lowest feasible
-// offset; what prunes the tree (see `solve` and `feasible`):
+// offset; what prunes the tree (see `enter` and `feasible`):
 //  - monotone offsets: an item may only follow one of lower (offset, rank);
 //  - dominance: an item whose lowest offset lies at or above the top of another
 //    unplaced item's lowest spot would leave a gap that item could fall into;
@@ -121,12 +121,13 @@ class Search {
     for (uint64_t total : remaining_)
       if (total > capacity_) return SearchOutcome::kInfeasible;
 
-    std::vector<uint32_t> all(n);
-    for (uint32_t i = 0; i < n; ++i) all[i] = i;
+    parts_.push_back(Part{0, sections, {}});
+    for (uint32_t i = 0; i < n; ++i) parts_.back().items.push_back(i);
     std::vector<uint32_t> borders;
     for (uint32_t s = 0; s + 1 < sections; ++s)
       if (crossing_[s] == 0) borders.push_back(s + 1);
-    const Result result = solve_parts(Part{0, sections, all}, borders, 0, kNoRank);
+    push_pieces(0, borders, 0, kNoRank);
+    const Result result = search();
     if (result == Result::kStopped) return SearchOutcome::kStopped;
     if (result == Result::kNotFound) return SearchOutcome::kInfeasible;
     offsets = solution_;
@@ -134,7 +135,7 @@ class Search {
   }
 
  private:
-  enum class Result { kFound, kNotFound, kStopped };
+  enum class Result { kFound, kNotFound, kStopped, kNone };
   // A run of sections and the unplaced items living in them; no unplaced
   // item outside it lives in them.
   struct Part {
@@ -152,6 +153,21 @@ class Search {
   struct Mark {
     size_t lowest, floor;
   };
+  // The depth-first search keeps its own stack (deep searches would overflow
+  // the thread's). A node frame tries the candidates of one part in turn; a
+  // pieces frame solves the independent pieces of a split one after another.
+  struct Frame {
+    bool node;
+    uint32_t part;          // node: the part searched; pieces: the first piece
+    uint32_t parts_end;     // pieces: one past the last piece
+    uint32_t first_part = 0;  // pieces: where its pieces begin in parts_
+    uint64_t last_offset;   // the (offset, rank) of the item placed last
+    uint32_t last_rank;
+    bool entered = false;   // node: candidates computed
+    size_t next = 0, stop = 0, base = 0;  // node: candidates_[base, stop), next to try
+    uint32_t item = kNoRank;              // node: the candidate placed while a child runs
+    Mark mark{0, 0};
+  };
 
   bool placed(uint32_t i) const { return offset_[i] != kUnplaced; }
 
@@ -160,13 +176,76 @@ class Search {
     return offset_a != offset_b ? offset_a < offset_b : rank_a < rank_b;
   }
 
-  // Depth-first search over the canonical completions of `part`, given that
-  // the last item placed was the one of rank `last_rank` at `last_offset`.
-  Result solve(const Part& part, uint64_t last_offset, uint32_t last_rank) {
-    // Candidates: unplaced items allowed to come next in (offset, rank) order.
-    // Meanwhile the lowest top any unplaced item can reach: an item placed at
-    // or above it would leave room below for that one (dominance).
-    const size_t base = candidates_.size();
+  // Runs the frames until the stack is empty; returns the outcome of the root.
+  Result search() {
+    Result result = Result::kNone;  // what the frame popped last returned
+    while (!frames_.empty()) {
+      result = frames_.back().node ? step_node(result) : step_pieces(result);
+    }
+    return result;
+  }
+
+  // One move of the pieces frame on top, given what its child returned.
+  Result step_pieces(Result child) {
+    Frame& f = frames_.back();
+    if (child == Result::kNotFound || child == Result::kStopped) return pop_pieces(child);
+    if (f.part < f.parts_end) {
+      const uint32_t piece = f.part++;
+      push_node(piece, f.last_offset, f.last_rank);
+      return Result::kNone;
+    }
+    record();  // the pieces recorded theirs; these are the items placed before
+    return pop_pieces(Result::kFound);
+  }
+
+  // One move of the node frame on top: depth-first search over the canonical
+  // completions of its part, after the item of rank `last_rank` was placed at
+  // `last_offset`.
+  Result step_node(Result child) {
+    Frame& f = frames_.back();
+    if (!f.entered) {
+      if (const Result early = enter(f); early != Result::kNone) return pop_node(early);
+    } else if (f.item != kNoRank) {
+      unplace(f.item, f.mark);
+      f.item = kNoRank;
+      if (child != Result::kNotFound) return pop_node(child);
+    }
+    while (f.next < f.stop) {
+      if (!steps_.take(1 + work_ / kWorkPerStep)) return pop_node(Result::kStopped);
+      work_ %= kWorkPerStep;
+      const uint32_t i = candidates_[f.next++];
+      const uint64_t at = lowest_[i];
+      const Mark mark = place(i);
+      if (!feasible(parts_[f.part], at)) {
+        unplace(i, mark);
+        continue;
+      }
+      f.item = i;
+      f.mark = mark;
+      // Continue in the same part, or in its pieces where i was the last
+      // unplaced item crossing a border.
+      borders_.clear();
+      for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s)
+        if (crossing_[s] == 0) borders_.push_back(s + 1);
+      const uint32_t part = f.part;  // f dangles once a frame is pushed
+      if (borders_.empty()) {
+        push_node(part, at, rank_of_[i]);
+      } else {
+        push_pieces(part, borders_, at, rank_of_[i]);
+      }
+      return Result::kNone;
+    }
+    return pop_node(Result::kNotFound);
+  }
+
+  // Computes the node's candidates: unplaced items allowed to come next in
+  // (offset, rank) order, below the lowest top any unplaced item can reach
+  // (an item placed at or above it would leave room below for that one:
+  // dominance). Returns kNone to go on, or the node's result.
+  Result enter(Frame& f) {
+    f.entered = true;
+    f.base = f.next = candidates_.size();
+    const Part& part = parts_[f.part];
     uint64_t lowest_top = kUnplaced;
     bool any = false;
     work_ += part.items.size();
@@ -174,67 +253,69 @@ class Search {
       if (placed(i)) continue;
       any = true;
       const uint64_t top = lowest_[i] + in_.size[i];
-      if (top > capacity_) {  // lowest_ only rises further down
-        candidates_.resize(base);
-        return Result::kNotFound;
-      }
+      if (top > capacity_) return Result::kNotFound;  // lowest_ only rises further down
       lowest_top = std::min(lowest_top, top);
-      if (last_rank == kNoRank || before(last_offset, last_rank, lowest_[i], rank_of_[i])) candidates_.push_back(i);
+      if (f.last_rank == kNoRank || before(f.last_offset, f.last_rank, lowest_[i], rank_of_[i]))
+        candidates_.push_back(i);
     }
     if (!any) {
       record();
       return Result::kFound;
     }
-    auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(base);
+    auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(f.base);
     candidates_.erase(std::remove_if(first, candidates_.end(), [&](uint32_t i) { return lowest_[i] >= lowest_top; }),
                       candidates_.end());
     std::sort(first, candidates_.end(), [&](uint32_t a, uint32_t b) {
       return before(lowest_[a], rank_of_[a], lowest_[b], rank_of_[b]);
     });
-    const size_t stop = candidates_.size();
-    Result result = Result::kNotFound;
-    for (size_t c = base; c < stop && result == Result::kNotFound; ++c) {
-      if (!steps_.take(1 + work_ / kWorkPerStep)) {
-        result = Result::kStopped;
-        break;
-      }
-      work_ %= kWorkPerStep;
-      const uint32_t i = candidates_[c];
-      const uint64_t at = lowest_[i];
-      const Mark mark = place(i);
-      if (feasible(part, at)) result = after_placing(part, i, at);
-      unplace(i, mark);
-    }
-    candidates_.resize(base);
+    f.stop = candidates_.size();
+    return Result::kNone;
+  }
+
+  void push_node(uint32_t part, uint64_t last_offset, uint32_t last_rank) {
+    Frame f;
+    f.node = true;
+    f.part = part;
+    f.parts_end = part;
+    f.last_offset = last_offset;
+    f.last_rank = last_rank;
+    frames_.push_back(f);
+  }
+
+  Result pop_node(Result result) {
+    if (frames_.back().entered) candidates_.resize(frames_.back().base);
+    frames_.pop_back();
     return result;
   }
 
-  // Continues with `part` after placing i, split where i was the last
-  // unplaced item crossing a border.
-  Result after_placing(const Part& part, uint32_t i, uint64_t at) {
-    std::vector<uint32_t> borders;
-    for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s)
-      if (crossing_[s] == 0) borders.push_back(s + 1);
-    if (borders.empty()) return solve(part, at, rank_of_[i]);
-    return solve_parts(part, borders, at, rank_of_[i]);
-  }
-
-  // Solves the pieces of `part` between the given borders one after another.
-  Result solve_parts(const Part& part, const std::vector<uint32_t>& borders, uint64_t last_offset,
-                     uint32_t last_rank) {
-    uint32_t begin = part.section_begin;
+  // Splits `part` at the borders into pieces holding its unplaced items, and
+  // pushes a frame solving them in turn.
+  void push_pieces(uint32_t part, const std::vector<uint32_t>& borders, uint64_t last_offset, uint32_t last_rank) {
+    std::vector<Part> pieces;
+    uint32_t begin = parts_[part].section_begin;
     for (size_t b = 0; b <= borders.size(); ++b) {
-      const uint32_t end = b < borders.size() ? borders[b] : part.section_end;
+      const uint32_t end = b < borders.size() ? borders[b] : parts_[part].section_end;
       Part piece{begin, end, {}};
-      for (uint32_t i : part.items)
+      for (uint32_t i : parts_[part].items)
         if (!placed(i) && in_.first_section[i] >= begin && in_.first_section[i] < end) piece.items.push_back(i);
       begin = end;
-      if (piece.items.empty()) continue;
-      const Result result = solve(piece, last_offset, last_rank);
-      if (result != Result::kFound) return result;
+      if (!piece.items.empty()) pieces.push_back(std::move(piece));
     }
-    record();  // the pieces recorded theirs; these are the items placed before
-    return Result::kFound;
+    Frame f;
+    f.node = false;
+    f.part = f.first_part = static_cast<uint32_t>(parts_.size());
+    for (Part& piece : pieces) parts_.push_back(std::move(piece));
+    f.parts_end = static_cast<uint32_t>(parts_.size());
+    f.last_offset = last_offset;
+    f.last_rank = last_rank;
+    frames_.push_back(f);
+  }
+
+  Result pop_pieces(Result result) {
+    // Its pieces are the last parts made: those of frames above it are gone.
+    parts_.resize(frames_.back().first_part);
+    frames_.pop_back();
+    return result;
   }
 
   // Section bounds: the unplaced items of a section all lie above its floor
@@ -339,7 +420,10 @@ class Search {
   std::vector<uint32_t> crossing_;   // per border s|s+1: unplaced items living on both sides
   std::vector<uint32_t> emptied_floors_;
   std::vector<uint32_t> placed_stack_;
-  std::vector<uint32_t> candidates_;  // a stack: each node owns a tail
+  std::vector<uint32_t> candidates_;  // a stack: each node frame owns a tail
+  std::vector<Frame> frames_;
+  std::vector<Part> parts_;  // a stack: each pieces frame owns a tail
+  std::vector<uint32_t> borders_;
   std::vector<LowestChange> lowest_changes_;
   std::vector<FloorChange> floor_changes_;
   uint64_t work_ = 0;  // entries visited, not yet charged as steps
