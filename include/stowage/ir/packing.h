@@ -31,11 +31,11 @@ struct PackOptions {
   // Without a capacity, `pack` minimises the height. With one, it stops at the
   // first packing whose height is within it.
   std::optional<uint64_t> capacity;
-  // The search is budgeted in steps (one step: one buffer placed, by the greedy
-  // start or by the search). With the same step budget the result is the same,
-  // bit for bit, on every run and machine, as long as the time limit is not hit:
-  // the time limit is only a safety stop, and `PackResult::stopped_by_time`
-  // says when it cut a search short (the result may then vary between runs).
+  // The work is budgeted in steps (see packing.cc: roughly one per item
+  // placed, more on large instances). With the same step budget the result is
+  // the same, bit for bit, on every run and machine, as long as the time limit
+  // is not hit: the time limit is only a safety stop, and
+  // `PackResult::stopped_by_time` says when it cut a search short.
   uint64_t max_steps = kDefaultMaxSteps;
   double time_limit_seconds = 10;
 
@@ -91,8 +91,8 @@ struct PlanningSolution {
 // Like read_planning_csv, and also requires and reads the `offset` column.
 Expected<PlanningSolution> read_planning_solution_csv(std::string_view text, std::string_view origin);
 
-// The items as CSV with an `offset` column added (and `alignment` when any
-// item has an alignment other than 1).
+// The items as CSV, with an `alignment` column when any item has an alignment
+// other than 1, and an `offset` column when `offsets` has one per item.
 std::string write_planning_csv(std::span<const PackItem> items, std::span<const uint64_t> offsets);
 
 }  // namespace stowage::ir

@@ -1,51 +1,57 @@
 // Offset packing: the core of static memory planning.
 //
-// Problem. Each item is alive over [lower, upper) and needs `size` bytes at an
-// offset that is a multiple of its alignment. Items alive at a common moment
+// The problem. Each item is alive over [lower, upper) and needs `size` bytes at
+// an offset that is a multiple of its alignment. Items alive at a common moment
 // must not share a byte. The height of a packing is the largest offset + size;
-// the goal is the smallest height (or, given a capacity, any height within it).
-// This is two-dimensional strip packing with the time axis fixed, NP-hard in
-// general; the best known practical method is a search over canonical
-// packings (Moffitt, "MiniMalloc", ASPLOS 2023), which this follows.
+// the goal is the smallest height or, given a capacity, any height within it.
+// This is dynamic storage allocation (two-dimensional packing with the time
+// axis fixed), NP-hard in general. The method follows the canonical-packing
+// search of Moffitt's MiniMalloc (ASPLOS 2023), written anew here.
 //
-// Guarantees.
-//  - The result is a valid packing, always: every offset is aligned, no two
-//    items alive together overlap in bytes. pack() checks its own result with
-//    the independent checker before returning it.
+// What pack() guarantees.
+//  - The result is always a valid packing: every offset is aligned, and no two
+//    items alive together overlap in bytes. pack() runs the independent checker
+//    (packing_check.cc) on its own result before returning it.
 //  - lower_bound is the largest total of bytes alive at one moment (and at
-//    least the size of any never-alive item, see below); no packing is lower.
-//    When height == lower_bound, or the search has shown every lower height
-//    infeasible, proven_optimal is set.
-//  - Deterministic: the work is budgeted in steps (PackOptions::max_steps), not
-//    in time. With the same items and the same step budget the offsets are
-//    identical on every run. The time limit is only a safety stop; when it
-//    ends a search early, stopped_by_time says so.
+//    least the size of any never-alive item, see below): no packing is lower.
+//    proven_optimal is set when height == lower_bound, or when the search has
+//    shown every lower height infeasible.
 //  - A first solution is always produced, however small the budget.
+//  - Deterministic: the work is budgeted in steps, not in time. A step is one
+//    item placed (by the greedy start or by the search), plus, in the search,
+//    one more per 64 entries of work (items scanned, sections checked, overlap
+//    lists walked), so that steps track time on small and large instances
+//    alike. With the same items and the same max_steps the offsets are
+//    identical on every run and machine. The time limit is only a safety stop:
+//    when it cuts a search short, stopped_by_time says so and that run may
+//    differ from another.
 //
 // How.
 //  1. Items of size 0 or never alive (lower >= upper) take no space at any
 //     moment: they get offset 0. Like every item they lie inside the storage,
 //     so the height is at least the size of a never-alive item.
 //  2. The rest split into groups connected in time (no item of one group is
-//     alive with an item of another); each group is packed on its own and the
-//     height is the largest group height.
-//  3. Per group, sections are computed: the maximal sets of items alive at one
-//     moment (packing_sections.cc). The largest section total is the group's
+//     alive with an item of another); each group is packed on its own, all
+//     from offset 0, and the height is the largest group height.
+//  3. Per group, sections are computed (packing_sections.cc): the maximal sets
+//     of items alive at one moment. The largest section total is the group's
 //     lower bound.
-//  4. A greedy start (packing_greedy.cc): items largest (or most crowded) first,
-//     each in the tightest or lowest gap left by the items placed before it
-//     that overlap it in time, found through a max tree over births. This is
-//     O(n k log n) for n items with k alive at once: 100,000 items take well
-//     under a second. The best of three orders is kept.
-//  5. Exact search (packing_search.cc) for groups of up to kMaxSearchItems
-//     items whose greedy height is above the target: a depth-first search over
-//     canonical packings with section-bound pruning, dominance, dynamic
-//     decomposition and restarts over several item rankings. With a capacity,
-//     it looks for a packing within it. Without one, it first asks for the
-//     lower bound itself with three quarters of the budget (most real
-//     instances reach it), then bisects between the highest height shown
-//     infeasible or abandoned and the best height found, each attempt taking
-//     half of the steps left.
+//  4. A greedy start (packing_greedy.cc): items largest (or most crowded)
+//     first, each in the tightest or the lowest gap left by the items placed
+//     before it that overlap it in time, found through a max tree over births:
+//     O(n k log n) for n items with k alive at once. The best of three orders
+//     is kept. Groups too large for the search (over 4096 items) end here.
+//  5. An exact search (packing_search.cc) for each group whose greedy height is
+//     above the target: a depth-first search over canonical packings, pruned
+//     by section bounds and dominance, split into independent sub-problems as
+//     they appear, restarted under three item rankings with a doubling step
+//     limit. With a capacity, it looks for a packing within it (and, if it
+//     proves there is none, goes on as below to report the best height).
+//     Without one, it first asks for the lower bound itself, with three
+//     quarters of the budget (real instances mostly reach it), then bisects
+//     between the highest height shown infeasible or abandoned and the best
+//     height found, each attempt taking half of the steps left.
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -154,7 +160,7 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
   // Work on the searchable groups that stand above the target, highest first.
   std::vector<size_t> order;
   for (size_t g = 0; g < groups.size(); ++g)
-    if (groups[g].count() <= packing::kMaxSearchItems) order.push_back(g);
+    if (packing::searchable(groups[g])) order.push_back(g);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return states[a].placement.height > states[b].placement.height;
   });

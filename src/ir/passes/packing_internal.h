@@ -130,8 +130,11 @@ class ExactSearch {
   std::unique_ptr<Shared> shared_;
 };
 
-// Instances larger than this keep their greedy placement: the search's cost
-// per step grows with the instance.
+// Whether the exact search takes on the instance. Larger ones keep their
+// greedy placement: the search's cost per step and its memory (the lists of
+// overlapping items and of section members) grow with the instance.
+bool searchable(const Instance& instance);
 inline constexpr uint32_t kMaxSearchItems = 4096;
+inline constexpr uint64_t kMaxSearchEntries = uint64_t{1} << 23;  // per list kind
 
 }  // namespace stowage::ir::packing

@@ -431,6 +431,25 @@ class Search {
 
 }  // namespace
 
+bool searchable(const Instance& in) {
+  if (in.count() > kMaxSearchItems) return false;
+  // Section members: one entry per section an item spans. Overlap pairs: for
+  // each item, those whose section range starts before it ends and ends after
+  // it starts (with sorted starts and ends, two binary searches).
+  uint64_t members = 0;
+  std::vector<uint32_t> firsts(in.first_section), ends(in.end_section);
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(ends.begin(), ends.end());
+  uint64_t pairs = 0;
+  for (uint32_t i = 0; i < in.count(); ++i) {
+    members += in.end_section[i] - in.first_section[i];
+    const auto started = std::lower_bound(firsts.begin(), firsts.end(), in.end_section[i]) - firsts.begin();
+    const auto ended = std::upper_bound(ends.begin(), ends.end(), in.first_section[i]) - ends.begin();
+    pairs += static_cast<uint64_t>(started - ended - 1);
+  }
+  return members <= kMaxSearchEntries && pairs <= kMaxSearchEntries;
+}
+
 ExactSearch::ExactSearch(const Instance& instance) : shared_(std::make_unique<Shared>(instance)) {}
 ExactSearch::~ExactSearch() = default;
 
