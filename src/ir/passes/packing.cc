@@ -55,6 +55,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <string>
 
 #include "packing_internal.h"
 
@@ -70,6 +71,8 @@ Status validate(std::span<const PackItem> items) {
   // Any greedy placement puts an item at most at the sum of the sizes and
   // alignment paddings below it: if that sum fits in 64 bits, no offset
   // computed later can overflow.
+  if (items.size() >= std::numeric_limits<uint32_t>::max())
+    return Error(ErrorKind::kInvalidInput, "too many items to pack: " + std::to_string(items.size()));
   unsigned __int128 worst = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].alignment == 0)
