@@ -1,0 +1,98 @@
+// Offset packing for static memory planning: give every buffer a byte offset
+// inside one storage so that buffers alive at the same time never share a byte,
+// keeping the storage small.
+//
+// A buffer is alive over the half-open interval [lower, upper). The lower bound
+// on any packing is the largest total of bytes alive at one moment; `pack` aims
+// for it, and says when it has proven that nothing better exists. How it works
+// and what it guarantees is described at the top of src/ir/passes/packing.cc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stowage/support/error.h"
+
+namespace stowage::ir {
+
+struct PackItem {
+  std::string id;
+  int64_t lower = 0;  // first moment alive
+  int64_t upper = 0;  // first moment no longer alive; lower >= upper: never alive
+  uint64_t size = 0;  // bytes
+  uint64_t alignment = 1;  // the offset must be a multiple of it; at least 1
+};
+
+struct PackOptions {
+  // Without a capacity, `pack` minimises the height. With one, it stops at the
+  // first packing whose height is within it.
+  std::optional<uint64_t> capacity;
+  // The work is budgeted in steps (see packing.cc: roughly one per item
+  // placed, more on large instances). With the same step budget the result is
+  // the same, bit for bit, on every run and machine, as long as the time limit
+  // is not hit: the time limit is only a safety stop, and
+  // `PackResult::stopped_by_time` says when it cut a search short.
+  uint64_t max_steps = kDefaultMaxSteps;
+  double time_limit_seconds = 10;
+
+  static constexpr uint64_t kDefaultMaxSteps = 12'000'000;
+};
+
+struct PackResult {
+  std::vector<uint64_t> offsets;  // one per item, in the items' order
+  uint64_t height = 0;            // bytes the storage needs: max of offset + size
+  uint64_t lower_bound = 0;       // no packing can have a smaller height
+  bool fits = false;              // height <= capacity (always true without one)
+  bool proven_optimal = false;    // no packing has a smaller height
+  bool stopped_by_time = false;   // the time limit, not the step budget, ended the search
+  uint64_t steps = 0;             // steps taken, counted as for max_steps
+  double seconds = 0;
+};
+
+// Packs the items. Errors (as values): an alignment of 0, or sizes so large
+// that a packing could need more than 2^64 - 1 bytes.
+Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& options = {});
+
+// The largest total of sizes of items alive at one moment (saturates at
+// 2^64 - 1). Items that are never alive count nowhere.
+uint64_t live_bytes_lower_bound(std::span<const PackItem> items);
+
+// An independent check of a packing: offsets are aligned, no offset + size
+// overflows or passes the capacity, and no two items alive at the same moment
+// share a byte. Returns the first violation found as an error, else ok.
+Status check_packing(std::span<const PackItem> items, std::span<const uint64_t> offsets,
+                     std::optional<uint64_t> capacity = std::nullopt);
+
+// The bytes TVM Relax's storage-reuse planner would allocate: every item takes
+// a whole storage; a storage freed at an item's death is reused by a later item
+// (the smallest free one at least as large and at most 16 times larger, else
+// the largest free one at least 1/16 of its size, grown to fit), else a new
+// storage is made. Returns the total size of all storages (saturating).
+uint64_t reuse_only_total(std::span<const PackItem> items);
+
+// Every item its own storage: the sum of the sizes (saturating).
+uint64_t naive_total(std::span<const PackItem> items);
+
+// The planning CSV format: a header naming the columns `id,lower,upper,size`,
+// optionally `alignment` and `offset` (any order, each at most once), then one
+// item a line. `origin` names the text in error messages
+// ("origin:LINE: column 'size': ..."). An `offset` column is read by
+// read_planning_solution_csv and ignored here.
+Expected<std::vector<PackItem>> read_planning_csv(std::string_view text, std::string_view origin);
+
+struct PlanningSolution {
+  std::vector<PackItem> items;
+  std::vector<uint64_t> offsets;
+};
+// Like read_planning_csv, and also requires and reads the `offset` column.
+Expected<PlanningSolution> read_planning_solution_csv(std::string_view text, std::string_view origin);
+
+// The items as CSV, with an `alignment` column when any item has an alignment
+// other than 1, and an `offset` column when `offsets` has one per item.
+std::string write_planning_csv(std::span<const PackItem> items, std::span<const uint64_t> offsets);
+
+}  // namespace stowage::ir

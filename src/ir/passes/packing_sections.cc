@@ -1,0 +1,136 @@
+// Sections (maximal sets of items alive together), the live-bytes lower bound
+// and the split of a packing problem into groups independent in time.
+#include <algorithm>
+#include <limits>
+
+#include "packing_internal.h"
+
+namespace stowage::ir {
+namespace {
+
+struct Event {
+  int64_t time;
+  uint32_t item;
+  bool starts;  // deaths sort before births at the same moment: [lower, upper)
+  bool operator<(const Event& o) const {
+    if (time != o.time) return time < o.time;
+    if (starts != o.starts) return !starts;
+    return item < o.item;
+  }
+};
+
+bool takes_space(const PackItem& item) { return item.size > 0 && item.lower < item.upper; }
+
+}  // namespace
+
+uint64_t live_bytes_lower_bound(std::span<const PackItem> items) {
+  std::vector<Event> events;
+  for (uint32_t i = 0; i < items.size(); ++i) {
+    if (!takes_space(items[i])) continue;
+    events.push_back({items[i].lower, i, true});
+    events.push_back({items[i].upper, i, false});
+  }
+  std::sort(events.begin(), events.end());
+  // Live bytes are a sum of up to 2^32 sizes: track it exactly in 128 bits.
+  unsigned __int128 live = 0, peak = 0;
+  for (const Event& e : events) {
+    if (e.starts) {
+      live += items[e.item].size;
+      peak = std::max(peak, live);
+    } else {
+      live -= items[e.item].size;
+    }
+  }
+  return peak > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
+                                                     : static_cast<uint64_t>(peak);
+}
+
+namespace packing {
+
+void compute_sections(Instance& in) {
+  const uint32_t n = in.count();
+  std::vector<Event> events;
+  events.reserve(2 * n);
+  for (uint32_t i = 0; i < n; ++i) {
+    events.push_back({in.lower[i], i, true});
+    events.push_back({in.upper[i], i, false});
+  }
+  std::sort(events.begin(), events.end());
+  in.first_section.assign(n, 0);
+  in.end_section.assign(n, 0);
+  in.section_total.clear();
+  in.lower_bound = 0;
+  // A section closes at the first death after a birth: the items alive just
+  // before it form a maximal set. Every item is in the section that closes at
+  // the first death after its birth, and in the following ones while it lives.
+  uint64_t live = 0;  // cannot overflow: the caller checked the sum of all sizes
+  bool rising = false;
+  for (const Event& e : events) {
+    if (e.starts) {
+      in.first_section[e.item] = in.section_count();
+      live += in.size[e.item];
+      rising = true;
+      continue;
+    }
+    if (rising) {
+      in.section_total.push_back(live);
+      in.lower_bound = std::max(in.lower_bound, live);
+      rising = false;
+    }
+    in.end_section[e.item] = in.section_count();
+    live -= in.size[e.item];
+  }
+}
+
+std::vector<Instance> split_into_instances(std::span<const PackItem> items,
+                                           std::span<const uint32_t> packed) {
+  std::vector<uint32_t> order(packed.begin(), packed.end());
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (items[a].lower != items[b].lower) return items[a].lower < items[b].lower;
+    return a < b;
+  });
+  std::vector<Instance> instances;
+  int64_t reach = std::numeric_limits<int64_t>::min();  // latest upper of the open group
+  for (uint32_t index : order) {
+    const PackItem& item = items[index];
+    if (instances.empty() || item.lower >= reach) instances.emplace_back();
+    Instance& in = instances.back();
+    in.item.push_back(index);
+    in.lower.push_back(item.lower);
+    in.upper.push_back(item.upper);
+    in.size.push_back(item.size);
+    in.align.push_back(item.alignment);
+    reach = in.item.size() == 1 ? item.upper : std::max(reach, item.upper);
+  }
+  for (Instance& in : instances) compute_sections(in);
+  return instances;
+}
+
+// The largest section total over each item's sections (sparse table).
+std::vector<uint64_t> item_crowding(const Instance& in) {
+  const uint32_t s = in.section_count();
+  std::vector<std::vector<uint64_t>> table{in.section_total};
+  for (uint32_t width = 1; 2 * width <= s; width *= 2) {
+    const std::vector<uint64_t>& prev = table.back();
+    std::vector<uint64_t> next(s - 2 * width + 1);
+    for (uint32_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + width]);
+    table.push_back(std::move(next));
+  }
+  std::vector<uint64_t> result(in.count());
+  for (uint32_t i = 0; i < in.count(); ++i) {
+    const uint32_t begin = in.first_section[i], end = in.end_section[i];
+    uint32_t level = 0;
+    while ((2u << level) <= end - begin) ++level;
+    result[i] = std::max(table[level][begin], table[level][end - (1u << level)]);
+  }
+  return result;
+}
+
+uint64_t height_of(const Instance& in, std::span<const uint64_t> offsets) {
+  uint64_t height = 0;
+  for (uint32_t i = 0; i < in.count(); ++i) height = std::max(height, offsets[i] + in.size[i]);
+  return height;
+}
+
+}  // namespace packing
+}  // namespace stowage::ir
