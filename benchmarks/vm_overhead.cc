@@ -14,6 +14,7 @@
 #include <string>
 
 #include "stowage/backend/opencl.h"
+#include "stowage/backend/program_cache.h"
 #include "stowage/vm/vm.h"
 
 namespace {
@@ -75,7 +76,8 @@ void BM_BareOpenCL(benchmark::State& state) {
   cl_program program = clCreateProgramWithSource(ctx->context(), 1, &kSource, &length, &status);
   check(status, "clCreateProgramWithSource");
   cl_device_id dev = ctx->device();
-  check(clBuildProgram(program, 1, &dev, "-cl-std=CL1.2", nullptr, nullptr), "clBuildProgram");
+  // The same build options as the VM's programs, so both launch the same code.
+  check(clBuildProgram(program, 1, &dev, opencl::ProgramCache::kBuildOptions, nullptr, nullptr), "clBuildProgram");
   cl_kernel kernel = clCreateKernel(program, "bump", &status);
   check(status, "clCreateKernel");
   cl_mem buffer = clCreateBuffer(ctx->context(), CL_MEM_READ_WRITE, 1024, nullptr, &status);
