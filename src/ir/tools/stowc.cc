@@ -1,6 +1,7 @@
 // stowc: compiles Stowage text IR to a bytecode file.
 //
 //   stowc FILE.stir [-o OUT.stw] [--target NAME|PATH] [--print]
+//   stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] [--output OUT.csv]
 //
 // Exit codes: 0 success, 1 internal or I/O failure while writing, 2 bad input
 // (arguments, syntax, verification, kernel source). Errors are one line on stderr.
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "stowage/ir/compiler.h"
+#include "stowage/ir/plan_csv_command.h"
 #include "stowage/ir/printer.h"
 #include "stowage/vm/bytecode.h"
 
@@ -59,8 +61,22 @@ int compile(const Options& opt) {
 
 }  // namespace
 
+// `stowc plan-csv ...`: places the buffers of a planning CSV file (exit 0 fits,
+// 1 does not, 2 bad input).
+int plan_csv(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 2, argv + argc);
+  auto parsed = ir::parse_plan_csv_args(args);
+  if (!parsed) {
+    std::cerr << "stowc plan-csv: error: " << parsed.error().message() << "\n";
+    return 2;
+  }
+  return ir::run_plan_csv(*parsed, std::cout, std::cerr);
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "plan-csv") return plan_csv(argc, argv);
   CLI::App app{"Compiles Stowage text IR (.stir) to a bytecode file (.stw).", "stowc"};
+  app.footer("Also: stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] [--output OUT.csv]");
   Options opt;
   app.add_option("input", opt.input, "text IR file")->required();
   app.add_option("-o,--output", opt.output, "bytecode file to write (default: input with .stw)");
