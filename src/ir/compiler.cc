@@ -11,11 +11,21 @@ namespace stowage::ir {
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
   if (auto status = read_module_kernels(module); !status) return status.error();
   if (auto status = verify_module(module, target); !status) return status.error();
+  MemoryReport memory;
+  if (has_tensor_level_bindings(module)) {
+    auto planned = plan_memory(module, target, options.plan);
+    if (!planned) return planned.error();
+    memory = planned.take();
+    if (auto status = verify_module(module, target); !status) {
+      return Error(ErrorKind::kRuntime, "the planned program fails verification (a planner bug): " +
+                                            status.error().message());
+    }
+  }
   CodegenOptions codegen;
   if (options.keep_ir_text) codegen.debug_text = print_module(module);
   auto exe = generate_executable(module, target, codegen);
   if (!exe) return exe.error();
-  return CompileResult{std::move(module), exe.take()};
+  return CompileResult{std::move(module), exe.take(), std::move(memory)};
 }
 
 Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,

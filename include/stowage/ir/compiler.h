@@ -6,6 +6,7 @@
 
 #include "stowage/backend/target.h"
 #include "stowage/ir/ir.h"
+#include "stowage/ir/planner.h"
 #include "stowage/support/error.h"
 #include "stowage/vm/executable.h"
 
@@ -13,11 +14,13 @@ namespace stowage::ir {
 
 struct CompileOptions {
   bool keep_ir_text = true;  // store the compiled IR in the executable's debug section
+  PlanOptions plan;          // for functions with tensor-level `empty` bindings
 };
 
 struct CompileResult {
   Module module;            // the module as compiled (storage level)
   Executable executable;
+  MemoryReport memory;      // what planning did; empty when nothing was planned
 };
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options = {});

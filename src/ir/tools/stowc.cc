@@ -1,6 +1,6 @@
 // stowc: compiles Stowage text IR to a bytecode file.
 //
-//   stowc FILE.stir [-o OUT.stw] [--target NAME|PATH] [--print]
+//   stowc FILE.stir [-o OUT.stw] [--target NAME|PATH] [--print] [--report] [--report-json F]
 //   stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] [--output OUT.csv]
 //
 // Exit codes: 0 success, 1 internal or I/O failure while writing, 2 bad input
@@ -27,6 +27,8 @@ struct Options {
   std::string output;
   std::string target = "opencl";
   bool print = false;
+  bool report = false;
+  std::string report_json;
 };
 
 int fail(const Error& error) {
@@ -46,6 +48,12 @@ int compile(const Options& opt) {
   auto result = ir::compile_text(text.str(), opt.input, *target);
   if (!result) return fail(result.error());
   if (opt.print) std::cout << ir::print_module(result->module);
+  if (opt.report) std::cout << ir::format_memory_report(result->memory);
+  if (!opt.report_json.empty()) {
+    std::ofstream json(opt.report_json);
+    json << ir::memory_report_json(result->memory) << "\n";
+    if (!json) return fail(Error(ErrorKind::kIo, fmt::format("{}: cannot write", opt.report_json)));
+  }
   std::string output = opt.output;
   if (output.empty()) {
     output = opt.input;
@@ -81,7 +89,9 @@ int main(int argc, char** argv) {
   app.add_option("input", opt.input, "text IR file")->required();
   app.add_option("-o,--output", opt.output, "bytecode file to write (default: input with .stw)");
   app.add_option("--target", opt.target, "shipped target name or a target JSON file")->capture_default_str();
-  app.add_flag("--print", opt.print, "print the IR as compiled");
+  app.add_flag("--print", opt.print, "print the IR as compiled (after planning)");
+  app.add_flag("--report", opt.report, "print the memory report of the planner");
+  app.add_option("--report-json", opt.report_json, "write the memory report as JSON");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,55 @@
+// Static memory planning: tensor-level `empty` bindings become storage-level
+// `alloc_storage` / `alloc_tensor(offset)` / `kill_object` (src/ir/passes/plan_memory.cc
+// says what the pass guarantees and how).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stowage/backend/target.h"
+#include "stowage/ir/ir.h"
+#include "stowage/support/error.h"
+
+namespace stowage::ir {
+
+enum class PlanStrategy {
+  kPacked,  // one storage per scope, tensors at packed offsets (the default)
+  kNaive,   // every tensor its own storage: the reference the packed plan is checked against
+};
+
+struct PlanOptions {
+  PlanStrategy strategy = PlanStrategy::kPacked;
+  double time_limit_seconds = 10;  // per scope; the packer's safety stop
+};
+
+// What planning did in one memory scope of one function.
+struct ScopeReport {
+  std::string function;
+  std::string scope;           // as requested (aliases kept)
+  uint64_t tensors = 0;        // tensors planned here
+  uint64_t planned_bytes = 0;  // the storage allocated for them
+  uint64_t lower_bound = 0;    // the largest total of bytes live at one moment
+  uint64_t naive_bytes = 0;    // every tensor its own storage
+  uint64_t reuse_only_bytes = 0;  // whole-storage reuse without offsets (TVM Relax's model)
+  uint64_t spilled = 0;        // tensors moved here from a full on-chip scope
+  bool proven_optimal = false;
+  double seconds = 0;
+};
+
+struct MemoryReport {
+  std::vector<ScopeReport> scopes;
+};
+
+// Plans every function that has `empty` bindings, in place. The module must have
+// passed the verifier; the result passes it too.
+Expected<MemoryReport> plan_memory(Module& module, const TargetDesc& target, const PlanOptions& options = {});
+
+bool has_tensor_level_bindings(const Module& module);
+
+// A table, one row per scope.
+std::string format_memory_report(const MemoryReport& report);
+// The same as JSON: {"scopes": [{"function": ..., "scope": ..., ...}, ...]}.
+std::string memory_report_json(const MemoryReport& report);
+
+}  // namespace stowage::ir

@@ -1,0 +1,39 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "stowage/ir/planner.h"
+
+namespace stowage::ir {
+
+std::string format_memory_report(const MemoryReport& report) {
+  std::string out = fmt::format("{:<12} {:<18} {:>7} {:>12} {:>12} {:>9} {:>12} {:>12} {:>7} {:>9}\n", "function",
+                                "scope", "tensors", "planned", "lower bound", "planned/lb", "reuse-only", "naive",
+                                "spilled", "time ms");
+  for (const auto& s : report.scopes) {
+    double ratio = s.lower_bound == 0 ? 1.0 : static_cast<double>(s.planned_bytes) / static_cast<double>(s.lower_bound);
+    out += fmt::format("{:<12} {:<18} {:>7} {:>12} {:>12} {:>9.4f} {:>12} {:>12} {:>7} {:>9.2f}\n", s.function, s.scope,
+                       s.tensors, s.planned_bytes, s.lower_bound, ratio, s.reuse_only_bytes, s.naive_bytes, s.spilled,
+                       s.seconds * 1e3);
+  }
+  return out;
+}
+
+std::string memory_report_json(const MemoryReport& report) {
+  nlohmann::json scopes = nlohmann::json::array();
+  for (const auto& s : report.scopes) {
+    scopes.push_back({{"function", s.function},
+                      {"scope", s.scope},
+                      {"tensors", s.tensors},
+                      {"planned_bytes", s.planned_bytes},
+                      {"lower_bound", s.lower_bound},
+                      {"naive_bytes", s.naive_bytes},
+                      {"reuse_only_bytes", s.reuse_only_bytes},
+                      {"spilled", s.spilled},
+                      {"proven_optimal", s.proven_optimal},
+                      {"seconds", s.seconds}});
+  }
+  return nlohmann::json{{"scopes", scopes}}.dump(2);
+}
+
+}  // namespace stowage::ir
