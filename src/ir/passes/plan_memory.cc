@@ -127,7 +127,8 @@ class FunctionPlanner {
       if (target_.find_scope(name)->capacity == 0) order.push_back(name);
     }
     std::map<std::string, uint64_t> spilled_into;
-    for (const std::string& name : order) {
+    for (size_t next = 0; next < order.size(); ++next) {
+      const std::string name = order[next];  // a copy: spills may append to `order`
       const ScopeDesc& scope = *target_.find_scope(name);
       std::vector<size_t>& members = by_scope[name];
       if (members.empty()) continue;
