@@ -118,6 +118,7 @@ ExecutableHandle compile(const ir::Module& module, const std::string& target) {
   ir::CompileResult result = unwrap(ir::compile_module(module, desc));
   ExecutableHandle h = handle_of(std::move(result.executable));
   h.module = std::move(result.module);
+  h.memory = std::move(result.memory);
   return h;
 }
 
@@ -137,6 +138,25 @@ void bind_executable(py::module_& m) {
           [](const ExecutableHandle& h) { return h.module ? ir::print_module(*h.module) : h.executable->debug_text; })
       .def_property_readonly("module", [](const ExecutableHandle& h) { return compiled_module(h); })
       .def_property_readonly("functions", [](const ExecutableHandle& h) { return describe_functions(*h.executable); })
+      .def_property_readonly("planner_report",
+                             [](const ExecutableHandle& h) {
+                               py::list rows;
+                               if (!h.memory) return rows;
+                               for (const auto& s : h.memory->scopes) {
+                                 py::dict row;
+                                 row["function"] = s.function;
+                                 row["scope"] = s.scope;
+                                 row["tensors"] = s.tensors;
+                                 row["planned_bytes"] = s.planned_bytes;
+                                 row["lower_bound"] = s.lower_bound;
+                                 row["naive_bytes"] = s.naive_bytes;
+                                 row["reuse_only_bytes"] = s.reuse_only_bytes;
+                                 row["spilled"] = s.spilled;
+                                 row["seconds"] = s.seconds;
+                                 rows.append(row);
+                               }
+                               return rows;
+                             })
       .def("memory_layout", [](const ExecutableHandle& h, const std::string& function) {
         ir::Module module = compiled_module(h);
         const ir::Function* f = module.find_function(function);

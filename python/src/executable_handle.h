@@ -2,6 +2,8 @@
 // it, and the IR module as compiled when it was compiled in this process.
 #pragma once
 
+#include "stowage/ir/planner.h"
+
 #include <memory>
 #include <optional>
 
@@ -13,6 +15,7 @@ namespace stowage::python {
 struct ExecutableHandle {
   std::shared_ptr<const Executable> executable;
   std::optional<ir::Module> module;
+  std::optional<ir::MemoryReport> memory;  // the planner's report, when compiled here
 };
 
 }  // namespace stowage::python

@@ -72,10 +72,19 @@ class Executable:
           placement can go below;
         - ``naive_bytes``: every tensor its own storage;
         - ``reuse_only_bytes``: storage reuse without offset packing, and
-          ``seconds``: the planning time. The planning pass fills these two for
-          the scopes it plans; they are None where it did not run (storage-level
-          programs placed by hand).
+          ``seconds``: the planning time.
+
+        For scopes the planner placed, the figures are the planner's (the
+        returned tensor's own storage is not counted) with ``tensors`` and
+        ``spilled`` added; for storage-level programs placed by hand they are
+        read from the IR, and ``reuse_only_bytes`` and ``seconds`` are None.
         """
+        entry = self.entry_function()
+        planned = [r for r in self._handle.planner_report if r["function"] == entry]
+        if planned:
+            return {
+                r["scope"]: {key: r[key] for key in REPORT_KEYS + ("tensors", "spilled")} for r in planned
+            }
         report = {}
         for scope in self.memory_layout()["scopes"]:
             report[scope["scope"]] = {
