@@ -129,16 +129,81 @@ TEST(PlanPassTest, OnChipTensorsThatDoNotFitSpillToTheFallback) {
   EXPECT_NE(planned.find("a = alloc_tensor(arena1"), std::string::npos) << planned;
 }
 
-TEST(PlanPassTest, TextureScopesAreRefusedWithTheTensorsName) {
-  std::string planned = planned_function(R"(fn main(x: Tensor[(1, 4), float32]) -> Tensor[(1, 4), float32] {
-  t = empty([1, 4], float32, scope="global.texture")
-  copy_tensor(x, t)
-  return x
+constexpr const char* kTextureKernels = R"(kernels tex """
+__constant sampler_t kSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+__kernel void add_one(read_only image2d_t in, write_only image2d_t out) {
+  int2 p = (int2)(get_global_id(0), get_global_id(1));
+  write_imagef(out, p, read_imagef(in, kSampler, p) + 1.0f);
 }
-)", opencl_target());
-  EXPECT_EQ(planned,
-            "ERROR 14:3: error: planning function 'main', tensor 't': texture scope 'global.texture' is not planned "
-            "yet; place it by hand");
+"""
+
+)";
+
+TEST(PlanPassTest, TextureTensorsOfDisjointLifetimesShareOneImage) {
+  auto target = opencl_target();
+  std::string text = std::string(kTextureKernels) +
+                     R"(fn main(x: Tensor[(8, 6, 4), float32]) -> Tensor[(8, 6, 4), float32] {
+  a = empty([8, 6, 4], float32, scope="global.texture")
+  copy_tensor(x, a)
+  b = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [a, b], grid=[6, 8])
+  c = empty([4, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [b, c], grid=[6, 4])
+  d = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [b, d], grid=[6, 8])
+  y = empty([8, 6, 4], float32, scope="global")
+  copy_tensor(d, y)
+  return y
+}
+)";
+  auto compiled = compile_text(text, "tex.stir", target);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  std::string planned = print_function(compiled->module.functions[0]);
+  // a dies at b's kernel; c (smaller) and then d reuse a's image; b keeps its own.
+  EXPECT_NE(planned.find("image0 = alloc_storage([8, 6], device=0, dtype=float32, scope=\"global.texture\")"),
+            std::string::npos) << planned;
+  EXPECT_NE(planned.find("c = alloc_tensor(image0, 0, [4, 6, 4], float32)"), std::string::npos) << planned;
+  EXPECT_NE(planned.find("d = alloc_tensor(image0, 0, [8, 6, 4], float32)"), std::string::npos) << planned;
+  EXPECT_EQ(planned.find("image2 ="), std::string::npos) << planned;
+  ASSERT_EQ(compiled->memory.scopes.size(), 1u);
+  const ScopeReport& r = compiled->memory.scopes[0];
+  EXPECT_EQ(r.scope, "global.texture");
+  EXPECT_EQ(r.images, 2u);
+  EXPECT_EQ(r.tensors, 4u);
+  EXPECT_EQ(r.planned_pixels, 2u * 48u);
+  EXPECT_EQ(r.naive_pixels, 3u * 48u + 24u);
+  EXPECT_NE(format_memory_report(compiled->memory).find("2 images for 4 tensors, 96 pixels planned, 168 if each had its own"),
+            std::string::npos);
+  // And it runs: d = x + 2.
+  auto machine = vm::VirtualMachine::create(std::make_shared<const Executable>(compiled->executable)).value_or_throw();
+  std::vector<float> x(8 * 6 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 50.0f;
+  auto out = machine->invoke("main", {vm::Value::from(vm::host_tensor({8, 6, 4}, DType::kFloat32, std::as_bytes(std::span(x))))});
+  std::vector<float> y = out.as_tensor().to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] + 2.0f) << i;
+}
+
+TEST(PlanPassTest, TwoTextureTensorsWithDisjointLifetimesGetOneImage) {
+  auto target = opencl_target();
+  std::string text = std::string(kTextureKernels) +
+                     R"(fn main(x: Tensor[(8, 6, 4), float32]) -> Tensor[(8, 6, 4), float32] {
+  a = empty([8, 6, 4], float32, scope="global.texture")
+  copy_tensor(x, a)
+  y = empty([8, 6, 4], float32, scope="global")
+  copy_tensor(a, y)
+  b = empty([8, 6, 4], float32, scope="global.texture")
+  copy_tensor(y, b)
+  copy_tensor(b, y)
+  return y
+}
+)";
+  auto compiled = compile_text(text, "tex.stir", target);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  ASSERT_EQ(compiled->memory.scopes.size(), 1u);  // y, the result, has its own storage
+  const ScopeReport& tex = compiled->memory.scopes[0];
+  EXPECT_EQ(tex.scope, "global.texture");
+  EXPECT_EQ(tex.images, 1u);
+  EXPECT_EQ(tex.tensors, 2u);
 }
 
 // Random tensor-level programs: planned (packed) and every-tensor-its-own-storage

@@ -35,6 +35,11 @@ struct ScopeReport {
   uint64_t spilled = 0;        // tensors moved here from a full on-chip scope
   bool proven_optimal = false;
   double seconds = 0;
+  // Texture scopes: images allocated, pixels they hold, pixels if every tensor
+  // had its own image.
+  uint64_t images = 0;
+  uint64_t planned_pixels = 0;
+  uint64_t naive_pixels = 0;
 };
 
 struct MemoryReport {

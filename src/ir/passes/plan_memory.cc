@@ -22,8 +22,10 @@
 //
 // How: liveness is one pass over the bindings; offsets come from the packer
 // (include/stowage/ir/packing.h), which searches for the lowest height under a
-// step budget and so is deterministic. Texture scopes are not planned by this
-// pass yet: an `empty` in an image scope is an error naming the tensor.
+// step budget and so is deterministic. Texture scopes are pooled in 2D instead
+// (pool_images): a tensor takes a free image of its scope and pixel type, the
+// smallest that fits, else the one whose growth adds the least area; a tensor
+// always sits at the image's origin, so tensors alive together never share one.
 #include "stowage/ir/planner.h"
 
 #include <fmt/format.h>
@@ -31,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "stowage/ir/packing.h"
@@ -50,6 +53,18 @@ struct PlannedTensor {
   std::string scope_name;  // as requested
   uint64_t offset = 0;
   std::string storage;  // the storage it is placed in
+  DType dtype = DType::kFloat32;
+  std::optional<ImageExtent> image;  // texture scopes: the pixels it covers
+};
+
+// An image of a texture pool: its extent grows to hold every tensor placed in it.
+struct PooledImage {
+  std::string name;
+  std::string scope_name;
+  const ScopeDesc* scope = nullptr;
+  DType dtype = DType::kFloat32;
+  ImageExtent extent;
+  int64_t busy_until = -1;  // the last use of the tensor it holds now
 };
 
 Error plan_error(const Function& f, const Binding& b, const std::string& what) {
@@ -99,8 +114,19 @@ class FunctionPlanner {
       t.nbytes = *nbytes;
       t.scope = target_.find_scope(b.scope);
       if (t.scope == nullptr) return plan_error(f_, b, fmt::format("scope '{}' is not offered by the target", b.scope));
+      t.dtype = b.dtype;
       if (t.scope->kind == ScopeKind::kImage2d) {
-        return plan_error(f_, b, fmt::format("texture scope '{}' is not planned yet; place it by hand", b.scope));
+        ImageLayout layout = t.scope->layout == "weight" ? ImageLayout::kWeight
+                             : t.scope->layout == "nhwc" ? ImageLayout::kNhwc
+                                                         : ImageLayout::kActivation;
+        t.image = image_extent(b.shape, layout);
+        if (!t.image) {
+          return plan_error(f_, b, fmt::format("a tensor in texture scope '{}' needs a last extent of 4 and at most 5 "
+                                               "dimensions", b.scope));
+        }
+        if (b.dtype != DType::kFloat32 && b.dtype != DType::kFloat16) {
+          return plan_error(f_, b, "texture pixels are float32 or float16");
+        }
       }
       t.scope_name = b.scope;
       t.returned = b.result == f_.ret;
@@ -115,9 +141,10 @@ class FunctionPlanner {
   Status place() {
     std::map<std::string, std::vector<size_t>> by_scope;  // resolved scope name -> tensors
     for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (tensors_[i].returned) continue;
+      if (tensors_[i].returned || tensors_[i].image) continue;
       by_scope[tensors_[i].scope->name].push_back(i);
     }
+    pool_images();
     // On-chip scopes first: what spills joins its fallback before that is packed.
     std::vector<std::string> order;
     for (const auto& [name, members] : by_scope) {
@@ -168,6 +195,61 @@ class FunctionPlanner {
       record(scope, members, result, spilled_into[name], took.count());
     }
     return {};
+  }
+
+  // Texture scopes: tensors in order of allocation take an image that is free
+  // (its tensor died) of the same scope and pixel type: the smallest that already
+  // fits, else the one whose growth to fit adds the least area, else a new one.
+  void pool_images() {
+    std::vector<PooledImage> images;
+    std::map<std::string, ScopeReport> reports;
+    for (auto& t : tensors_) {
+      if (!t.image || t.returned) continue;
+      PooledImage* best = nullptr;
+      uint64_t best_cost = UINT64_MAX;
+      bool best_fits = false;
+      for (auto& image : images) {
+        if (options_.strategy == PlanStrategy::kNaive) break;  // the reference: an image each
+        if (image.scope != t.scope || image.dtype != t.dtype || image.busy_until >= t.first) continue;
+        bool fits = image.extent.height >= t.image->height && image.extent.width >= t.image->width;
+        uint64_t area = image.extent.height * image.extent.width;
+        uint64_t grown = std::max(image.extent.height, t.image->height) * std::max(image.extent.width, t.image->width);
+        uint64_t cost = fits ? area : grown - area;
+        if ((fits && !best_fits) || (fits == best_fits && cost < best_cost)) {
+          best = &image;
+          best_cost = cost;
+          best_fits = fits;
+        }
+      }
+      if (best == nullptr) {
+        images.push_back(PooledImage{fresh_name("image"), t.scope_name, t.scope, t.dtype, *t.image, -1});
+        best = &images.back();
+      }
+      best->extent.height = std::max(best->extent.height, t.image->height);
+      best->extent.width = std::max(best->extent.width, t.image->width);
+      best->busy_until = t.last;
+      t.storage = best->name;
+      t.offset = 0;
+      ScopeReport& r = reports[t.scope_name];
+      r.function = f_.name;
+      r.scope = t.scope_name;
+      r.tensors += 1;
+      r.naive_pixels += t.image->height * t.image->width;
+    }
+    for (const auto& image : images) {
+      images_.push_back(image);
+      ScopeReport& r = reports[image.scope_name];
+      r.images += 1;
+      r.planned_pixels += image.extent.height * image.extent.width;
+      r.planned_bytes += image.extent.height * image.extent.width * 4 * dtype_bytes(image.dtype);
+    }
+    for (auto& [name, r] : reports) {
+      r.naive_bytes = 0;
+      for (const auto& t : tensors_) {
+        if (t.image && !t.returned && t.scope_name == name) r.naive_bytes += t.image->height * t.image->width * 4 * dtype_bytes(t.dtype);
+      }
+      report_.scopes.push_back(r);
+    }
   }
 
   Expected<PackResult> pack_scope(const ScopeDesc& scope, const std::vector<size_t>& members) {
@@ -240,18 +322,30 @@ class FunctionPlanner {
     return b;
   }
 
+  static Binding alloc_image(const std::string& name, ImageExtent extent, DType dtype, const std::string& scope) {
+    Binding b;
+    b.result = name;
+    b.op = Op::kAllocStorage;
+    b.shape = {static_cast<int64_t>(extent.height), static_cast<int64_t>(extent.width)};
+    b.device = 0;
+    b.dtype = dtype;
+    b.scope = scope;
+    return b;
+  }
+
   void emit() {
     std::vector<Binding> out;
     for (const auto& s : storages_) {
       if (!s.name.empty()) out.push_back(alloc_storage(s.name, s.nbytes, s.scope));
     }
+    for (const auto& image : images_) out.push_back(alloc_image(image.name, image.extent, image.dtype, image.scope_name));
     // Kills due after each binding.
     std::map<int64_t, std::vector<std::string>> kills;
     for (const auto& t : tensors_) {
       if (t.returned) continue;
       if (!t.user_killed) kills[t.last].push_back(t.name);
       // A storage of its own (the naive reference) ends with its tensor.
-      if (options_.strategy == PlanStrategy::kNaive) kills[t.last].push_back(t.storage);
+      if (options_.strategy == PlanStrategy::kNaive && !t.image) kills[t.last].push_back(t.storage);
     }
     std::map<size_t, const PlannedTensor*> planned;
     for (const auto& t : tensors_) planned[t.binding] = &t;
@@ -261,7 +355,10 @@ class FunctionPlanner {
         const PlannedTensor& t = *it->second;
         uint64_t alignment = std::max<uint64_t>(t.scope->alignment, 1);
         std::string storage = t.storage;
-        if (t.returned || options_.strategy == PlanStrategy::kNaive) {
+        if (t.returned && t.image) {
+          storage = fresh_name("result");
+          out.push_back(alloc_image(storage, *t.image, t.dtype, t.scope_name));
+        } else if (t.returned || (options_.strategy == PlanStrategy::kNaive && !t.image)) {
           storage = t.returned ? fresh_name("result") : t.storage;
           out.push_back(alloc_storage(storage, round_up(std::max<uint64_t>(t.nbytes, 1), alignment), t.scope_name));
         }
@@ -269,7 +366,7 @@ class FunctionPlanner {
         a.result = b.result;
         a.op = Op::kAllocTensor;
         a.vars = {storage};
-        a.offset = static_cast<int64_t>(t.returned || options_.strategy == PlanStrategy::kNaive ? 0 : t.offset);
+        a.offset = static_cast<int64_t>(t.returned || (options_.strategy == PlanStrategy::kNaive && !t.image) ? 0 : t.offset);
         a.shape = b.shape;
         a.dtype = b.dtype;
         a.loc = b.loc;
@@ -299,6 +396,7 @@ class FunctionPlanner {
   MemoryReport& report_;
   std::vector<PlannedTensor> tensors_;
   std::vector<StorageToEmit> storages_;
+  std::vector<PooledImage> images_;
   std::set<std::string> names_;
 };
 

@@ -16,6 +16,11 @@ std::string format_memory_report(const MemoryReport& report) {
                        s.tensors, s.planned_bytes, s.lower_bound, ratio, s.reuse_only_bytes, s.naive_bytes, s.spilled,
                        s.seconds * 1e3);
   }
+  for (const auto& s : report.scopes) {
+    if (s.images == 0) continue;
+    out += fmt::format("{} {}: {} image{} for {} tensors, {} pixels planned, {} if each had its own\n", s.function,
+                       s.scope, s.images, s.images == 1 ? "" : "s", s.tensors, s.planned_pixels, s.naive_pixels);
+  }
   return out;
 }
 
@@ -31,7 +36,10 @@ std::string memory_report_json(const MemoryReport& report) {
                       {"reuse_only_bytes", s.reuse_only_bytes},
                       {"spilled", s.spilled},
                       {"proven_optimal", s.proven_optimal},
-                      {"seconds", s.seconds}});
+                      {"seconds", s.seconds},
+                      {"images", s.images},
+                      {"planned_pixels", s.planned_pixels},
+                      {"naive_pixels", s.naive_pixels}});
   }
   return nlohmann::json{{"scopes", scopes}}.dump(2);
 }
