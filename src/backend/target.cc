@@ -35,6 +35,13 @@ bool ScopeDesc::answers_to(std::string_view scope) const {
   return false;
 }
 
+ImageLayout ScopeDesc::image_layout() const {
+  if (kind != ScopeKind::kImage2d) return ImageLayout::kNone;
+  if (layout == "weight") return ImageLayout::kWeight;
+  if (layout == "nhwc") return ImageLayout::kNhwc;
+  return ImageLayout::kActivation;
+}
+
 const ScopeDesc* TargetDesc::find_scope(std::string_view scope) const {
   for (const auto& s : scopes) {
     if (s.answers_to(scope)) return &s;

@@ -10,36 +10,6 @@
 namespace stowage::ir::verify {
 namespace {
 
-struct ImageExtent {
-  uint64_t height = 0;
-  uint64_t width = 0;
-};
-
-// How a scope's layout maps [A, B, C, D, 4] to (height, width), a shorter shape
-// counting its missing leading dimensions as 1; nullopt on overflow.
-std::optional<ImageExtent> image_extent(std::string_view layout, const std::vector<int64_t>& shape) {
-  std::array<uint64_t, 4> d = {1, 1, 1, 1};  // A, B, C, D
-  size_t leading = shape.size() - 1;         // dims before the trailing 4
-  for (size_t i = 0; i < leading; ++i) d[4 - leading + i] = static_cast<uint64_t>(shape[i]);
-  auto mul = [](std::optional<uint64_t> a, uint64_t b) -> std::optional<uint64_t> {
-    if (!a) return std::nullopt;
-    return checked_mul(*a, b);
-  };
-  std::optional<uint64_t> height, width;
-  if (layout == "weight") {
-    height = d[0];
-    width = mul(mul(d[1], d[2]), d[3]);
-  } else if (layout == "nhwc") {
-    height = mul(d[0], d[1]);
-    width = mul(d[2], d[3]);
-  } else {  // activation
-    height = mul(mul(d[0], d[1]), d[2]);
-    width = d[3];
-  }
-  if (!height || !width) return std::nullopt;
-  return ImageExtent{*height, *width};
-}
-
 Problem check_tensor_shape(const std::vector<int64_t>& shape, DType dtype) {
   for (int64_t extent : shape) {
     if (extent < 0) return fmt::format("shape {} has a negative extent", print_shape_list(shape));
@@ -189,7 +159,7 @@ Problem FunctionVerifier::check_image_tensor(const Binding& b, const std::string
     return fmt::format("shape {} in image storage '{}' has more than 5 dimensions", shape, storage_name);
   }
   const std::string& layout = storage.scope->layout;
-  std::optional<ImageExtent> extent = image_extent(layout, b.shape);
+  std::optional<ImageExtent> extent = image_extent(b.shape, storage.scope->image_layout());
   if (!extent) return fmt::format("the image extent of shape {} overflows 64 bits", shape);
   if (extent->height > storage.height || extent->width > storage.width) {
     return fmt::format("tensor '{}' needs an image of height {} and width {} ({} layout), but storage '{}' is [{}, {}]",

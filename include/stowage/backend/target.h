@@ -36,6 +36,8 @@ struct ScopeDesc {
   std::string layout;
 
   bool answers_to(std::string_view scope) const;
+  // `layout` as the enum the executable records (kNone for buffer scopes).
+  ImageLayout image_layout() const;
 };
 
 struct TargetDesc {

@@ -86,9 +86,7 @@ class ExecutableBuilder {
     req.onchip = desc->onchip;
     req.capacity = desc->capacity;
     if (desc->kind == ScopeKind::kImage2d) {
-      req.layout = desc->layout == "weight" ? ImageLayout::kWeight
-                   : desc->layout == "nhwc" ? ImageLayout::kNhwc
-                                            : ImageLayout::kActivation;
+      req.layout = desc->image_layout();
       req.offset_alignment = 1;  // tensors in images always sit at offset 0
     }
     exe_.requirements.scopes.push_back(req);

@@ -116,10 +116,7 @@ class FunctionPlanner {
       if (t.scope == nullptr) return plan_error(f_, b, fmt::format("scope '{}' is not offered by the target", b.scope));
       t.dtype = b.dtype;
       if (t.scope->kind == ScopeKind::kImage2d) {
-        ImageLayout layout = t.scope->layout == "weight" ? ImageLayout::kWeight
-                             : t.scope->layout == "nhwc" ? ImageLayout::kNhwc
-                                                         : ImageLayout::kActivation;
-        t.image = image_extent(b.shape, layout);
+        t.image = image_extent(b.shape, t.scope->image_layout());
         if (!t.image) {
           return plan_error(f_, b, fmt::format("a tensor in texture scope '{}' needs a last extent of 4 and at most 5 "
                                                "dimensions", b.scope));
