@@ -1,0 +1,64 @@
+"""Writes the conv2d example programs (text IR): NCHW4c activations and OIHW4o
+weights either in textures (global.texture / global.texture-weight) or in
+buffers, with the kernels of src/backend/kernels/ carried in the module.
+
+    python3 examples/textures/conv2d.py VARIANT C H W REPS > conv.stir
+    VARIANT: texture | buffer; REPS: how many times the convolution runs
+"""
+import pathlib
+import sys
+
+KERNELS = pathlib.Path(__file__).resolve().parents[2] / "src" / "backend" / "kernels"
+
+
+def program(variant, c, h, w, reps):
+    assert c % 8 == 0, "C must be a multiple of 8"
+    c4 = c // 4
+    act = f"[{c4}, {h}, {w}, 4]"
+    wgt = f"[{c4}, {c}, 3, 3, 4]"
+    act_type = f"Tensor[({c4}, {h}, {w}, 4), float32]"
+    wgt_type = f"Tensor[({c4}, {c}, 3, 3, 4), float32]"
+    act_bytes = c4 * h * w * 16
+    wgt_bytes = c4 * c * 9 * 16
+    grid = f"[{(w + 3) // 4}, {h}, {c // 8}]"
+    lines = []
+    if variant == "texture":
+        source = (KERNELS / "conv2d_texture.cl").read_text()
+        kernel = "conv2d_texture"
+        lines += [
+            f'xs = alloc_storage([{c4 * h}, {w}], device=0, dtype=float32, scope="global.texture")',
+            f"xt = alloc_tensor(xs, 0, {act}, float32)",
+            f'ws = alloc_storage([{c4}, {c * 9}], device=0, dtype=float32, scope="global.texture-weight")',
+            f"wt = alloc_tensor(ws, 0, {wgt}, float32)",
+            f'ys = alloc_storage([{c4 * h}, {w}], device=0, dtype=float32, scope="global.texture")',
+            f"yt = alloc_tensor(ys, 0, {act}, float32)",
+        ]
+    else:
+        source = (KERNELS / "conv2d_nchw4c.cl").read_text()
+        kernel = "conv2d_nchw4c"
+        lines += [
+            f'xs = alloc_storage([{act_bytes}], device=0, dtype=uint8, scope="global")',
+            f"xt = alloc_tensor(xs, 0, {act}, float32)",
+            f'ws = alloc_storage([{wgt_bytes}], device=0, dtype=uint8, scope="global")',
+            f"wt = alloc_tensor(ws, 0, {wgt}, float32)",
+            f'ys = alloc_storage([{act_bytes}], device=0, dtype=uint8, scope="global")',
+            f"yt = alloc_tensor(ys, 0, {act}, float32)",
+        ]
+    lines += ["copy_tensor(x, xt)", "copy_tensor(w, wt)"]
+    lines += [f"call_kernel({kernel}, [xt, wt, yt, {c}, {h}, {w}], grid={grid})"] * reps
+    lines += [
+        f'os = alloc_storage([{act_bytes}], device=0, dtype=uint8, scope="global")',
+        f"out = alloc_tensor(os, 0, {act}, float32)",
+        "copy_tensor(yt, out)",
+        "return out",
+    ]
+    body = "\n".join("  " + line for line in lines)
+    return (
+        f'kernels conv """\n{source}"""\n\n'
+        f"fn main(x: {act_type}, w: {wgt_type}) -> {act_type} {{\n{body}\n}}\n"
+    )
+
+
+if __name__ == "__main__":
+    variant, c, h, w, reps = sys.argv[1], *map(int, sys.argv[2:6])
+    sys.stdout.write(program(variant, c, h, w, reps))
