@@ -1,0 +1,102 @@
+"""conv2d timings through vm-run: textures against buffers, beside cuDNN.
+
+    python3 benchmarks/conv2d_bench.py prepare DIR [--stowc build/src/stowc] [--channels 16,32,64,128,256]
+    python3 benchmarks/conv2d_bench.py run DIR [--vm-run build/src/vm-run] [--device SPEC]
+
+`prepare` (needs the compiler) writes, per C, the texture and buffer programs of
+examples/textures/conv2d.py for batch 1, 64x64, 3x3, pad 1, float32, each with 0
+and with REPS back-to-back convolutions, compiled to .stw, and the inputs as .npy.
+`run` (runtime only) times each file with `vm-run --repeat`, takes the median of
+5 runs, and reports one convolution's time as (t(REPS) - t(0)) / REPS, so the
+uploads of x and w and the read-back cancel out. GFLOP/s = 2*C*C*64*64*9 / time.
+"""
+import argparse
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "textures"))
+import conv2d  # noqa: E402
+
+H = W = 64
+REPS = 20
+# cuDNN through PyTorch on the same H100, fp32, TF32 off (the GPU machine's notes).
+CUDNN_GFLOPS = {16: 960, 32: 4851, 64: 16597, 128: 24054, 256: 28896}
+
+
+def prepare(args):
+    out = pathlib.Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(3)
+    for c in args.channels:
+        np.save(out / f"x{c}.npy", rng.uniform(-1, 1, (c // 4, H, W, 4)).astype(np.float32))
+        np.save(out / f"w{c}.npy", rng.uniform(-1, 1, (c // 4, c, 3, 3, 4)).astype(np.float32) / (3 * c) ** 0.5)
+        for variant in ("texture", "buffer"):
+            for reps in (0, REPS):
+                stem = out / f"{variant}{c}_r{reps}"
+                stem.with_suffix(".stir").write_text(conv2d.program(variant, c, H, W, reps))
+                subprocess.run([args.stowc, str(stem.with_suffix(".stir")), "-o", str(stem.with_suffix(".stw"))],
+                               check=True)
+    print(f"wrote programs for C in {args.channels} to {out}")
+
+
+def time_us(args, stw, c, repeat, output=None):
+    cmd = [args.vm_run, str(stw), "--input", f"x={args.dir}/x{c}.npy", "--input", f"w={args.dir}/w{c}.npy",
+           "--repeat", str(repeat)]
+    if args.device:
+        cmd += ["--device", args.device]
+    if output:
+        cmd += ["--output", output]
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    found = re.search(r"\(([0-9.]+) us each\)", text)
+    return float(found.group(1)) if found else None
+
+
+def run(args):
+    d = pathlib.Path(args.dir)
+    channels = sorted(int(p.stem[1:]) for p in d.glob("x*.npy"))
+    rows = []
+    for c in channels:
+        per_conv = {}
+        for variant in ("texture", "buffer"):
+            t = {}
+            for reps in (0, REPS):
+                stw = d / f"{variant}{c}_r{reps}.stw"
+                time_us(args, stw, c, 3)  # warm: programs, storages
+                t[reps] = statistics.median(time_us(args, stw, c, 10) for _ in range(5))
+            per_conv[variant] = max((t[REPS] - t[0]) / REPS, 1e-3)
+        time_us(args, d / f"texture{c}_r{REPS}.stw", c, 1, output=str(d / f"out_texture{c}.npy"))
+        time_us(args, d / f"buffer{c}_r{REPS}.stw", c, 1, output=str(d / f"out_buffer{c}.npy"))
+        diff = float(np.abs(np.load(d / f"out_texture{c}.npy") - np.load(d / f"out_buffer{c}.npy")).max())
+        flops = 2 * c * c * H * W * 9
+        rows.append((c, per_conv["texture"], flops / per_conv["texture"] / 1e3, per_conv["buffer"],
+                     flops / per_conv["buffer"] / 1e3, CUDNN_GFLOPS.get(c), diff))
+    print("| C | texture us | texture GFLOP/s | buffer us | buffer GFLOP/s | cuDNN GFLOP/s | texture/cuDNN | buffer/cuDNN "
+          "| max abs diff texture vs buffer |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for c, tt, tg, bt, bg, cu, diff in rows:
+        ratio = lambda g: f"{g / cu:.2f}" if cu else "-"  # noqa: E731
+        print(f"| {c} | {tt:.1f} | {tg:.0f} | {bt:.1f} | {bg:.0f} | {cu or '-'} | {ratio(tg)} | {ratio(bg)} | {diff:.2e} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("dir")
+    p.add_argument("--stowc", default="build/src/stowc")
+    p.add_argument("--channels", type=lambda s: [int(v) for v in s.split(",")], default=[16, 32, 64, 128, 256])
+    r = sub.add_parser("run")
+    r.add_argument("dir")
+    r.add_argument("--vm-run", default="build/src/vm-run")
+    r.add_argument("--device", default="")
+    args = parser.parse_args()
+    prepare(args) if args.command == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    main()
