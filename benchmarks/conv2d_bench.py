@@ -9,6 +9,7 @@ and with REPS back-to-back convolutions, compiled to .stw, and the inputs as .np
 `run` (runtime only) times each file with `vm-run --repeat`, takes the median of
 5 runs, and reports one convolution's time as (t(REPS) - t(0)) / REPS, so the
 uploads of x and w and the read-back cancel out. GFLOP/s = 2*C*C*64*64*9 / time.
+With --cudnn FILE (what benchmarks/cudnn_conv2d.py printed) it adds cuDNN's figures.
 """
 import argparse
 import pathlib
@@ -24,8 +25,17 @@ import conv2d  # noqa: E402
 
 H = W = 64
 REPS = 20
-# cuDNN through PyTorch on the same H100, fp32, TF32 off (the GPU machine's notes).
-CUDNN_GFLOPS = {16: 960, 32: 4851, 64: 16597, 128: 24054, 256: 28896}
+
+
+def read_cudnn(path):
+    """GFLOP/s per C from the table benchmarks/cudnn_conv2d.py prints."""
+    figures = {}
+    if path:
+        for line in pathlib.Path(path).read_text().splitlines():
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if len(cells) == 3 and cells[0].isdigit():
+                figures[int(cells[0])] = float(cells[2])
+    return figures
 
 
 def prepare(args):
@@ -57,6 +67,7 @@ def time_us(args, stw, c, repeat, output=None):
 
 
 def run(args):
+    cudnn = read_cudnn(args.cudnn)
     d = pathlib.Path(args.dir)
     channels = sorted(int(p.stem[1:]) for p in d.glob("x*.npy"))
     rows = []
@@ -74,13 +85,13 @@ def run(args):
         diff = float(np.abs(np.load(d / f"out_texture{c}.npy") - np.load(d / f"out_buffer{c}.npy")).max())
         flops = 2 * c * c * H * W * 9
         rows.append((c, per_conv["texture"], flops / per_conv["texture"] / 1e3, per_conv["buffer"],
-                     flops / per_conv["buffer"] / 1e3, CUDNN_GFLOPS.get(c), diff))
+                     flops / per_conv["buffer"] / 1e3, cudnn.get(c), diff))
     print("| C | texture us | texture GFLOP/s | buffer us | buffer GFLOP/s | cuDNN GFLOP/s | texture/cuDNN | buffer/cuDNN "
           "| max abs diff texture vs buffer |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for c, tt, tg, bt, bg, cu, diff in rows:
         ratio = lambda g: f"{g / cu:.2f}" if cu else "-"  # noqa: E731
-        print(f"| {c} | {tt:.1f} | {tg:.0f} | {bt:.1f} | {bg:.0f} | {cu or '-'} | {ratio(tg)} | {ratio(bg)} | {diff:.2e} |")
+        print(f"| {c} | {tt:.1f} | {tg:.0f} | {bt:.1f} | {bg:.0f} | {f'{cu:.0f}' if cu else '-'} | {ratio(tg)} | {ratio(bg)} | {diff:.2e} |")
 
 
 def main():
@@ -94,6 +105,7 @@ def main():
     r.add_argument("dir")
     r.add_argument("--vm-run", default="build/src/vm-run")
     r.add_argument("--device", default="")
+    r.add_argument("--cudnn", default="", help="the output of benchmarks/cudnn_conv2d.py, for the comparison columns")
     args = parser.parse_args()
     prepare(args) if args.command == "prepare" else run(args)
 
