@@ -2,8 +2,9 @@
 weights either in textures (global.texture / global.texture-weight) or in
 buffers, with the kernels of src/backend/kernels/ carried in the module.
 
-    python3 examples/textures/conv2d.py VARIANT C H W REPS > conv.stir
-    VARIANT: texture | buffer; REPS: how many times the convolution runs
+    python3 examples/textures/conv2d.py VARIANT C H W REPS [SLICES] > conv.stir
+    VARIANT: texture | buffer; REPS: how many times the convolution runs;
+    SLICES: input-channel slices per work-group (default: chosen from the size)
 """
 import pathlib
 import sys
@@ -11,7 +12,36 @@ import sys
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "src" / "backend" / "kernels"
 
 
-def program(variant, c, h, w, reps):
+MAX_GROUP = 128  # the kernels' limit on work-items per group
+MAX_SLICES = 8
+WANTED_ITEMS = 65536  # best or near best on an H100 at 64x64 (docs/textures.md)
+
+
+def round_up(v, m):
+    return (v + m - 1) // m * m
+
+
+def default_slices(c, h, w):
+    """Input-channel slices per work-group: doubled while the launch stays within
+    WANTED_ITEMS work-items and every slice keeps an input plane."""
+    items = (w + 3) // 4 * h * (c // 8)
+    slices = 1
+    while slices < MAX_SLICES and slices * 2 <= c // 4 and items * slices * 2 <= WANTED_ITEMS:
+        slices *= 2
+    return slices
+
+
+def launch(c, h, w, slices=0):
+    """(grid, local) by the kernels' contract: local = [LX, LY, S], LX * LY * S <= 128,
+    grid = [ceil(W/4) rounded up to LX, H rounded up to LY, C/8 * S]."""
+    slices = slices or default_slices(c, h, w)
+    across = (w + 3) // 4
+    lx = min(across, 16)
+    ly = max(1, min(MAX_GROUP // (lx * slices), h))
+    return [round_up(across, lx), round_up(h, ly), c // 8 * slices], [lx, ly, slices]
+
+
+def program(variant, c, h, w, reps, slices=0):
     assert c % 8 == 0, "C must be a multiple of 8"
     c4 = c // 4
     act = f"[{c4}, {h}, {w}, 4]"
@@ -20,7 +50,8 @@ def program(variant, c, h, w, reps):
     wgt_type = f"Tensor[({c4}, {c}, 3, 3, 4), float32]"
     act_bytes = c4 * h * w * 16
     wgt_bytes = c4 * c * 9 * 16
-    grid = f"[{(w + 3) // 4}, {h}, {c // 8}]"
+    launch_grid, launch_local = launch(c, h, w, slices)
+    grid = f"[{', '.join(map(str, launch_grid))}], local=[{', '.join(map(str, launch_local))}]"
     lines = []
     if variant == "texture":
         source = (KERNELS / "conv2d_texture.cl").read_text()
@@ -61,4 +92,5 @@ def program(variant, c, h, w, reps):
 
 if __name__ == "__main__":
     variant, c, h, w, reps = sys.argv[1], *map(int, sys.argv[2:6])
-    sys.stdout.write(program(variant, c, h, w, reps))
+    slices = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+    sys.stdout.write(program(variant, c, h, w, reps, slices))

@@ -1,44 +1,138 @@
-// conv2d 3x3, stride 1, pad 1, on textures (batch 1):
-//   x: global.texture (activation layout): tensor [C/4, H, W, 4] -> image height C/4*H, width W
-//   w: global.texture-weight: tensor [Cout/4, Cin, 3, 3, 4] -> image height Cout/4, width Cin*9
-//   y: like x, with Cout/4 planes
-// The same blocking as conv2d_nchw4c.cl (4 pixels x 8 output channels per
-// work-item); reads go through the texture cache, and CLK_ADDRESS_CLAMP returns
-// zero left and right of the image, which is the horizontal padding. Rows
-// outside a channel plane are skipped (they belong to the neighbouring plane).
-__constant sampler_t kNearest = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+// conv2d 3x3, stride 1, pad 1, float32, batch 1, on textures (image2d RGBA float).
+//
+// Layouts (the image scopes of the target):
+//   x [Cin/4, H, W, 4]        global.texture         image height Cin/4*H,  width W
+//   w [Cout/4, Cin, 3, 3, 4]  global.texture-weight  image height Cout/4,   width Cin*9
+//   y [Cout/4, H, W, 4]       global.texture         image height Cout/4*H, width W
+// A pixel of x or y holds 4 channels of one position (NCHW4c). A pixel of w holds
+// 4 output channels for one (input channel, ky, kx) (OIHW4o): the pixel at row
+// co4, column ci*9 + ky*3 + kx is w[4*co4 .. 4*co4+3][ci][ky][kx].
+//
+// Launch: local = [LX, LY, S] with LX*LY*S <= 128 and S <= 8;
+//   grid = [ceil(W/4) rounded up to LX, H rounded up to LY, Cout/8 * S].
+// Cin is a multiple of 4, Cout of 8. A launch breaking the local-size limits
+// writes NaN, so the mistake shows.
+//
+// Design, for a big GPU at small spatial sizes (64x64, C = 64..256):
+// - Register blocking: a work-item computes 4 neighbouring pixels of one row for
+//   8 output channels (two float4 blocks), 32 accumulators. For each input plane
+//   (4 channels) and kernel row it reads 6 input pixels once and uses each for 3
+//   taps x 2 blocks; each weight pixel serves 4 output pixels. 384 FMAs per 6
+//   texture reads; the 3x3 window and the blocks are unrolled at compile time.
+// - Split over input channels inside a work-group: the S slices of a group take
+//   every S-th input plane and add their partial sums through local memory at
+//   the end. At 64x64 and C = 64 the blocking alone leaves 8192 work-items, about
+//   two warps per SM of an H100, too few to hide texture latency; S = 4 gives
+//   four times as many without shrinking the blocking.
+// - Weights through local memory: the 72 weight pixels of one input plane and
+//   output pair are the same for every work-item of a slice, so the slice reads
+//   them once into local memory (double-buffered: one barrier per plane) and
+//   every work-item reads them back as broadcasts, instead of 72 texture fetches
+//   per work-item.
+// - Dimension 0 runs along a row: a warp's input reads are neighbouring pixels
+//   (the texture cache's 2D locality), its weight reads one address.
+// - Padding: CLK_ADDRESS_CLAMP reads zeros left of the image, columns from W on
+//   read as zeros (the image may be wider than the tensor), rows above and below
+//   a plane are skipped (they belong to the neighbouring plane).
+#define CONV_PX 4           // pixels of a row per work-item
+#define CONV_OB 2           // float4 blocks of output channels per work-item
+#define CONV_MAX_GROUP 128  // work-items per group (the reduction area's size)
+#define CONV_MAX_SLICES 8
+#define CONV_W_PLANE (CONV_OB * 36)  // weight pixels per input plane and output pair
+#define CONV_SCRATCH 1152   // float4s: max(2 * CONV_MAX_SLICES * CONV_W_PLANE, CONV_MAX_GROUP * CONV_OB * CONV_PX)
+
+__constant sampler_t kConvSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 
 __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write_only image2d_t y,
                              int C, int H, int W) {
-  const int x0 = get_global_id(0) * 4;
+  __local float4 scratch[CONV_SCRATCH];
+  const int nx = get_local_size(0), ny = get_local_size(1), slices = get_local_size(2);
+  const int slice = get_local_id(2);
+  const int t = get_local_id(1) * nx + get_local_id(0);  // index within the slice
+  const int slice_items = nx * ny;
+  const int x0 = get_global_id(0) * CONV_PX;
   const int row = get_global_id(1);
-  const int ob = get_global_id(2) * 2;
-  const int C4 = C / 4;
-  float4 acc[2][4];
-  for (int o = 0; o < 2; ++o)
-    for (int p = 0; p < 4; ++p) acc[o][p] = (float4)(0.0f);
-  for (int ci4 = 0; ci4 < C4; ++ci4) {
-    for (int ky = 0; ky < 3; ++ky) {
-      const int iy = row + ky - 1;
-      if (iy < 0 || iy >= H) continue;
-      float4 in[6];
-      for (int i = 0; i < 6; ++i) in[i] = read_imagef(x, kNearest, (int2)(x0 + i - 1, ci4 * H + iy));
-      for (int kx = 0; kx < 3; ++kx) {
-        for (int o = 0; o < 2; ++o) {
-          const int wx = ci4 * 4 * 9 + ky * 3 + kx;
-          const float4 w0 = read_imagef(w, kNearest, (int2)(wx, ob + o));
-          const float4 w1 = read_imagef(w, kNearest, (int2)(wx + 9, ob + o));
-          const float4 w2 = read_imagef(w, kNearest, (int2)(wx + 18, ob + o));
-          const float4 w3 = read_imagef(w, kNearest, (int2)(wx + 27, ob + o));
-          for (int p = 0; p < 4; ++p) {
-            const float4 v = in[p + kx];
-            acc[o][p] += v.x * w0 + v.y * w1 + v.z * w2 + v.w * w3;
+  const int ob = get_group_id(2) * CONV_OB;
+  const bool active = row < H;  // rows of the rounding-up compute nothing but join the barriers
+
+  if (slice_items * slices > CONV_MAX_GROUP || slices > CONV_MAX_SLICES) {
+    if (slice == 0 && active)
+      for (int o = 0; o < CONV_OB; ++o)
+        for (int p = 0; p < CONV_PX; ++p)
+          if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), (float4)(NAN));
+    return;
+  }
+
+  float4 acc[CONV_OB][CONV_PX];
+#pragma unroll
+  for (int o = 0; o < CONV_OB; ++o)
+#pragma unroll
+    for (int p = 0; p < CONV_PX; ++p) acc[o][p] = (float4)(0.0f);
+
+  const int planes = C / 4;
+  const int steps = (planes + slices - 1) / slices;
+  for (int step = 0; step < steps; ++step) {
+    const int ci4 = step * slices + slice;
+    __local float4* wl = scratch + ((step & 1) * slices + slice) * CONV_W_PLANE;
+    if (ci4 < planes)
+      for (int i = t; i < CONV_W_PLANE; i += slice_items)
+        wl[i] = read_imagef(w, kConvSampler, (int2)(ci4 * 36 + i % 36, ob + i / 36));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (ci4 < planes && active) {
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky) {
+        const int iy = row + ky - 1;
+        if (iy < 0 || iy >= H) continue;
+        float4 in[CONV_PX + 2];
+#pragma unroll
+        for (int i = 0; i < CONV_PX + 2; ++i) {
+          const int ix = x0 + i - 1;
+          in[i] = ix < W ? read_imagef(x, kConvSampler, (int2)(ix, ci4 * H + iy)) : (float4)(0.0f);
+        }
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) {
+#pragma unroll
+          for (int o = 0; o < CONV_OB; ++o) {
+            const __local float4* wk = wl + o * 36 + ky * 3 + kx;
+            const float4 w0 = wk[0], w1 = wk[9], w2 = wk[18], w3 = wk[27];
+#pragma unroll
+            for (int p = 0; p < CONV_PX; ++p) {
+              const float4 v = in[p + kx];
+              acc[o][p] = fma((float4)(v.x), w0, acc[o][p]);
+              acc[o][p] = fma((float4)(v.y), w1, acc[o][p]);
+              acc[o][p] = fma((float4)(v.z), w2, acc[o][p]);
+              acc[o][p] = fma((float4)(v.w), w3, acc[o][p]);
+            }
           }
         }
       }
     }
   }
-  for (int o = 0; o < 2; ++o)
-    for (int p = 0; p < 4; ++p)
-      if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), acc[o][p]);
+
+  // With several slices, each writes its 8 partial float4s to local memory and
+  // then adds up every slice's values for the outputs j = slice, slice + S, ...
+  // (fixed order, so the result does not depend on timing).
+  if (slices > 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);  // the weight buffers are no longer read
+#pragma unroll
+    for (int o = 0; o < CONV_OB; ++o)
+#pragma unroll
+      for (int p = 0; p < CONV_PX; ++p) scratch[((slice * CONV_OB + o) * CONV_PX + p) * slice_items + t] = acc[o][p];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!active) return;  // after the last barrier
+  if (slices == 1) {
+#pragma unroll
+    for (int o = 0; o < CONV_OB; ++o)
+#pragma unroll
+      for (int p = 0; p < CONV_PX; ++p)
+        if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), acc[o][p]);
+    return;
+  }
+  for (int j = slice; j < CONV_OB * CONV_PX; j += slices) {
+    float4 sum = scratch[j * slice_items + t];
+    for (int s = 1; s < slices; ++s) sum += scratch[(s * CONV_OB * CONV_PX + j) * slice_items + t];
+    const int o = j / CONV_PX, p = j % CONV_PX;
+    if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), sum);
+  }
 }
