@@ -64,7 +64,9 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 std::vector<float> reference_conv(const std::vector<float>& x, const std::vector<float>& w, int cin, int cout, int h,
                                   int wd) {
   std::vector<float> y(static_cast<size_t>(cout) * h * wd, 0.0f);
-  auto at_x = [&](int ci, int iy, int ix) { return x[((static_cast<size_t>(ci / 4) * h + iy) * wd + ix) * 4 + ci % 4]; };
+  auto at_x = [&](int ci, int iy, int ix) {
+    return x[((static_cast<size_t>(ci / 4) * h + iy) * wd + ix) * 4 + ci % 4];
+  };
   auto at_w = [&](int co, int ci, int ky, int kx) {
     return w[(((static_cast<size_t>(co / 4) * cin + ci) * 3 + ky) * 3 + kx) * 4 + co % 4];
   };
