@@ -129,6 +129,42 @@ TEST(PlanPassTest, OnChipTensorsThatDoNotFitSpillToTheFallback) {
   EXPECT_NE(planned.find("a = alloc_tensor(arena1"), std::string::npos) << planned;
 }
 
+TEST(PlanPassTest, ATensorPassedToACallLivesAsLongAsTheCallsResult) {
+  // `same` returns its argument: r is a, so a's bytes must outlive r's last use.
+  auto target = opencl_target();
+  std::string text = std::string(kKernels) + R"(fn same(t: Tensor[(256), float32]) -> Tensor[(256), float32] {
+  return t
+}
+
+fn main(x: Tensor[(256), float32]) -> Tensor[(256), float32] {
+  a = empty([256], float32, scope="global")
+  copy_tensor(x, a)
+  r = call(same, [a])
+  b = empty([256], float32, scope="global")
+  call_kernel(scale, [r, b], grid=[256])
+  c = empty([256], float32, scope="global")
+  call_kernel(add, [r, b, c], grid=[256])
+  return c
+}
+)";
+  auto compiled = compile_text(text, "call.stir", target);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  std::string planned = print_function(compiled->module.functions[1]);
+  size_t kill_a = planned.find("kill_object(a)");
+  size_t last_r = planned.find("call_kernel(add, [r, b, c]");
+  ASSERT_NE(kill_a, std::string::npos) << planned;
+  EXPECT_GT(kill_a, last_r) << planned;
+  EXPECT_NE(planned.find("a = alloc_tensor(arena0, 0,"), std::string::npos) << planned;
+  EXPECT_NE(planned.find("b = alloc_tensor(arena0, 1024,"), std::string::npos) << planned;
+  // And it computes (x + (1.5x - 2)) on the device.
+  auto machine = vm::VirtualMachine::create(std::make_shared<const Executable>(compiled->executable)).value_or_throw();
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
+  auto out = machine->invoke("main", {vm::Value::from(vm::host_tensor({256}, DType::kFloat32, std::as_bytes(std::span(x))))});
+  std::vector<float> y = out.as_tensor().to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] + (x[i] * 1.5f - 2.0f)) << i;
+}
+
 constexpr const char* kTextureKernels = R"(kernels tex """
 __constant sampler_t kSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
 __kernel void add_one(read_only image2d_t in, write_only image2d_t out) {

@@ -10,6 +10,8 @@
 //    call_kernel, call or kill_object). A `kill_object` is inserted right after
 //    the last use unless the program already kills it, so the bytes can be reused
 //    by tensors allocated later.
+//  * A tensor passed to `call` lives as long as the call's result (the callee may
+//    return it); one that may leave through the returned result is not packed.
 //  * Parameters are not touched. The returned tensor is not packed: it gets a
 //    storage of its own, so that holding the result keeps nothing else alive.
 //  * Storages are allocated at the function's entry, one per scope in use.
@@ -91,14 +93,29 @@ class FunctionPlanner {
  private:
   Status collect() {
     std::map<std::string, size_t> index;
+    // A `call` may return one of its tensor arguments: its result keeps every
+    // planned tensor passed to it alive (transitively through further calls).
+    std::map<std::string, std::set<size_t>> aliases;
     for (size_t i = 0; i < f_.bindings.size(); ++i) {
       const Binding& b = f_.bindings[i];
       auto note_use = [&](const std::string& v) {
         if (auto it = index.find(v); it != index.end()) tensors_[it->second].last = static_cast<int64_t>(i);
+        if (auto it = aliases.find(v); it != aliases.end()) {
+          for (size_t t : it->second) tensors_[t].last = static_cast<int64_t>(i);
+        }
       };
       for (const auto& v : b.vars) note_use(v);
       for (const auto& a : b.args) {
         if (a.kind == Arg::Kind::kVar) note_use(a.var);
+      }
+      if (b.op == Op::kCall && !b.result.empty()) {
+        std::set<size_t> passed;
+        for (const auto& a : b.args) {
+          if (a.kind != Arg::Kind::kVar) continue;
+          if (auto it = index.find(a.var); it != index.end()) passed.insert(it->second);
+          if (auto it = aliases.find(a.var); it != aliases.end()) passed.insert(it->second.begin(), it->second.end());
+        }
+        if (!passed.empty()) aliases[b.result] = std::move(passed);
       }
       if (b.op == Op::kKillObject) {
         if (auto it = index.find(b.vars[0]); it != index.end()) tensors_[it->second].user_killed = true;
@@ -131,6 +148,10 @@ class FunctionPlanner {
       tensors_.push_back(std::move(t));
     }
     for (const auto& p : f_.params) names_.insert(p.name);
+    // Tensors that may leave through the returned call result get storage of their own.
+    if (auto it = aliases.find(f_.ret); it != aliases.end()) {
+      for (size_t t : it->second) tensors_[t].returned = true;
+    }
     return {};
   }
 
