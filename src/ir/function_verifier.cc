@@ -26,6 +26,8 @@ OpForm form_of(Op op) {
     case Op::kCallKernel: return {0, true, false, false, false, false, false, true, true};
     case Op::kEmpty: return {0, false, true, false, false, true, true, false, false};
     case Op::kCall: return {0, true, false, false, false, false, false, true, false};
+    case Op::kAllocDiscontiguousTensor: return {2, false, true, false, false, true, false, false, false};
+    case Op::kEmptyDiscontiguous: return {0, false, true, false, false, true, true, false, false};
   }
   return {};
 }
@@ -113,6 +115,8 @@ Problem FunctionVerifier::check_binding(const Binding& b) {
     case Op::kCallKernel: problem = check_call_kernel(b); break;
     case Op::kEmpty: problem = check_empty(b); break;
     case Op::kCall: problem = check_call(b); break;
+    case Op::kAllocDiscontiguousTensor: problem = check_alloc_discontiguous(b); break;
+    case Op::kEmptyDiscontiguous: problem = check_empty_discontiguous(b); break;
   }
   if (problem) return problem;
   if (!b.result.empty()) define_result(b);
@@ -142,6 +146,9 @@ Problem FunctionVerifier::check_form(const Binding& b) {
   if (!form.callee && !b.callee.empty()) return unused("callee");
   if (!form.launch && !b.grid.empty()) return unused("grid");
   if (!form.launch && !b.local.empty()) return unused("local");
+  if (b.op != Op::kEmptyDiscontiguous && !b.table_scope.empty()) return unused("table_scope");
+  if (b.op != Op::kAllocDiscontiguousTensor && !b.table_offsets.empty()) return unused("table_offsets");
+  if (b.op != Op::kAllocDiscontiguousTensor && !b.data_offsets.empty()) return unused("data_offsets");
   return std::nullopt;
 }
 
@@ -181,8 +188,8 @@ Problem FunctionVerifier::check_kill(const Binding& b) {
   }
   info.killed = true;
   info.kill_loc = b.loc;
-  if (info.placement) {
-    auto& live = vars_.at(info.placement->storage).storage->live_tensors;
+  for (const Placement& placement : info.placements) {
+    auto& live = vars_.at(placement.storage).storage->live_tensors;
     live.erase(std::remove(live.begin(), live.end(), name), live.end());
   }
   if (info.storage) {
@@ -202,6 +209,13 @@ Problem FunctionVerifier::check_copy(const Binding& b) {
   if (!(src == dst)) {
     return fmt::format("source is {} but destination is {}; shapes and dtypes must be equal", print_type(src),
                        print_type(dst));
+  }
+  const VarInfo& s = *lookup(b.vars[0]);
+  const VarInfo& d = *lookup(b.vars[1]);
+  auto in_image = [](const VarInfo& v) { return v.scope != nullptr && v.scope->kind == ScopeKind::kImage2d; };
+  if ((s.discontiguous && in_image(d)) || (d.discontiguous && in_image(s))) {
+    return std::string("copy_tensor between a discontiguous tensor and an image tensor is not supported; copy "
+                       "through a buffer tensor");
   }
   return std::nullopt;
 }
@@ -223,6 +237,11 @@ Problem FunctionVerifier::check_call(const Binding& b) {
                        callee->params.size() == 1 ? "" : "s", b.args.size());
   }
   for (size_t i = 0; i < b.args.size(); ++i) {
+    if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->discontiguous) {
+      return fmt::format("{} is a discontiguous tensor, which cannot be passed to a function; copy_tensor it into a "
+                         "contiguous tensor first",
+                         describe_arg(b.args[i], i));
+    }
     Type type = arg_type(b.args[i]);
     const Param& param = callee->params[i];
     if (!(type == param.type)) {
@@ -237,6 +256,8 @@ Type FunctionVerifier::result_type(const Binding& b) const {
   switch (b.op) {
     case Op::kAllocStorage: return Type::of(Type::Kind::kStorage);
     case Op::kAllocTensor:
+    case Op::kAllocDiscontiguousTensor:
+    case Op::kEmptyDiscontiguous:
     case Op::kEmpty: return Type::tensor(b.shape, b.dtype);
     case Op::kCall: return module_.find_function(b.callee)->ret_type;
     default: return Type::of(Type::Kind::kObject);
@@ -247,7 +268,10 @@ void FunctionVerifier::define_result(const Binding& b) {
   VarInfo info = std::move(result_info_);
   info.type = result_type(b);
   info.def_loc = b.loc;
-  if (info.placement) vars_.at(info.placement->storage).storage->live_tensors.push_back(b.result);
+  for (const Placement& placement : info.placements) {
+    auto& live = vars_.at(placement.storage).storage->live_tensors;
+    if (std::find(live.begin(), live.end(), b.result) == live.end()) live.push_back(b.result);
+  }
   if (info.storage && info.storage->scope->capacity > 0) live_storages_[info.storage->scope].push_back(b.result);
   vars_.emplace(b.result, std::move(info));
 }
@@ -258,6 +282,11 @@ Problem FunctionVerifier::check_return() {
   const VarInfo* info = lookup(name);
   if (info == nullptr) return fmt::format("'{}' is not defined", name);
   if (info->killed) return fmt::format("'{}' was killed{}", name, at_loc(info->kill_loc));
+  if (info->discontiguous) {
+    return fmt::format("'{}' is a discontiguous tensor, which cannot be returned; copy_tensor it into a contiguous "
+                       "tensor first",
+                       name);
+  }
   if (!(info->type == function_.ret_type)) {
     return fmt::format("'{}' is {}, but the function returns {}", name, print_type(info->type),
                        print_type(function_.ret_type));

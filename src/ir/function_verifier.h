@@ -30,12 +30,19 @@ struct StorageInfo {
   std::vector<std::string> live_tensors;  // allocated in it and not yet killed
 };
 
-// A tensor placed by alloc_tensor in a known storage.
+// A byte range a tensor occupies in a known storage: the whole tensor, or one table
+// or block of a discontiguous tensor.
 struct Placement {
   std::string storage;
   uint64_t begin = 0;  // byte range in buffer storages
   uint64_t end = 0;
   bool empty = true;  // no elements: overlaps nothing
+};
+
+// What kernels need to know of a discontiguous tensor.
+struct DiscontiguousInfo {
+  uint32_t entry_bytes = 4;
+  uint64_t block_elements = 0;
 };
 
 struct VarInfo {
@@ -46,7 +53,8 @@ struct VarInfo {
   SourceLoc kill_loc;
   const ScopeDesc* scope = nullptr;     // where the value lives, when known
   std::optional<StorageInfo> storage;   // alloc_storage results
-  std::optional<Placement> placement;   // alloc_tensor results in a known storage
+  std::vector<Placement> placements;    // tensors allocated in known storages
+  std::optional<DiscontiguousInfo> discontiguous;
 };
 
 class FunctionVerifier {
@@ -90,6 +98,16 @@ class FunctionVerifier {
   Problem check_image_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
                              Placement& placement);
   Problem check_empty(const Binding& b);
+  // A range of `subject` (e.g. "block 2 of tensor 'a'") against the tensors live in `storage`.
+  Problem check_live_overlap(const std::string& subject, const std::string& storage_name, const StorageInfo& storage,
+                             uint64_t begin, uint64_t end) const;
+
+  // verify_discontiguous.cc
+  Problem check_alloc_discontiguous(const Binding& b);
+  Problem check_discontiguous_counts(const Binding& b);
+  Problem check_discontiguous_ranges(const Binding& b, bool tables);
+  Problem check_empty_discontiguous(const Binding& b);
+  Problem check_discontiguous_arg(const KernelSignature& kernel, size_t param, const std::string& name);
   Problem find_scope(const std::string& name, const ScopeDesc** scope) const;
 
   // verify_call_kernel.cc

@@ -4,7 +4,7 @@
 
 namespace stowage::ir {
 namespace {
-constexpr std::array<std::pair<Op, const char*>, 7> kOpNames = {{
+constexpr std::array<std::pair<Op, const char*>, 9> kOpNames = {{
     {Op::kAllocStorage, "alloc_storage"},
     {Op::kAllocTensor, "alloc_tensor"},
     {Op::kKillObject, "kill_object"},
@@ -12,6 +12,8 @@ constexpr std::array<std::pair<Op, const char*>, 7> kOpNames = {{
     {Op::kCallKernel, "call_kernel"},
     {Op::kEmpty, "empty"},
     {Op::kCall, "call"},
+    {Op::kAllocDiscontiguousTensor, "alloc_discontiguous_tensor"},
+    {Op::kEmptyDiscontiguous, "empty_discontiguous"},
 }};
 }  // namespace
 

@@ -304,6 +304,8 @@ class Parser {
       b.dtype = parse_dtype_word();
     } else if (key == "scope") {
       b.scope = expect(TokenKind::kString, "a quoted scope name").string_value;
+    } else if (key == "table_scope") {
+      b.table_scope = expect(TokenKind::kString, "a quoted scope name").string_value;
     } else if (key == "grid") {
       b.grid = parse_int_list("grid");
     } else if (key == "local") {
@@ -351,6 +353,32 @@ class Parser {
         b.callee = std::string(expect_ident("a function name").text);
         expect_operand_comma(b);
         b.args = parse_arg_list();
+        return;
+      case Op::kAllocDiscontiguousTensor:
+        parse_var_operand(b);
+        expect_operand_comma(b);
+        // Rank 2 has one table, written as an integer; rank N a list, breadth-first.
+        if (at(TokenKind::kLBracket)) {
+          b.table_offsets = parse_int_list("table offsets");
+        } else {
+          b.table_offsets = {expect_int("an integer table offset or a list of them")};
+        }
+        expect_operand_comma(b);
+        parse_var_operand(b);
+        expect_operand_comma(b);
+        b.data_offsets = parse_int_list("data offsets");
+        expect_operand_comma(b);
+        b.shape = parse_int_list("shape");
+        expect_operand_comma(b);
+        b.dtype = parse_dtype_word();
+        return;
+      case Op::kEmptyDiscontiguous:
+        b.shape = parse_int_list("shape");
+        expect_operand_comma(b);
+        b.dtype = parse_dtype_word();
+        b.scope = "global";
+        b.table_scope = "global";
+        parse_keywords(b, {"scope", "table_scope"}, {});
         return;
     }
   }

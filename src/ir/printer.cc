@@ -64,6 +64,16 @@ std::string print_operands(const Binding& b) {
       return fmt::format("{}, {}, scope={}", print_shape_list(b.shape), dtype_name(b.dtype), quote(b.scope));
     case Op::kCall:
       return fmt::format("{}, {}", b.callee, print_args(b.args));
+    case Op::kAllocDiscontiguousTensor: {
+      std::string tables = b.table_offsets.size() == 1 && b.shape.size() == 2 ? fmt::format("{}", b.table_offsets[0])
+                                                                                : print_shape_list(b.table_offsets);
+      return fmt::format("{}, {}, {}, {}, {}, {}", b.vars.empty() ? "" : b.vars[0], tables,
+                         b.vars.size() < 2 ? "" : b.vars[1], print_shape_list(b.data_offsets),
+                         print_shape_list(b.shape), dtype_name(b.dtype));
+    }
+    case Op::kEmptyDiscontiguous:
+      return fmt::format("{}, {}, scope={}, table_scope={}", print_shape_list(b.shape), dtype_name(b.dtype),
+                         quote(b.scope), quote(b.table_scope));
   }
   return vars;
 }

@@ -54,15 +54,61 @@ std::string describe_param(const KernelSignature& kernel, const KernelParam& par
 Problem FunctionVerifier::check_call_kernel(const Binding& b) {
   const KernelSignature* kernel = module_.find_kernel(b.callee);
   if (kernel == nullptr) return fmt::format("unknown kernel '{}'", b.callee);
-  if (b.args.size() != kernel->params.size()) {
-    return fmt::format("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
-                       kernel->params.size() == 1 ? "" : "s", b.args.size());
+  // A discontiguous tensor fills three parameters: its tables, its root table's offset, its data.
+  auto is_discontiguous = [this](const Arg& a) { return a.kind == Arg::Kind::kVar && lookup(a.var)->discontiguous; };
+  size_t filled = 0;
+  for (const Arg& a : b.args) filled += is_discontiguous(a) ? 3 : 1;
+  if (filled != kernel->params.size()) {
+    if (filled == b.args.size()) {
+      return fmt::format("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
+                         kernel->params.size() == 1 ? "" : "s", b.args.size());
+    }
+    return fmt::format("kernel '{}' takes {} parameter{}, but the arguments fill {} (a discontiguous tensor fills 3: "
+                       "tables, root offset, data)",
+                       b.callee, kernel->params.size(), kernel->params.size() == 1 ? "" : "s", filled);
   }
+  size_t param = 0;
   for (size_t i = 0; i < b.args.size(); ++i) {
-    if (auto p = check_kernel_arg(*kernel, kernel->params[i], b.args[i], i)) return p;
+    if (is_discontiguous(b.args[i])) {
+      if (auto p = check_discontiguous_arg(*kernel, param, b.args[i].var)) return p;
+      param += 3;
+      continue;
+    }
+    if (auto p = check_kernel_arg(*kernel, kernel->params[param], b.args[i], i)) return p;
+    ++param;
   }
-  if (auto p = check_image_aliasing(*kernel, b)) return p;
+  if (filled == b.args.size()) {
+    if (auto p = check_image_aliasing(*kernel, b)) return p;
+  }
   return check_launch_size(b);
+}
+
+// The three parameters a discontiguous tensor fills, starting at `first`.
+Problem FunctionVerifier::check_discontiguous_arg(const KernelSignature& kernel, size_t first,
+                                                  const std::string& name) {
+  const VarInfo& tensor = *lookup(name);
+  const DiscontiguousInfo& info = *tensor.discontiguous;
+  DType entry = info.entry_bytes == 8 ? DType::kUInt64 : DType::kUInt32;
+  std::string entry_type = cl_type_name(entry, 1);
+  const KernelParam& tables = kernel.params[first];
+  const KernelParam& root = kernel.params[first + 1];
+  const KernelParam& data = kernel.params[first + 2];
+  auto role = [&](const KernelParam& p, std::string_view what, std::string_view wanted) {
+    return fmt::format("{} receives the {} of discontiguous tensor '{}', so it must be {}",
+                       describe_param(kernel, p), what, name, wanted);
+  };
+  if (tables.kind != KernelParamKind::kGlobalBuffer || !tables.is_const || tables.dtype != entry ||
+      tables.lanes != 1) {
+    return role(tables, "tables", fmt::format("__global const {}*", entry_type));
+  }
+  if (root.kind != KernelParamKind::kScalar || root.dtype != entry || root.lanes != 1) {
+    return role(root, "root table offset", fmt::format("a scalar {}", entry_type));
+  }
+  std::string element = cl_type_name(tensor.type.dtype, 1);
+  if (!data.is_buffer() || data.dtype != tensor.type.dtype || data.lanes != 1) {
+    return role(data, "data", fmt::format("a __global {}* (or const)", element));
+  }
+  return std::nullopt;
 }
 
 Problem FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,

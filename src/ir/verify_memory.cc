@@ -113,7 +113,7 @@ Problem FunctionVerifier::check_alloc_tensor(const Binding& b) {
                         : check_buffer_tensor(b, storage_name, storage, nbytes, placement);
   if (problem) return problem;
   result_info_.scope = storage.scope;
-  result_info_.placement = std::move(placement);
+  result_info_.placements.push_back(std::move(placement));
   return std::nullopt;
 }
 
@@ -131,11 +131,18 @@ Problem FunctionVerifier::check_buffer_tensor(const Binding& b, const std::strin
   placement.begin = offset;
   placement.end = offset + nbytes;
   if (placement.empty) return std::nullopt;
+  return check_live_overlap(fmt::format("tensor '{}'", b.result), storage_name, storage, placement.begin,
+                            placement.end);
+}
+
+Problem FunctionVerifier::check_live_overlap(const std::string& subject, const std::string& storage_name,
+                                             const StorageInfo& storage, uint64_t begin, uint64_t end) const {
   for (const std::string& other_name : storage.live_tensors) {
-    const Placement& other = *vars_.at(other_name).placement;
-    if (other.empty || other.end <= placement.begin || placement.end <= other.begin) continue;
-    return fmt::format("tensor '{}' (bytes [{}, {})) overlaps live tensor '{}' (bytes [{}, {})) in storage '{}'",
-                       b.result, placement.begin, placement.end, other_name, other.begin, other.end, storage_name);
+    for (const Placement& other : vars_.at(other_name).placements) {
+      if (other.storage != storage_name || other.empty || other.end <= begin || end <= other.begin) continue;
+      return fmt::format("{} (bytes [{}, {})) overlaps live tensor '{}' (bytes [{}, {})) in storage '{}'", subject,
+                         begin, end, other_name, other.begin, other.end, storage_name);
+    }
   }
   return std::nullopt;
 }
@@ -167,7 +174,7 @@ Problem FunctionVerifier::check_image_tensor(const Binding& b, const std::string
   }
   if (placement.empty) return std::nullopt;
   for (const std::string& other_name : storage.live_tensors) {
-    if (vars_.at(other_name).placement->empty) continue;
+    if (vars_.at(other_name).placements.at(0).empty) continue;
     return fmt::format("tensor '{}' overlaps live tensor '{}' in image storage '{}' (both start at its origin)",
                        b.result, other_name, storage_name);
   }

@@ -12,6 +12,12 @@
 //   call_kernel                 -        callee (kernel), args, grid, local (may be empty)
 //   empty                       Tensor   shape, dtype, scope
 //   call                        any      callee (function), args
+//   alloc_discontiguous_tensor  Tensor   vars[0] table storage, table_offsets, vars[1] data
+//                                        storage, data_offsets, shape, dtype
+//   empty_discontiguous         Tensor   shape, dtype, scope (blocks), table_scope
+//
+// A discontiguous tensor of shape [d0, ..., dn] is made of d0*...*d(n-1) blocks of dn
+// elements each, found through n levels of pointer tables (docs/discontiguous.md).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +70,8 @@ enum class Op : uint8_t {
   kCallKernel,
   kEmpty,
   kCall,
+  kAllocDiscontiguousTensor,
+  kEmptyDiscontiguous,
 };
 
 const char* op_name(Op op);
@@ -110,7 +118,10 @@ struct Binding {
   int64_t offset = 0;             // alloc_tensor
   int64_t device = 0;             // alloc_storage
   DType dtype = DType::kUInt8;    // alloc_storage / alloc_tensor / empty
-  std::string scope;              // alloc_storage / empty
+  std::string scope;              // alloc_storage / empty / empty_discontiguous (the blocks')
+  std::string table_scope;        // empty_discontiguous: where its tables go
+  std::vector<int64_t> table_offsets;  // alloc_discontiguous_tensor, breadth-first
+  std::vector<int64_t> data_offsets;   // alloc_discontiguous_tensor, one per block
   std::string callee;             // call_kernel: kernel name; call: function name
   std::vector<int64_t> grid;      // call_kernel global size
   std::vector<int64_t> local;     // call_kernel local size; empty lets the driver choose
@@ -122,7 +133,8 @@ struct Binding {
     return a.result == b.result && a.op == b.op && a.vars == b.vars && a.args == b.args &&
            a.shape == b.shape && a.offset == b.offset && a.device == b.device &&
            a.dtype == b.dtype && a.scope == b.scope && a.callee == b.callee && a.grid == b.grid &&
-           a.local == b.local;
+           a.local == b.local && a.table_scope == b.table_scope && a.table_offsets == b.table_offsets &&
+           a.data_offsets == b.data_offsets;
   }
 };
 
