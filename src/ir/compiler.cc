@@ -9,7 +9,7 @@
 namespace stowage::ir {
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
-  if (auto status = read_module_kernels(module); !status) return status.error();
+  if (auto status = read_module_kernels(module, target.table_entry_bytes); !status) return status.error();
   if (auto status = verify_module(module, target); !status) return status.error();
   MemoryReport memory;
   if (has_tensor_level_bindings(module)) {

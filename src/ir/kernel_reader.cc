@@ -1,5 +1,7 @@
 #include "stowage/ir/kernel_reader.h"
 
+#include "cl_headers.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -274,18 +276,34 @@ constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang
 
 }  // namespace
 
-Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit,
-                                                              uint32_t unit_index) {
+Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                              uint32_t table_entry_bytes) {
   std::string load_error;
   if (clang_c::load_libclang(load_error) == nullptr) {
     return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
   }
   clang_c::IndexHandle index(clang_createIndex(/*excludeDeclarationsFromPCH=*/0, /*displayDiagnostics=*/0));
   std::string file_name = unit.name + ".cl";
-  CXUnsavedFile file{file_name.c_str(), unit.source.data(), static_cast<unsigned long>(unit.source.size())};
+  // The unit, then Stowage's shipped headers as virtual files under one include directory.
+  std::vector<std::string> header_paths;
+  for (const ClHeader& h : shipped_cl_headers()) {
+    header_paths.push_back(fmt::format("{}/stowage/{}", kVirtualIncludeDir, h.name));
+  }
+  std::vector<CXUnsavedFile> files;
+  files.push_back({file_name.c_str(), unit.source.data(), static_cast<unsigned long>(unit.source.size())});
+  for (size_t i = 0; i < header_paths.size(); ++i) {
+    const ClHeader& h = shipped_cl_headers()[i];
+    files.push_back({header_paths[i].c_str(), h.text.data(), static_cast<unsigned long>(h.text.size())});
+  }
+  std::string include_arg = fmt::format("-I{}", kVirtualIncludeDir);
+  std::string define_arg = "-D" + table_entry_define(table_entry_bytes);
+  std::vector<const char*> args(std::begin(kClangArgs), std::end(kClangArgs));
+  args.push_back(include_arg.c_str());
+  args.push_back(define_arg.c_str());
   CXTranslationUnit raw_tu = nullptr;
-  CXErrorCode code = clang_parseTranslationUnit2(index.get(), file_name.c_str(), kClangArgs,
-                                                 std::size(kClangArgs), &file, 1, CXTranslationUnit_None, &raw_tu);
+  CXErrorCode code = clang_parseTranslationUnit2(index.get(), file_name.c_str(), args.data(),
+                                                 static_cast<int>(args.size()), files.data(),
+                                                 static_cast<unsigned>(files.size()), CXTranslationUnit_None, &raw_tu);
   clang_c::TranslationUnitHandle tu(raw_tu);
   if (code != CXError_Success || tu == nullptr) {
     return unit_error(unit, std::nullopt, fmt::format("libclang could not parse the unit (error code {})",
@@ -304,12 +322,12 @@ Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSource
   return signatures;
 }
 
-Status read_module_kernels(Module& module) {
+Status read_module_kernels(Module& module, uint32_t table_entry_bytes) {
   std::vector<std::vector<KernelSignature>> per_unit;
   std::map<std::string, uint32_t> defining_unit;
   for (uint32_t i = 0; i < module.units.size(); ++i) {
     const KernelSourceUnit& unit = module.units[i];
-    Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, i);
+    Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, i, table_entry_bytes);
     if (!signatures) return signatures.error();
     for (const KernelSignature& signature : *signatures) {
       auto [it, inserted] = defining_unit.emplace(signature.name, i);

@@ -62,6 +62,7 @@ Status Reader::read_layout() {
   Expected<FileLayout> layout = read_file_layout(file_);
   if (!layout) return layout.error();
   layout_ = *layout;
+  exe_.minor_version = layout_.minor;
   return Status::ok();
 }
 

@@ -159,7 +159,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
   uint8_t* header = file.data();
   std::copy(kMagic.begin(), kMagic.end(), header + HeaderField::kMagic);
   store_le<uint16_t>(header + HeaderField::kMajor, kMajorVersion);
-  store_le<uint16_t>(header + HeaderField::kMinor, kMinorVersion);
+  store_le<uint16_t>(header + HeaderField::kMinor, std::max(exe.minor_version, exe.required_minor_version()));
   store_le<uint32_t>(header + HeaderField::kHeaderSize, kHeaderSize);
   store_le<uint64_t>(header + HeaderField::kFileSize, file.size());
   store_le<uint64_t>(header + HeaderField::kFeatures, exe.requirements.features);

@@ -9,6 +9,7 @@
 
 #include "section_cursor.h"
 #include "stowage/vm/bytecode_format.h"
+#include "stowage/vm/discontiguous.h"
 #include "stowage/vm/instruction_codec.h"
 
 namespace stowage::bytecode {
@@ -45,6 +46,9 @@ class FunctionValidator {
   Status check_semantics(const Instruction& ins) const;
   Status check_alloc_storage(const Instruction& ins) const;
   Status check_alloc_tensor(const Instruction& ins) const;
+  Status check_alloc_discontiguous(const Instruction& ins) const;
+  Status check_discontiguous_storage(const Instruction& ins, size_t storage_slot, size_t offsets_slot,
+                                     std::span<const uint64_t> sizes, std::string_view what) const;
   Status check_call_kernel(const Instruction& ins) const;
   Status check_call(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
@@ -231,6 +235,7 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
     case Opcode::kAllocTensor: return check_alloc_tensor(ins);
     case Opcode::kCallKernel: return check_call_kernel(ins);
     case Opcode::kCall: return check_call(ins);
+    case Opcode::kAllocDiscontiguous: return check_alloc_discontiguous(ins);
     case Opcode::kKill:
     case Opcode::kCopyTensor:
     case Opcode::kMove:
@@ -331,6 +336,81 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
   if (offset % scope.offset_alignment != 0) {
     return error_at(offset_word, fmt::format("offset {} is not a multiple of the offset alignment {} of scope '{}'",
                                              offset, scope.offset_alignment, scope.scope));
+  }
+  return Status::ok();
+}
+
+// Counts and entry values are checked here; bounds against the storages where the
+// storage was allocated in this function (the VM checks the others at run time).
+Status FunctionValidator::check_alloc_discontiguous(const Instruction& ins) const {
+  using Op = operands::AllocDiscontiguous;
+  if (exe_.minor_version < 1) {
+    return error_at(0, fmt::format("the file declares version {}.{}; this instruction needs {}.1", kMajorVersion,
+                                   exe_.minor_version, kMajorVersion));
+  }
+  STOWAGE_TRY(check_shape_constant(ins, Op::kShape, "shape"));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kTableOffsets, "table offsets"));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kDataOffsets, "data offsets"));
+  const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
+  auto dtype = static_cast<DType>(ins.ops[Op::kDType]);
+  uint64_t entry = ins.ops[Op::kEntryBytes];
+  if (!valid_table_entry_bytes(entry)) {
+    return error_at(slot_word(ins, Op::kEntryBytes), fmt::format("table entry size {} is not 4 or 8", entry));
+  }
+  auto geometry = discontiguous_geometry(shape, dtype);
+  if (!geometry || !checked_nbytes(shape, dtype)) {
+    return error_at(slot_word(ins, Op::kShape), fmt::format("shape of rank {} is not a discontiguous shape (rank >= 2, "
+                                                            "size within 64 bits)",
+                                                            shape.size()));
+  }
+  const std::vector<int64_t>& tables = exe_.constants[ins.ops[Op::kTableOffsets]].shape;
+  const std::vector<int64_t>& blocks = exe_.constants[ins.ops[Op::kDataOffsets]].shape;
+  if (tables.size() != geometry->num_tables) {
+    return error_at(slot_word(ins, Op::kTableOffsets), fmt::format("{} table offsets, the shape needs {}",
+                                                                   tables.size(), geometry->num_tables));
+  }
+  if (blocks.size() != geometry->num_blocks) {
+    return error_at(slot_word(ins, Op::kDataOffsets), fmt::format("{} data offsets, the shape has {} blocks",
+                                                                  blocks.size(), geometry->num_blocks));
+  }
+  std::vector<uint64_t> table_sizes(tables.size());
+  for (uint64_t t = 0; t < tables.size(); ++t) table_sizes[t] = geometry->entries_of(shape, t) * entry;
+  std::vector<uint64_t> block_sizes(blocks.size(), geometry->block_bytes);
+  STOWAGE_TRY(check_discontiguous_storage(ins, Op::kTableStorage, Op::kTableOffsets, table_sizes, "table"));
+  return check_discontiguous_storage(ins, Op::kDataStorage, Op::kDataOffsets, block_sizes, "block");
+}
+
+Status FunctionValidator::check_discontiguous_storage(const Instruction& ins, size_t storage_slot,
+                                                      size_t offsets_slot, std::span<const uint64_t> sizes,
+                                                      std::string_view what) const {
+  using Op = operands::AllocDiscontiguous;
+  const std::vector<int64_t>& offsets = exe_.constants[ins.ops[offsets_slot]].shape;
+  uint64_t entry = ins.ops[Op::kEntryBytes];
+  uint64_t max_entry = entry == 8 ? UINT64_MAX : uint64_t{UINT32_MAX};
+  uint64_t align = what == "table" ? entry : dtype_bytes(static_cast<DType>(ins.ops[Op::kDType]));
+  size_t word = slot_word(ins, offsets_slot);
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    auto offset = static_cast<uint64_t>(offsets[i]);  // >= 0: checked as a shape
+    if (offset > max_entry || offset % align != 0) {
+      return error_at(word, fmt::format("{} {} at offset {} is not a multiple of {} or does not fit a {}-byte entry",
+                                        what, i, offset, align, entry));
+    }
+  }
+  auto known = storages_.find(static_cast<uint32_t>(ins.ops[storage_slot]));
+  if (known == storages_.end()) return Status::ok();
+  const KnownStorage& storage = known->second;
+  if (storage.scope->kind != ScopeKind::kBuffer) {
+    return error_at(slot_word(ins, storage_slot),
+                    fmt::format("{}s must be in a buffer storage; scope '{}' holds images", what, storage.scope->scope));
+  }
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    auto offset = static_cast<uint64_t>(offsets[i]);
+    // offset < 2^63 (a shape extent), so the sum cannot wrap when the size is at most the storage's.
+    if (!(sizes[i] <= storage.nbytes && offset <= storage.nbytes - sizes[i])) {
+      return error_at(word, fmt::format("{} {} of {} bytes at offset {} exceeds its storage of {} bytes (instruction "
+                                        "{})",
+                                        what, i, sizes[i], offset, storage.nbytes, storage.instruction));
+    }
   }
   return Status::ok();
 }

@@ -2,6 +2,15 @@
 
 namespace stowage {
 
+uint16_t Executable::required_minor_version() const {
+  for (const Function& f : functions) {
+    for (const Instruction& ins : f.code) {
+      if (ins.op == Opcode::kAllocDiscontiguous) return 1;
+    }
+  }
+  return 0;
+}
+
 int64_t Executable::find_function(std::string_view name) const {
   for (size_t i = 0; i < functions.size(); ++i) {
     if (functions[i].name == name) return static_cast<int64_t>(i);

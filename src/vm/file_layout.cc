@@ -130,6 +130,7 @@ Status LayoutReader::read_header_fields() {
     if (h[at] != 0) return header_error(at, "reserved header bytes are not zero");
   }
 
+  layout_.minor = load_le<uint16_t>(h + HeaderField::kMinor);
   layout_.features = load_le<uint64_t>(h + HeaderField::kFeatures);
   if (uint64_t unknown = layout_.features & ~uint64_t{kKnownFeatures}; unknown != 0) {
     return header_error(HeaderField::kFeatures, fmt::format("unknown feature bits 0x{:x} (this runtime knows 0x{:x})",

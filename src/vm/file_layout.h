@@ -19,6 +19,7 @@ struct Section {
 
 struct FileLayout {
   uint64_t features = 0;  // the header's required feature bits
+  uint16_t minor = 0;     // the header's minor version
   std::array<std::optional<Section>, kMaxSections> sections;
 
   // Present for every kind but kDebug once read_file_layout succeeded.

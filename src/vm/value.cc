@@ -31,6 +31,17 @@ void Tensor::copy_to_host(std::span<std::byte> dst) const {
     return;
   }
   // A blocking read on the in-order queue waits for everything enqueued before it.
+  if (object_->is_discontiguous()) {
+    const std::vector<uint64_t>& blocks = *object_->block_offsets;
+    uint64_t size = object_->block_bytes;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      cl_bool blocking = b + 1 == blocks.size() ? CL_TRUE : CL_FALSE;
+      cl_int status = clEnqueueReadBuffer(object_->context->queue(), object_->storage->mem(), blocking, blocks[b],
+                                          size, dst.data() + b * size, 0, nullptr, nullptr);
+      if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueReadBuffer"));
+    }
+    return;
+  }
   if (object_->in_image()) {
     const size_t origin[3] = {0, 0, 0};
     const size_t region[3] = {object_->image_region.width, object_->image_region.height, 1};

@@ -62,8 +62,9 @@ VirtualMachine::Impl::~Impl() {
       if (site.kernel) clReleaseKernel(site.kernel);
     }
   }
-  sites.clear();
+  // Writes of discontiguous tables read from the sites' memory: finish them first.
   if (context) clFinish(context->queue());
+  sites.clear();
 }
 
 Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr<const Executable> executable,
@@ -170,6 +171,7 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
   switch (ins.op) {
     case Opcode::kAllocStorage: alloc_storage(site, ins, regs); break;
     case Opcode::kAllocTensor: alloc_tensor(site, ins, regs); break;
+    case Opcode::kAllocDiscontiguous: alloc_discontiguous(site, ins, regs); break;
     case Opcode::kKill: regs[ins.ops[operands::Kill::kReg]] = Value(); break;
     case Opcode::kCopyTensor: copy_tensor(ins, regs); break;
     case Opcode::kCallKernel: call_kernel(site, ins, regs); break;

@@ -29,6 +29,13 @@ struct SiteState {
   cl_mem view_parent = nullptr;
   uint64_t view_offset = 0;
   uint64_t view_size = 0;
+  // alloc_discontiguous_tensor: the tables' bytes (constant, so writes of them can
+  // stay in flight), the runs to write, the block offsets and the furthest ends.
+  std::shared_ptr<const std::vector<uint64_t>> block_offsets;
+  std::vector<std::byte> table_bytes;
+  std::vector<std::pair<uint64_t, uint64_t>> table_runs;  // (offset in storage, bytes), back to back in table_bytes
+  uint64_t tables_end = 0;
+  uint64_t blocks_end = 0;
   // call_kernel: this site's kernel object, its bound arguments, its sizes.
   cl_kernel kernel = nullptr;
   std::vector<BoundArg> bound;
@@ -70,7 +77,9 @@ struct VirtualMachine::Impl {
   void alloc_image_tensor(const std::shared_ptr<StorageObject>& storage, const std::vector<int64_t>& shape,
                           DType dtype, std::optional<uint64_t> nbytes, uint64_t offset, const Instruction& ins,
                           std::vector<Value>& regs);
+  void alloc_discontiguous(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
+  void copy_discontiguous(const TensorObject& src, const TensorObject& dst);
   void copy_with_image(const TensorObject& src, const TensorObject& dst);
   void call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel);

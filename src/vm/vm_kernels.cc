@@ -30,6 +30,55 @@ size_t scalar_bytes(const KernelParam& param, const Value& v, uint64_t& bits) {
   return size;
 }
 
+// A parameter's kind is fixed by the signature, so buffers compare `mem` and
+// scalars `scalar_bits`, as in call_kernel below.
+void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem) {
+  BoundArg& bound = site.bound[i];
+  if (bound.set && bound.mem == mem) return;
+  cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
+  if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
+  bound.set = true;
+  bound.mem = mem;
+}
+
+void set_scalar_arg(SiteState& site, const KernelParam& param, size_t i, size_t size, uint64_t bits) {
+  BoundArg& bound = site.bound[i];
+  if (bound.set && bound.scalar_bits == bits) return;
+  cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), size, &bits);  // little-endian: low bytes
+  if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
+  bound.set = true;
+  bound.scalar_bits = bits;
+}
+
+// A discontiguous tensor fills three parameters from `first`: its tables, the byte
+// offset of its root table, its data. Its register repeats in all three list slots.
+void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instruction& ins, size_t first,
+                        const TensorObject& t) {
+  DType entry = t.table_entry_bytes == 8 ? DType::kUInt64 : DType::kUInt32;
+  auto fail = [&](std::string_view what) {
+    throw_runtime(fmt::format("kernel '{}' argument {}: a discontiguous tensor {}", sig.name, first, what));
+  };
+  if (first + 2 >= sig.params.size() || ins.list[first + 1] != ins.list[first] ||
+      ins.list[first + 2] != ins.list[first]) {
+    fail("fills three consecutive parameters (tables, root offset, data) with the same register");
+  }
+  const KernelParam& tables = sig.params[first];
+  const KernelParam& root = sig.params[first + 1];
+  const KernelParam& data = sig.params[first + 2];
+  if (!tables.is_buffer() || tables.dtype != entry || tables.lanes != 1) {
+    fail(fmt::format("needs its first parameter '{}' to be a buffer of {}", tables.name, dtype_name(entry)));
+  }
+  if (root.kind != KernelParamKind::kScalar || root.dtype != entry || root.lanes != 1) {
+    fail(fmt::format("needs its second parameter '{}' to be a scalar {}", root.name, dtype_name(entry)));
+  }
+  if (!data.is_buffer() || data.dtype != t.dtype || data.lanes != 1) {
+    fail(fmt::format("needs its third parameter '{}' to be a buffer of {}", data.name, dtype_name(t.dtype)));
+  }
+  set_mem_arg(site, tables, first, t.tables->mem());
+  set_scalar_arg(site, root, first + 1, t.table_entry_bytes, t.table_root);
+  set_mem_arg(site, data, first + 2, t.storage->mem());
+}
+
 }  // namespace
 
 void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
@@ -59,6 +108,11 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
     const KernelParam& param = sig.params[i];
     const Value& v = regs[ins.list[i]];
     BoundArg& bound = site.bound[i];
+    if (v.kind == Value::Kind::kTensor && v.tensor->is_discontiguous()) {
+      bind_discontiguous(site, sig, ins, i, *v.tensor);
+      i += 2;
+      continue;
+    }
     if (param.is_buffer()) {
       if (v.kind != Value::Kind::kTensor) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a Tensor, register holds {}", sig.name, i,

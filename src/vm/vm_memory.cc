@@ -194,6 +194,10 @@ void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value
     if (!t->on_host() && t->context != context) throw_runtime("a tensor of another VM's device cannot be copied here");
   }
   if (src.nbytes == 0) return;
+  if (src.is_discontiguous() || dst.is_discontiguous()) {
+    copy_discontiguous(src, dst);
+    return;
+  }
   cl_command_queue queue = context->queue();
   cl_int status = CL_SUCCESS;
   if (src.in_image() || dst.in_image()) {

@@ -28,11 +28,13 @@ namespace stowage::ir {
 // The kernels defined in `unit`, in source order, each tagged with `unit_index`.
 // Functions without the __kernel qualifier are not listed; a kernel that is
 // declared but never defined in the unit is an error.
-Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit,
-                                                              uint32_t unit_index);
+// A unit may `#include <stowage/discontiguous.cl.h>` (include/stowage/opencl/), read
+// with STOWAGE_TABLE_ENTRY_BYTES = `table_entry_bytes`.
+Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                              uint32_t table_entry_bytes = 4);
 
 // Fills `signatures` of every unit of `module`. A kernel name defined in two
 // units is an error; on error the module's signatures are left unchanged.
-Status read_module_kernels(Module& module);
+Status read_module_kernels(Module& module, uint32_t table_entry_bytes = 4);
 
 }  // namespace stowage::ir

@@ -36,7 +36,7 @@ inline constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'T', 'W', '\r', '\n
 // files it accepts (new opcodes, section kinds, flag bits, feature bits); anything
 // that changes the meaning of existing bytes bumps the major.
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 0;
+inline constexpr uint16_t kMinorVersion = 1;  // 1: alloc_discontiguous_tensor
 
 inline constexpr uint32_t kHeaderSize = 64;
 

@@ -120,8 +120,13 @@ struct Executable {
   std::vector<Function> functions;          // referenced by kFunc operands
   Requirements requirements;
   std::string debug_text;                   // optional: the IR text it was compiled from
+  // The format's minor version the file declares: at least what its code needs
+  // (required_minor_version), so a file re-written keeps its header.
+  uint16_t minor_version = 0;
   friend bool operator==(const Executable&, const Executable&) = default;
 
+  // The lowest minor version whose readers know every opcode the code uses.
+  uint16_t required_minor_version() const;
   // Index of the function named `name`, or -1.
   int64_t find_function(std::string_view name) const;
 };

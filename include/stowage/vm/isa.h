@@ -55,7 +55,10 @@ inline constexpr uint32_t kMaxOperands = 8;
   /* ret(reg) */                                                                           \
   X(kRet, 7, "ret", kReg)                                                                  \
   /* dst = load_const(constant): a scalar or shape constant into a register */             \
-  X(kLoadConst, 8, "load_const", kDef, kConst)
+  X(kLoadConst, 8, "load_const", kDef, kConst)                                             \
+  /* dst = alloc_discontiguous_tensor(table storage, table offsets shape, data storage,   */ \
+  /*       data offsets shape, shape, dtype, table entry bytes): the VM writes the tables  */ \
+  X(kAllocDiscontiguous, 9, "alloc_discontiguous_tensor", kDef, kReg, kConst, kReg, kConst, kConst, kDType, kU32)
 
 enum class Opcode : uint8_t {
 #define STOWAGE_OPCODE_ENUM(name, value, ...) name = value,
@@ -107,6 +110,9 @@ struct Call { enum : uint8_t { kDst, kFunc }; };                       // args i
 struct Move { enum : uint8_t { kDst, kSrc }; };
 struct Ret { enum : uint8_t { kReg }; };
 struct LoadConst { enum : uint8_t { kDst, kConst }; };
+struct AllocDiscontiguous {
+  enum : uint8_t { kDst, kTableStorage, kTableOffsets, kDataStorage, kDataOffsets, kShape, kDType, kEntryBytes };
+};
 }  // namespace operands
 
 }  // namespace stowage

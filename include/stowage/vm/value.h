@@ -72,6 +72,15 @@ class TensorObject {
 
   bool in_image() const { return storage != nullptr && storage->is_image(); }
 
+  // Discontiguous tensors: `storage` holds the blocks, block b at byte
+  // (*block_offsets)[b]; `tables` holds the pointer tables, the root at `table_root`.
+  std::shared_ptr<StorageObject> tables;
+  uint64_t table_root = 0;
+  uint32_t table_entry_bytes = 0;
+  uint64_t block_bytes = 0;
+  std::shared_ptr<const std::vector<uint64_t>> block_offsets;
+  bool is_discontiguous() const { return tables != nullptr; }
+
   // Host tensors: `host_data` stays valid while `host_owner` is alive.
   void* host_data = nullptr;
   std::shared_ptr<void> host_owner;

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "../cl_headers.h"
+
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace stowage::ir {
 namespace {
@@ -101,6 +104,11 @@ class ExecutableBuilder {
   const Module& module_;
   const TargetDesc& target_;
   Executable exe_;
+
+ public:
+  const TargetDesc& target() const { return target_; }
+
+ private:
   std::map<std::string, uint32_t> strings_;
   std::map<std::vector<int64_t>, uint32_t> shapes_;
 };
@@ -225,10 +233,23 @@ class FunctionLowering {
       case Op::kCallKernel: {
         auto k = kernels_.find(b.callee);
         if (k == kernels_.end()) return codegen_error(f_, &b, fmt::format("unknown kernel '{}'", b.callee));
+        // A discontiguous tensor fills three parameters (tables, root, data): its
+        // register repeats in all three slots, so the list matches the signature.
+        const auto& params = b_.exe().kernels[k->second].params;
         std::vector<DType> literal_types;
-        for (const auto& p : b_.exe().kernels[k->second].params) literal_types.push_back(p.dtype);
-        auto args = arg_registers(b, literal_types);
-        if (!args) return args.error();
+        for (size_t i = 0, p = 0; i < b.args.size(); ++i) {
+          bool spread = b.args[i].kind == Arg::Kind::kVar && discontiguous_.count(b.args[i].var) != 0;
+          literal_types.push_back(p < params.size() ? params[p].dtype : DType::kInt64);
+          p += spread ? 3 : 1;
+        }
+        auto regs = arg_registers(b, literal_types);
+        if (!regs) return regs.error();
+        std::vector<uint32_t> list;
+        for (size_t i = 0; i < b.args.size(); ++i) {
+          bool spread = b.args[i].kind == Arg::Kind::kVar && discontiguous_.count(b.args[i].var) != 0;
+          list.insert(list.end(), spread ? 3 : 1, (*regs)[i]);
+        }
+        Expected<std::vector<uint32_t>> args(std::move(list));
         uint32_t grid = b_.shape_constant(b.grid);
         uint64_t local = b.local.empty() ? kNoConstant : b_.shape_constant(b.local);
         emit(Opcode::kCallKernel, {k->second, grid, local}, args.take());
@@ -250,10 +271,31 @@ class FunctionLowering {
       }
       case Op::kEmpty:
         return codegen_error(f_, &b, "tensor-level 'empty' must be planned into storage before code generation");
+      case Op::kEmptyDiscontiguous:
+        return codegen_error(f_, &b,
+                             "tensor-level 'empty_discontiguous' must be planned into storage before code generation");
+      case Op::kAllocDiscontiguousTensor: return lower_alloc_discontiguous(b);
     }
     return {};
   }
 
+  Status lower_alloc_discontiguous(const Binding& b) {
+    auto tables = reg_of(b.vars.at(0), &b);
+    if (!tables) return tables.error();
+    auto data = reg_of(b.vars.at(1), &b);
+    if (!data) return data.error();
+    // Tables and blocks are read through offsets, not sub-buffers: no offset alignment to note.
+    uint32_t table_offsets = b_.shape_constant(b.table_offsets);
+    uint32_t data_offsets = b_.shape_constant(b.data_offsets);
+    uint32_t shape = b_.shape_constant(b.shape);
+    uint32_t r = define(b.result);
+    discontiguous_.insert(b.result);
+    emit(Opcode::kAllocDiscontiguous, {r, *tables, table_offsets, *data, data_offsets, shape,
+                                       static_cast<uint64_t>(b.dtype), b_.target().table_entry_bytes});
+    return {};
+  }
+
+  std::set<std::string> discontiguous_;  // results of alloc_discontiguous_tensor
   ExecutableBuilder& b_;
   const Function& f_;
   const std::map<std::string, uint32_t>& kernels_;
@@ -272,7 +314,8 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
   Executable& exe = builder.exe();
   std::map<std::string, uint32_t> kernels;
   for (size_t u = 0; u < module.units.size(); ++u) {
-    exe.units.push_back(KernelUnit{module.units[u].name, module.units[u].source});
+    exe.units.push_back(
+        KernelUnit{module.units[u].name, expand_shipped_includes(module.units[u].source, target.table_entry_bytes)});
     for (KernelSignature sig : module.units[u].signatures) {
       sig.unit = static_cast<uint32_t>(u);
       for (const auto& p : sig.params) {
@@ -303,6 +346,7 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
     if (req.offset_alignment == 0) req.offset_alignment = uint64_t{1} << 63;
   }
   exe.debug_text = options.debug_text;
+  exe.minor_version = exe.required_minor_version();
   return std::move(exe);
 }
 
