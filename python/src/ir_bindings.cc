@@ -155,6 +155,21 @@ void bind_builders(py::module_& m) {
              return fb.alloc_tensor(storage, offset, std::move(shape), dtype_arg("alloc_tensor", "dtype", dtype),
                                     std::move(name));
            })
+      .def("alloc_discontiguous_tensor",
+           [](FunctionBuilder& fb, const std::string& table_storage, std::vector<int64_t> table_offsets,
+              const std::string& data_storage, std::vector<int64_t> data_offsets, std::vector<int64_t> shape,
+              const std::string& dtype, std::string name) {
+             return fb.alloc_discontiguous_tensor(table_storage, std::move(table_offsets), data_storage,
+                                                  std::move(data_offsets), std::move(shape),
+                                                  dtype_arg("alloc_discontiguous_tensor", "dtype", dtype),
+                                                  std::move(name));
+           })
+      .def("empty_discontiguous",
+           [](FunctionBuilder& fb, std::vector<int64_t> shape, const std::string& dtype, std::string scope,
+              std::string table_scope, std::string name) {
+             return fb.empty_discontiguous(std::move(shape), dtype_arg("empty_discontiguous", "dtype", dtype),
+                                           std::move(scope), std::move(table_scope), std::move(name));
+           })
       .def("kill_object", &FunctionBuilder::kill_object)
       .def("copy_tensor", &FunctionBuilder::copy_tensor)
       .def("call_kernel",

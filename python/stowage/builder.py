@@ -158,6 +158,25 @@ class Function:
             )
         )
 
+    def alloc_discontiguous_tensor(self, table_storage, table_offsets, data_storage, data_offsets, shape, dtype,
+                                   name=None):
+        """A tensor of blocks anywhere in ``data_storage``, found through pointer
+        tables in ``table_storage``: ``table_offsets`` is an int for rank 2, else
+        one offset per table, breadth-first; ``data_offsets`` has one per block
+        (the last extent of ``shape`` is the block)."""
+        op = "alloc_discontiguous_tensor"
+        return self._var(
+            self._fb.alloc_discontiguous_tensor(
+                self._name_of(op, "table_storage", table_storage),
+                _checks.extents(op, "table_offsets", table_offsets),
+                self._name_of(op, "data_storage", data_storage),
+                _checks.extents(op, "data_offsets", data_offsets),
+                _checks.extents(op, "shape", shape),
+                _checks.dtype_name(op, "dtype", dtype),
+                self._result_name(op, name),
+            )
+        )
+
     def kill_object(self, var):
         """Ends ``var``'s life: its bytes may be reused by later tensors."""
         self._fb.kill_object(self._name_of("kill_object", "var", var))
@@ -185,6 +204,20 @@ class Function:
                 _checks.extents(op, "shape", shape),
                 _checks.dtype_name(op, "dtype", dtype),
                 _checks.text(op, "scope", scope),
+                self._result_name(op, name),
+            )
+        )
+
+    def empty_discontiguous(self, shape, dtype, scope="global", table_scope="global", name=None):
+        """A discontiguous tensor that the planner places block by block into free
+        space of ``scope``, its tables in ``table_scope``."""
+        op = "empty_discontiguous"
+        return self._var(
+            self._fb.empty_discontiguous(
+                _checks.extents(op, "shape", shape),
+                _checks.dtype_name(op, "dtype", dtype),
+                _checks.text(op, "scope", scope),
+                _checks.text(op, "table_scope", table_scope),
                 self._result_name(op, name),
             )
         )

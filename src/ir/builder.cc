@@ -233,6 +233,36 @@ std::string FunctionBuilder::alloc_tensor(const std::string& storage, int64_t of
   return define(std::move(name), Type::tensor(std::move(shape), dtype));
 }
 
+std::string FunctionBuilder::alloc_discontiguous_tensor(const std::string& table_storage,
+                                                        std::vector<int64_t> table_offsets,
+                                                        const std::string& data_storage,
+                                                        std::vector<int64_t> data_offsets, std::vector<int64_t> shape,
+                                                        DType dtype, std::string name) {
+  constexpr std::string_view op = "alloc_discontiguous_tensor";
+  check_open(op);
+  use_of_kind(op, "table_storage", table_storage, Type::Kind::kStorage);
+  use_of_kind(op, "data_storage", data_storage, Type::Kind::kStorage);
+  for (auto [arg, offsets] : {std::pair{"table_offsets", &table_offsets}, std::pair{"data_offsets", &data_offsets}}) {
+    for (size_t i = 0; i < offsets->size(); ++i) {
+      if ((*offsets)[i] < 0) fail(op, fmt::format("argument '{}': offset {} is {}", arg, i, (*offsets)[i]));
+    }
+  }
+  check_extents(op, "shape", shape);
+  if (shape.size() < 2) fail(op, fmt::format("argument 'shape': rank {} (a discontiguous tensor has rank 2 or more)",
+                                             shape.size()));
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kAllocDiscontiguousTensor;
+  b.vars = {table_storage, data_storage};
+  b.table_offsets = std::move(table_offsets);
+  b.data_offsets = std::move(data_offsets);
+  b.shape = shape;
+  b.dtype = dtype;
+  add(std::move(b));
+  return define(std::move(name), Type::tensor(std::move(shape), dtype));
+}
+
 void FunctionBuilder::kill_object(const std::string& var) {
   check_open("kill_object");
   use("kill_object", "var", var);
@@ -287,6 +317,27 @@ std::string FunctionBuilder::empty(std::vector<int64_t> shape, DType dtype, std:
   b.shape = shape;
   b.dtype = dtype;
   b.scope = std::move(scope);
+  add(std::move(b));
+  return define(std::move(name), Type::tensor(std::move(shape), dtype));
+}
+
+std::string FunctionBuilder::empty_discontiguous(std::vector<int64_t> shape, DType dtype, std::string scope,
+                                                 std::string table_scope, std::string name) {
+  constexpr std::string_view op = "empty_discontiguous";
+  check_open(op);
+  check_extents(op, "shape", shape);
+  if (shape.size() < 2) fail(op, fmt::format("argument 'shape': rank {} (a discontiguous tensor has rank 2 or more)",
+                                             shape.size()));
+  check_scope(op, scope);
+  check_scope(op, table_scope);
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kEmptyDiscontiguous;
+  b.shape = shape;
+  b.dtype = dtype;
+  b.scope = std::move(scope);
+  b.table_scope = std::move(table_scope);
   add(std::move(b));
   return define(std::move(name), Type::tensor(std::move(shape), dtype));
 }

@@ -50,6 +50,12 @@ class FunctionBuilder {
                             std::string name = "");
   std::string alloc_tensor(const std::string& storage, int64_t offset, std::vector<int64_t> shape, DType dtype,
                            std::string name = "");
+  // A tensor of blocks anywhere in `data_storage`, found through tables in
+  // `table_storage` (docs/discontiguous.md): one table offset for rank 2, one per
+  // table breadth-first for rank N; one data offset per block.
+  std::string alloc_discontiguous_tensor(const std::string& table_storage, std::vector<int64_t> table_offsets,
+                                         const std::string& data_storage, std::vector<int64_t> data_offsets,
+                                         std::vector<int64_t> shape, DType dtype, std::string name = "");
   void kill_object(const std::string& var);
   void copy_tensor(const std::string& src, const std::string& dst);
   // `args` are tensors or int/float/bool variables, or literals; `grid` has 1 to
@@ -57,6 +63,9 @@ class FunctionBuilder {
   void call_kernel(const std::string& kernel, std::vector<Arg> args, std::vector<int64_t> grid,
                    std::vector<int64_t> local = {});
   std::string empty(std::vector<int64_t> shape, DType dtype, std::string scope = "global", std::string name = "");
+  // A discontiguous tensor the planner places block by block (the last extent is the block).
+  std::string empty_discontiguous(std::vector<int64_t> shape, DType dtype, std::string scope = "global",
+                                  std::string table_scope = "global", std::string name = "");
   // Calls a function already added to the module; the result has its return type.
   std::string call(const std::string& function, std::vector<Arg> args, std::string name = "");
   // Finishes the function, returning `var`; its type is the return type. The
