@@ -36,3 +36,10 @@ def test_memory_plan(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "global.vtcm" in result.stdout and "lower bound" in result.stdout
     assert picture.read_text().startswith("<?xml")
+
+
+def test_discontiguous():
+    result = run("discontiguous.py")
+    assert result.returncode == 0, result.stderr
+    assert "rank 2: the result matches numpy's x + y" in result.stdout
+    assert "rank 3: the result matches numpy's 2 * x" in result.stdout
