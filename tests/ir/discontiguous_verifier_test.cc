@@ -136,6 +136,14 @@ TEST(DiscontiguousVerifier, OffsetsAreAlignedAndFitATableEntry) {
             "4-byte table entry");
 }
 
+TEST(DiscontiguousVerifier, StoragesAreBuffers) {
+  EXPECT_EQ(verify_body({kTables, "img = alloc_storage([64, 64], device=0, dtype=float32, scope=\"global.texture\")",
+                         "a = alloc_discontiguous_tensor(t, 0, img, [0, 256, 512, 768], [4, 64], int32)"}),
+            "d.stir:13:3: error: function 'main', binding 'a = alloc_discontiguous_tensor(t, 0, img, [0, 256, 512, "
+            "768], [4, 64], int32)': data storage 'img' is in image scope 'global.texture'; discontiguous tensors "
+            "need buffer scopes");
+}
+
 TEST(DiscontiguousVerifier, RankIsAtLeastTwo) {
   EXPECT_EQ(verify_body({kTables, kData, "a = alloc_discontiguous_tensor(t, [], v, [0], [64], int32)"}),
             "d.stir:13:3: error: function 'main', binding 'a = alloc_discontiguous_tensor(t, [], v, [0], [64], "
