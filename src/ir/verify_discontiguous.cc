@@ -33,6 +33,22 @@ Problem find_overlap_within(std::vector<Piece> pieces, const std::string& tensor
   return std::nullopt;
 }
 
+// Rank, extents and size, common to both ops.
+Problem check_discontiguous_shape(const std::vector<int64_t>& shape_list, DType dtype) {
+  std::string shape = print_shape_list(shape_list);
+  if (shape_list.size() < 2) {
+    return fmt::format("a discontiguous tensor has rank 2 or more (its last extent is the block), got shape {}",
+                       shape);
+  }
+  for (int64_t extent : shape_list) {
+    if (extent < 0) return fmt::format("shape {} has a negative extent", shape);
+  }
+  if (!discontiguous_geometry(shape_list, dtype) || !checked_nbytes(shape_list, dtype)) {
+    return fmt::format("shape {} of {} is larger than 2^64 bytes", shape, dtype_name(dtype));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Problem FunctionVerifier::check_alloc_discontiguous(const Binding& b) {
@@ -69,18 +85,9 @@ Problem FunctionVerifier::check_alloc_discontiguous(const Binding& b) {
 }
 
 Problem FunctionVerifier::check_discontiguous_counts(const Binding& b) {
+  if (auto p = check_discontiguous_shape(b.shape, b.dtype)) return p;
   std::string shape = print_shape_list(b.shape);
-  if (b.shape.size() < 2) {
-    return fmt::format("a discontiguous tensor has rank 2 or more (its last extent is the block), got shape {}",
-                       shape);
-  }
-  for (int64_t extent : b.shape) {
-    if (extent < 0) return fmt::format("shape {} has a negative extent", shape);
-  }
   auto geometry = discontiguous_geometry(b.shape, b.dtype);
-  if (!geometry || !checked_nbytes(b.shape, b.dtype)) {
-    return fmt::format("shape {} of {} is larger than 2^64 bytes", shape, dtype_name(b.dtype));
-  }
   if (b.table_offsets.size() != geometry->num_tables) {
     return fmt::format("shape {} needs {} table{} ({} level{} of indirection, breadth-first), but {} table offset{} "
                        "{} given",
@@ -155,17 +162,7 @@ Problem FunctionVerifier::check_empty_discontiguous(const Binding& b) {
       return fmt::format("scope '{}' holds images; discontiguous tensors need buffer scopes", s->name);
     }
   }
-  std::string shape = print_shape_list(b.shape);
-  if (b.shape.size() < 2) {
-    return fmt::format("a discontiguous tensor has rank 2 or more (its last extent is the block), got shape {}",
-                       shape);
-  }
-  for (int64_t extent : b.shape) {
-    if (extent < 0) return fmt::format("shape {} has a negative extent", shape);
-  }
-  if (!discontiguous_geometry(b.shape, b.dtype) || !checked_nbytes(b.shape, b.dtype)) {
-    return fmt::format("shape {} of {} is larger than 2^64 bytes", shape, dtype_name(b.dtype));
-  }
+  if (auto p = check_discontiguous_shape(b.shape, b.dtype)) return p;
   result_info_.scope = scope;
   result_info_.discontiguous = DiscontiguousInfo{target_.table_entry_bytes, static_cast<uint64_t>(b.shape.back())};
   return std::nullopt;

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "stowage/ir/builder.h"
+#include "source_files.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/parser.h"
 #include "stowage/vm/bytecode.h"
@@ -18,12 +19,7 @@
 namespace stowage {
 namespace {
 
-std::string read_source_file(const std::string& relative) {
-  std::ifstream in(std::string(STOWAGE_SOURCE_DIR) + "/" + relative);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_source_file;
 
 const TargetDesc& target() {
   static const TargetDesc t = TargetDesc::load("opencl").value_or_throw();

@@ -12,18 +12,14 @@
 #include <random>
 #include <sstream>
 
+#include "source_files.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/vm/vm.h"
 
 namespace stowage {
 namespace {
 
-std::string read_source_file(const std::string& relative) {
-  std::ifstream in(std::string(STOWAGE_SOURCE_DIR) + "/" + relative);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_source_file;
 
 Executable compile(const std::string& text, const std::string& name) {
   auto target = TargetDesc::load("opencl").value_or_throw();
