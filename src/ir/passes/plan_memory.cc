@@ -1,6 +1,7 @@
 // Static memory planning of tensor-level functions.
 //
-// What the pass guarantees, for every function with `empty` bindings:
+// What the pass guarantees, for every function with `empty` or
+// `empty_discontiguous` bindings:
 //  * Every `empty` tensor gets bytes of its own for as long as it lives: it is
 //    placed by `alloc_tensor(storage, offset, ...)` into one storage per memory
 //    scope, at an offset aligned to the scope's alignment, and no two tensors
@@ -24,28 +25,32 @@
 //  * `empty_discontiguous` becomes `alloc_discontiguous_tensor`, alive like an
 //    `empty` tensor (never returned nor passed to `call`: the verifier forbids
 //    it). Its tables, back to back breadth-first, are one item of the storage
-//    of `table_scope`, packed with the other tensors there; each table at an
-//    offset that is a multiple of the table entry size. Its blocks go to the
-//    storage of `scope`, each at a multiple of the element size, sharing no
-//    byte with anything alive at the same time there, its own tables and
-//    blocks included. Every offset fits a table entry, else planning fails.
-//    For spilling, its tables and its blocks are two separate tensors, each
-//    weighed by its own bytes.
+//    of `table_scope`, packed with the other tensors there, so each table lies
+//    at a multiple of the table entry size. Its blocks go to the storage of
+//    `scope`, each at a multiple of the element size (all a kernel reading the
+//    block needs; a coarser alignment would waste the holes blocks are for),
+//    sharing no byte with anything alive at the same time there, its own
+//    tables and blocks included. On-chip, the end of everything (items and
+//    blocks) is within the capacity. Every offset fits a table entry, else
+//    planning fails. For spilling, its tables and its blocks are two separate
+//    tensors, each weighed by its own bytes.
 //
 // How: liveness is one pass over the bindings; offsets come from the packer
 // (include/stowage/ir/packing.h), which searches for the lowest height under a
 // step budget and so is deterministic. Blocks are placed after the packer has
 // placed the scope's contiguous items (place_blocks): tensor by tensor in
 // order of allocation, block by block, at the lowest offset free during the
-// tensor's life, so holes too small for a whole tensor take blocks. With
-// blocks in a scope, the packer minimises the contiguous items' height even
-// under a capacity, which leaves the most room above them; the capacity is
-// then checked against the end of everything, and spills follow the rule
-// above. PlanOptions::split_discontiguous = false packs all blocks of a
-// tensor back to back as one item instead, the contiguous baseline. Texture scopes are pooled in 2D instead
-// (pool_images): a tensor takes a free image of its scope and pixel type, the
-// smallest that fits, else the one whose growth adds the least area; a tensor
-// always sits at the image's origin, so tensors alive together never share one.
+// tensor's life, so holes too small for a whole tensor take blocks; with
+// blocks of one size and nothing else in the scope, this meets the live-bytes
+// lower bound. With blocks in a scope, the packer minimises the contiguous
+// items' height even under a capacity, to leave the most room above them; the
+// capacity is then checked against the end of everything, and spills follow
+// the rule above. PlanOptions::split_discontiguous = false packs all blocks of
+// a tensor back to back as one item instead: the contiguous baseline.
+// Texture scopes are pooled in 2D (pool_images): a tensor takes a free image
+// of its scope and pixel type, the smallest that fits, else the one whose
+// growth adds the least area; a tensor always sits at the image's origin, so
+// tensors alive together never share one.
 #include "stowage/ir/planner.h"
 
 #include <fmt/format.h>
@@ -229,9 +234,12 @@ class FunctionPlanner {
     tables.block_bytes = tables.num_blocks = 0;
     for (auto [part, scope] : {std::pair{&blocks, &b.scope}, std::pair{&tables, &b.table_scope}}) {
       part->scope = target_.find_scope(*scope);
-      if (part->scope == nullptr) return plan_error(f_, b, fmt::format("scope '{}' is not offered by the target", *scope));
+      if (part->scope == nullptr) {
+        return plan_error(f_, b, fmt::format("scope '{}' is not offered by the target", *scope));
+      }
       if (part->scope->kind != ScopeKind::kBuffer) {
-        return plan_error(f_, b, fmt::format("scope '{}' holds images; discontiguous tensors need buffer scopes", *scope));
+        return plan_error(f_, b,
+                          fmt::format("scope '{}' holds images; discontiguous tensors need buffer scopes", *scope));
       }
       part->scope_name = *scope;
     }

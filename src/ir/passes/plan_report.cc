@@ -28,7 +28,9 @@ std::string format_memory_report(const MemoryReport& report) {
       out += fmt::format(" blocks of {} discontiguous tensor{} ({} blocks)", s.discontiguous,
                          s.discontiguous == 1 ? "" : "s", s.blocks);
     }
-    if (s.spilled_bytes != 0) out += fmt::format("{} {} bytes spilled here", s.discontiguous != 0 ? ";" : "", s.spilled_bytes);
+    if (s.spilled_bytes != 0) {
+      out += fmt::format("{} {} bytes spilled here", s.discontiguous != 0 ? ";" : "", s.spilled_bytes);
+    }
     out += "\n";
   }
   return out;
