@@ -57,6 +57,35 @@ struct PackResult {
 // that a packing could need more than 2^64 - 1 bytes.
 Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& options = {});
 
+// Blocks that need not be contiguous with each other: `count` blocks of
+// `block_size` bytes, all alive over [lower, upper) (the blocks of one
+// discontiguous tensor).
+struct BlockRequest {
+  std::string id;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  uint64_t block_size = 0;
+  uint64_t count = 0;
+  uint64_t alignment = 1;  // each block's offset must be a multiple of it; at least 1
+};
+
+struct BlockPlacement {
+  std::vector<std::vector<uint64_t>> offsets;  // per request, one per block
+  uint64_t height = 0;  // max of offset + size over the items and the blocks
+};
+
+// Places blocks into the space that packed items leave free. Requests are
+// taken in their order, blocks one by one, each at the lowest aligned offset
+// where it shares no byte with an item (at `offsets`) or a block placed before
+// it that is alive at a common moment (a request's own blocks included). Holes
+// between items, too small for a whole tensor, take as many blocks as fit.
+// With no items, blocks of one size whose alignment divides it, and requests
+// alive (lower < upper) in order of `lower`, this is first-fit interval
+// colouring: the height equals live_bytes_lower_bound. Errors (as values): an alignment of 0, an offset
+// past 2^64 - 1.
+Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span<const uint64_t> offsets,
+                                      std::span<const BlockRequest> requests);
+
 // The largest total of sizes of items alive at one moment (saturates at
 // 2^64 - 1). Items that are never alive count nowhere.
 uint64_t live_bytes_lower_bound(std::span<const PackItem> items);

@@ -1,6 +1,7 @@
-// Static memory planning: tensor-level `empty` bindings become storage-level
-// `alloc_storage` / `alloc_tensor(offset)` / `kill_object` (src/ir/passes/plan_memory.cc
-// says what the pass guarantees and how).
+// Static memory planning: tensor-level `empty` / `empty_discontiguous` bindings
+// become storage-level `alloc_storage` / `alloc_tensor(offset)` /
+// `alloc_discontiguous_tensor` / `kill_object` (src/ir/passes/plan_memory.cc says
+// what the pass guarantees and how).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ enum class PlanStrategy {
 struct PlanOptions {
   PlanStrategy strategy = PlanStrategy::kPacked;
   double time_limit_seconds = 10;  // per scope; the packer's safety stop
+  // A discontiguous tensor's blocks go one by one into free space (the
+  // default). false: back to back as one item, as if the tensor were an
+  // `empty` of the same bytes; the baseline that shows what splitting gains.
+  bool split_discontiguous = true;
 };
 
 // What planning did in one memory scope of one function.
@@ -33,6 +38,11 @@ struct ScopeReport {
   uint64_t naive_bytes = 0;    // every tensor its own storage
   uint64_t reuse_only_bytes = 0;  // whole-storage reuse without offsets (TVM Relax's model)
   uint64_t spilled = 0;        // tensors moved here from a full on-chip scope
+  uint64_t spilled_bytes = 0;  // their bytes (for a discontiguous tensor, the part moved)
+  // Discontiguous tensors with blocks here, and those blocks. Their tables
+  // count as tensors of the tables' scope.
+  uint64_t discontiguous = 0;
+  uint64_t blocks = 0;
   bool proven_optimal = false;
   double seconds = 0;
   // Texture scopes: images allocated, pixels they hold, pixels if every tensor

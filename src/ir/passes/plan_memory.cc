@@ -1,6 +1,7 @@
 // Static memory planning of tensor-level functions.
 //
-// What the pass guarantees, for every function with `empty` bindings:
+// What the pass guarantees, for every function with `empty` or
+// `empty_discontiguous` bindings:
 //  * Every `empty` tensor gets bytes of its own for as long as it lives: it is
 //    placed by `alloc_tensor(storage, offset, ...)` into one storage per memory
 //    scope, at an offset aligned to the scope's alignment, and no two tensors
@@ -21,13 +22,35 @@
 //  * Hand-written storage-level bindings stay as written; their storages are
 //    separate from the planned ones (and do not count against on-chip capacity
 //    here: the runtime enforces capacity on everything).
+//  * `empty_discontiguous` becomes `alloc_discontiguous_tensor`, alive like an
+//    `empty` tensor (never returned nor passed to `call`: the verifier forbids
+//    it). Its tables, back to back breadth-first, are one item of the storage
+//    of `table_scope`, packed with the other tensors there, so each table lies
+//    at a multiple of the table entry size. Its blocks go to the storage of
+//    `scope`, each at a multiple of the element size (all a kernel reading the
+//    block needs; a coarser alignment would waste the holes blocks are for),
+//    sharing no byte with anything alive at the same time there, its own
+//    tables and blocks included. On-chip, the end of everything (items and
+//    blocks) is within the capacity. Every offset fits a table entry, else
+//    planning fails. For spilling, its tables and its blocks are two separate
+//    tensors, each weighed by its own bytes.
 //
 // How: liveness is one pass over the bindings; offsets come from the packer
 // (include/stowage/ir/packing.h), which searches for the lowest height under a
-// step budget and so is deterministic. Texture scopes are pooled in 2D instead
-// (pool_images): a tensor takes a free image of its scope and pixel type, the
-// smallest that fits, else the one whose growth adds the least area; a tensor
-// always sits at the image's origin, so tensors alive together never share one.
+// step budget and so is deterministic. Blocks are placed after the packer has
+// placed the scope's contiguous items (place_blocks): tensor by tensor in
+// order of allocation, block by block, at the lowest offset free during the
+// tensor's life, so holes too small for a whole tensor take blocks; with
+// blocks of one size and nothing else in the scope, this meets the live-bytes
+// lower bound. With blocks in a scope, the packer minimises the contiguous
+// items' height even under a capacity, to leave the most room above them; the
+// capacity is then checked against the end of everything, and spills follow
+// the rule above. PlanOptions::split_discontiguous = false packs all blocks of
+// a tensor back to back as one item instead: the contiguous baseline.
+// Texture scopes are pooled in 2D (pool_images): a tensor takes a free image
+// of its scope and pixel type, the smallest that fits, else the one whose
+// growth adds the least area; a tensor always sits at the image's origin, so
+// tensors alive together never share one.
 #include "stowage/ir/planner.h"
 
 #include <fmt/format.h>
@@ -35,18 +58,27 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
 #include "stowage/ir/packing.h"
+#include "stowage/vm/discontiguous.h"
 
 namespace stowage::ir {
 namespace {
 
+// A discontiguous tensor is planned as two parts that share its name and life:
+// its tables (one contiguous item) and its blocks.
+enum class Part { kWhole, kBlocks, kTables };
+
 struct PlannedTensor {
-  size_t binding = 0;  // index of its `empty`
+  size_t binding = 0;  // index of its `empty` / `empty_discontiguous`
   std::string name;
-  uint64_t nbytes = 0;
+  Part part = Part::kWhole;
+  uint64_t nbytes = 0;  // kBlocks: all its blocks
+  uint64_t block_bytes = 0;  // kBlocks
+  uint64_t num_blocks = 0;   // kBlocks
   int64_t first = 0;     // its `empty`
   int64_t last = 0;      // its last use
   bool user_killed = false;
@@ -57,6 +89,17 @@ struct PlannedTensor {
   std::string storage;  // the storage it is placed in
   DType dtype = DType::kFloat32;
   std::optional<ImageExtent> image;  // texture scopes: the pixels it covers
+  std::vector<uint64_t> block_offsets;  // kBlocks, once placed
+};
+
+// Where the members of one scope go: offsets of the contiguous ones (packed),
+// block offsets of the blocks parts, and the bytes it all needs.
+struct Arrangement {
+  std::vector<uint64_t> offsets;               // per member
+  std::vector<std::vector<uint64_t>> blocks;   // per member; kBlocks parts only
+  uint64_t height = 0;
+  bool fits = true;
+  bool proven_optimal = false;
 };
 
 // An image of a texture pool: its extent grows to hold every tensor placed in it.
@@ -86,20 +129,21 @@ class FunctionPlanner {
     if (auto status = collect(); !status) return status;
     if (tensors_.empty()) return {};
     if (auto status = place(); !status) return status;
-    emit();
-    return {};
+    return emit();
   }
 
  private:
   Status collect() {
-    std::map<std::string, size_t> index;
+    std::map<std::string, std::vector<size_t>> index;  // name -> its parts
     // A `call` may return one of its tensor arguments: its result keeps every
     // planned tensor passed to it alive (transitively through further calls).
     std::map<std::string, std::set<size_t>> aliases;
     for (size_t i = 0; i < f_.bindings.size(); ++i) {
       const Binding& b = f_.bindings[i];
       auto note_use = [&](const std::string& v) {
-        if (auto it = index.find(v); it != index.end()) tensors_[it->second].last = static_cast<int64_t>(i);
+        if (auto it = index.find(v); it != index.end()) {
+          for (size_t t : it->second) tensors_[t].last = static_cast<int64_t>(i);
+        }
         if (auto it = aliases.find(v); it != aliases.end()) {
           for (size_t t : it->second) tensors_[t].last = static_cast<int64_t>(i);
         }
@@ -112,15 +156,21 @@ class FunctionPlanner {
         std::set<size_t> passed;
         for (const auto& a : b.args) {
           if (a.kind != Arg::Kind::kVar) continue;
-          if (auto it = index.find(a.var); it != index.end()) passed.insert(it->second);
+          if (auto it = index.find(a.var); it != index.end()) passed.insert(it->second.begin(), it->second.end());
           if (auto it = aliases.find(a.var); it != aliases.end()) passed.insert(it->second.begin(), it->second.end());
         }
         if (!passed.empty()) aliases[b.result] = std::move(passed);
       }
       if (b.op == Op::kKillObject) {
-        if (auto it = index.find(b.vars[0]); it != index.end()) tensors_[it->second].user_killed = true;
+        if (auto it = index.find(b.vars[0]); it != index.end()) {
+          for (size_t t : it->second) tensors_[t].user_killed = true;
+        }
       }
       names_.insert(b.result);
+      if (b.op == Op::kEmptyDiscontiguous) {
+        if (auto status = collect_discontiguous(b, i, index); !status) return status;
+        continue;
+      }
       if (b.op != Op::kEmpty) continue;
       PlannedTensor t;
       t.binding = i;
@@ -144,7 +194,7 @@ class FunctionPlanner {
       }
       t.scope_name = b.scope;
       t.returned = b.result == f_.ret;
-      index[t.name] = tensors_.size();
+      index[t.name] = {tensors_.size()};
       tensors_.push_back(std::move(t));
     }
     for (const auto& p : f_.params) names_.insert(p.name);
@@ -152,6 +202,50 @@ class FunctionPlanner {
     if (auto it = aliases.find(f_.ret); it != aliases.end()) {
       for (size_t t : it->second) tensors_[t].returned = true;
     }
+    return {};
+  }
+
+  // Its blocks, then its tables, as two tensors of the same name and life.
+  Status collect_discontiguous(const Binding& b, size_t i, std::map<std::string, std::vector<size_t>>& index) {
+    auto geometry = discontiguous_geometry(b.shape, b.dtype);
+    auto nbytes = checked_nbytes(b.shape, b.dtype);
+    if (!geometry || !nbytes) return plan_error(f_, b, "its shape is not that of a discontiguous tensor, or overflows");
+    // Entries over all levels: d0 + d0*d1 + ... + d0*...*d(n-1).
+    std::optional<uint64_t> entries = 0, product = 1;
+    for (size_t k = 0; k + 1 < b.shape.size() && entries && product; ++k) {
+      product = checked_mul(*product, static_cast<uint64_t>(b.shape[k]));
+      if (product) entries = checked_add(*entries, *product);
+    }
+    std::optional<uint64_t> table_bytes = entries && product ? checked_mul(*entries, target_.table_entry_bytes)
+                                                             : std::nullopt;
+    if (!table_bytes) return plan_error(f_, b, "its tables' size overflows");
+    PlannedTensor blocks;
+    blocks.binding = i;
+    blocks.name = b.result;
+    blocks.part = Part::kBlocks;
+    blocks.first = blocks.last = static_cast<int64_t>(i);
+    blocks.dtype = b.dtype;
+    blocks.nbytes = *nbytes;
+    blocks.block_bytes = geometry->block_bytes;
+    blocks.num_blocks = geometry->num_blocks;
+    PlannedTensor tables = blocks;
+    tables.part = Part::kTables;
+    tables.nbytes = *table_bytes;
+    tables.block_bytes = tables.num_blocks = 0;
+    for (auto [part, scope] : {std::pair{&blocks, &b.scope}, std::pair{&tables, &b.table_scope}}) {
+      part->scope = target_.find_scope(*scope);
+      if (part->scope == nullptr) {
+        return plan_error(f_, b, fmt::format("scope '{}' is not offered by the target", *scope));
+      }
+      if (part->scope->kind != ScopeKind::kBuffer) {
+        return plan_error(f_, b,
+                          fmt::format("scope '{}' holds images; discontiguous tensors need buffer scopes", *scope));
+      }
+      part->scope_name = *scope;
+    }
+    index[b.result] = {tensors_.size(), tensors_.size() + 1};
+    tensors_.push_back(std::move(blocks));
+    tensors_.push_back(std::move(tables));
     return {};
   }
 
@@ -171,18 +265,18 @@ class FunctionPlanner {
     for (const auto& [name, members] : by_scope) {
       if (target_.find_scope(name)->capacity == 0) order.push_back(name);
     }
-    std::map<std::string, uint64_t> spilled_into;
+    std::map<std::string, uint64_t> spilled_into, spilled_bytes_into;
     for (size_t next = 0; next < order.size(); ++next) {
       const std::string name = order[next];  // a copy: spills may append to `order`
       const ScopeDesc& scope = *target_.find_scope(name);
       std::vector<size_t>& members = by_scope[name];
       if (members.empty()) continue;
       auto start = std::chrono::steady_clock::now();
-      auto packed = pack_scope(scope, members);
-      if (!packed) return packed.error();
-      PackResult result = packed.take();
+      auto arranged = arrange(scope, members);
+      if (!arranged) return arranged.error();
+      Arrangement result = arranged.take();
       if (scope.capacity != 0 && options_.strategy == PlanStrategy::kPacked) {
-        while (!result.fits || result.height > scope.capacity) {
+        while (!result.fits) {
           if (scope.fallback.empty()) {
             return Error(ErrorKind::kVerify,
                          fmt::format("error: planning function '{}': scope '{}' needs {} bytes, its capacity is {} "
@@ -201,16 +295,17 @@ class FunctionPlanner {
           tensors_[moved].scope_name = fallback->name;
           by_scope[fallback->name].push_back(moved);
           ++spilled_into[fallback->name];
+          spilled_bytes_into[fallback->name] += tensors_[moved].nbytes;
           if (std::find(order.begin(), order.end(), fallback->name) == order.end()) order.push_back(fallback->name);
           if (members.empty()) break;
-          packed = pack_scope(scope, members);
-          if (!packed) return packed.error();
-          result = packed.take();
+          arranged = arrange(scope, members);
+          if (!arranged) return arranged.error();
+          result = arranged.take();
         }
         if (members.empty()) continue;
       }
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      record(scope, members, result, spilled_into[name], took.count());
+      record(scope, members, result, spilled_into[name], spilled_bytes_into[name], took.count());
     }
     return {};
   }
@@ -270,42 +365,110 @@ class FunctionPlanner {
     }
   }
 
-  Expected<PackResult> pack_scope(const ScopeDesc& scope, const std::vector<size_t>& members) {
-    std::vector<PackItem> items;
-    for (size_t i : members) {
-      const PlannedTensor& t = tensors_[i];
-      items.push_back(PackItem{t.name, t.first, t.last + 1, t.nbytes, std::max<uint64_t>(scope.alignment, 1)});
-    }
-    if (options_.strategy == PlanStrategy::kNaive) {
-      PackResult naive;
-      naive.fits = true;
-      naive.offsets.assign(items.size(), 0);
-      naive.lower_bound = live_bytes_lower_bound(items);
-      for (const auto& item : items) naive.height += round_up(item.size, items[0].alignment);
-      return naive;
-    }
-    PackOptions options;
-    if (scope.capacity != 0) options.capacity = scope.capacity;
-    options.time_limit_seconds = options_.time_limit_seconds;
-    return pack(items, options);
+  // The offset alignment of a part packed as one item: tables sit at multiples
+  // of the entry size, blocks kept together at multiples of the element size.
+  uint64_t item_alignment(const PlannedTensor& t, const ScopeDesc& scope) const {
+    uint64_t alignment = std::max<uint64_t>(scope.alignment, 1);
+    if (t.part == Part::kTables) return std::lcm(alignment, uint64_t{target_.table_entry_bytes});
+    if (t.part == Part::kBlocks) return std::lcm(alignment, dtype_bytes(t.dtype));
+    return alignment;
   }
 
-  void record(const ScopeDesc& scope, const std::vector<size_t>& members, const PackResult& result, uint64_t spilled,
-              double seconds) {
+  // Blocks placed one by one (rather than kept together as one item).
+  bool split(const PlannedTensor& t) const {
+    return t.part == Part::kBlocks && options_.split_discontiguous && options_.strategy == PlanStrategy::kPacked;
+  }
+
+  PackItem item_of(const PlannedTensor& t, const ScopeDesc& scope) const {
+    return PackItem{t.name, t.first, t.last + 1, t.nbytes, item_alignment(t, scope)};
+  }
+
+  // Packs the contiguous members, then places the blocks of the others in what is free.
+  Expected<Arrangement> arrange(const ScopeDesc& scope, const std::vector<size_t>& members) {
+    Arrangement out;
+    out.offsets.assign(members.size(), 0);
+    out.blocks.resize(members.size());
     std::vector<PackItem> items;
+    std::vector<size_t> packed;  // positions in `members` of the items
+    std::vector<size_t> split_members;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const PlannedTensor& t = tensors_[members[k]];
+      if (split(t)) {
+        split_members.push_back(k);
+        continue;
+      }
+      items.push_back(item_of(t, scope));
+      packed.push_back(k);
+    }
+    // Every contiguous item at 0 in a storage of its own (naive), or packed.
+    PackResult result;
+    result.fits = true;
+    result.offsets.assign(items.size(), 0);
+    if (options_.strategy == PlanStrategy::kNaive) {
+      for (const auto& item : items) result.height += round_up(item.size, item.alignment);
+    } else {
+      PackOptions options;
+      // Blocks fit in holes and above the items: keep the items low, whatever the capacity.
+      if (scope.capacity != 0 && split_members.empty()) options.capacity = scope.capacity;
+      options.time_limit_seconds = options_.time_limit_seconds;
+      auto packed_result = pack(items, options);
+      if (!packed_result) return packed_result.error();
+      result = packed_result.take();
+    }
+    for (size_t j = 0; j < packed.size(); ++j) out.offsets[packed[j]] = result.offsets[j];
+    // Blocks kept together lie back to back from their item's offset.
+    for (size_t k = 0; k < members.size(); ++k) {
+      const PlannedTensor& t = tensors_[members[k]];
+      if (t.part != Part::kBlocks || split(t)) continue;
+      for (uint64_t n = 0; n < t.num_blocks; ++n) out.blocks[k].push_back(out.offsets[k] + n * t.block_bytes);
+    }
+    out.height = result.height;
+    out.fits = result.fits && (scope.capacity == 0 || out.height <= scope.capacity);
+    out.proven_optimal = result.proven_optimal;
+    if (split_members.empty()) return out;
+    // In order of allocation: with blocks of one size, that reaches the live-bytes bound.
+    std::sort(split_members.begin(), split_members.end(),
+              [&](size_t a, size_t b) { return tensors_[members[a]].first < tensors_[members[b]].first; });
+    std::vector<BlockRequest> requests;
+    for (size_t k : split_members) {
+      const PlannedTensor& t = tensors_[members[k]];
+      requests.push_back(BlockRequest{t.name, t.first, t.last + 1, t.block_bytes, t.num_blocks, dtype_bytes(t.dtype)});
+    }
+    auto placed = place_blocks(items, result.offsets, requests);
+    if (!placed) return placed.error();
+    for (size_t j = 0; j < split_members.size(); ++j) out.blocks[split_members[j]] = std::move(placed->offsets[j]);
+    out.height = placed->height;
+    out.fits = scope.capacity == 0 || out.height <= scope.capacity;
+    std::vector<PackItem> all;
+    for (size_t i : members) all.push_back(item_of(tensors_[i], scope));
+    out.proven_optimal = out.height == live_bytes_lower_bound(all);
+    return out;
+  }
+
+  void record(const ScopeDesc& scope, const std::vector<size_t>& members, const Arrangement& result, uint64_t spilled,
+              uint64_t spilled_bytes, double seconds) {
+    std::vector<PackItem> items;
+    std::set<std::string> names;
+    ScopeReport r;
     for (size_t k = 0; k < members.size(); ++k) {
       PlannedTensor& t = tensors_[members[k]];
-      items.push_back(PackItem{t.name, t.first, t.last + 1, t.nbytes, std::max<uint64_t>(scope.alignment, 1)});
+      items.push_back(item_of(t, scope));
       t.offset = result.offsets[k];
+      t.block_offsets = result.blocks[k];
+      names.insert(t.name);
+      if (t.part == Part::kBlocks) {
+        r.discontiguous += 1;
+        r.blocks += t.num_blocks;
+      }
     }
-    ScopeReport r;
     r.function = f_.name;
     r.scope = tensors_[members[0]].scope_name;
-    r.tensors = members.size();
+    r.tensors = names.size();
     r.lower_bound = live_bytes_lower_bound(items);
     r.naive_bytes = naive_total(items);
     r.reuse_only_bytes = reuse_only_total(items);
     r.spilled = spilled;
+    r.spilled_bytes = spilled_bytes;
     r.proven_optimal = result.proven_optimal;
     r.seconds = seconds;
     if (options_.strategy == PlanStrategy::kNaive) {
@@ -351,32 +514,36 @@ class FunctionPlanner {
     return b;
   }
 
-  void emit() {
+  Status emit() {
     std::vector<Binding> out;
     for (const auto& s : storages_) {
       if (!s.name.empty()) out.push_back(alloc_storage(s.name, s.nbytes, s.scope));
     }
     for (const auto& image : images_) out.push_back(alloc_image(image.name, image.extent, image.dtype, image.scope_name));
+    const bool naive = options_.strategy == PlanStrategy::kNaive;
     // Kills due after each binding.
     std::map<int64_t, std::vector<std::string>> kills;
     for (const auto& t : tensors_) {
       if (t.returned) continue;
-      if (!t.user_killed) kills[t.last].push_back(t.name);
+      if (!t.user_killed && t.part != Part::kTables) kills[t.last].push_back(t.name);  // one kill for both parts
       // A storage of its own (the naive reference) ends with its tensor.
-      if (options_.strategy == PlanStrategy::kNaive && !t.image) kills[t.last].push_back(t.storage);
+      if (naive && !t.image) kills[t.last].push_back(t.storage);
     }
-    std::map<size_t, const PlannedTensor*> planned;
-    for (const auto& t : tensors_) planned[t.binding] = &t;
+    std::map<size_t, std::vector<const PlannedTensor*>> planned;  // binding -> its parts
+    for (const auto& t : tensors_) planned[t.binding].push_back(&t);
     for (size_t i = 0; i < f_.bindings.size(); ++i) {
       Binding b = f_.bindings[i];
-      if (auto it = planned.find(i); it != planned.end()) {
-        const PlannedTensor& t = *it->second;
+      if (auto it = planned.find(i); it != planned.end() && b.op == Op::kEmptyDiscontiguous) {
+        auto status = emit_discontiguous(b, *it->second[0], *it->second[1], out);
+        if (!status) return status;
+      } else if (it != planned.end()) {
+        const PlannedTensor& t = *it->second[0];
         uint64_t alignment = std::max<uint64_t>(t.scope->alignment, 1);
         std::string storage = t.storage;
         if (t.returned && t.image) {
           storage = fresh_name("result");
           out.push_back(alloc_image(storage, *t.image, t.dtype, t.scope_name));
-        } else if (t.returned || (options_.strategy == PlanStrategy::kNaive && !t.image)) {
+        } else if (t.returned || (naive && !t.image)) {
           storage = t.returned ? fresh_name("result") : t.storage;
           out.push_back(alloc_storage(storage, round_up(std::max<uint64_t>(t.nbytes, 1), alignment), t.scope_name));
         }
@@ -384,7 +551,7 @@ class FunctionPlanner {
         a.result = b.result;
         a.op = Op::kAllocTensor;
         a.vars = {storage};
-        a.offset = static_cast<int64_t>(t.returned || (options_.strategy == PlanStrategy::kNaive && !t.image) ? 0 : t.offset);
+        a.offset = static_cast<int64_t>(t.returned || (naive && !t.image) ? 0 : t.offset);
         a.shape = b.shape;
         a.dtype = b.dtype;
         a.loc = b.loc;
@@ -400,6 +567,47 @@ class FunctionPlanner {
       }
     }
     f_.bindings = std::move(out);
+    return {};
+  }
+
+  // `alloc_discontiguous_tensor` for an `empty_discontiguous`: tables at the
+  // offset of their item plus the sizes of the tables before them.
+  Status emit_discontiguous(const Binding& b, const PlannedTensor& blocks, const PlannedTensor& tables,
+                            std::vector<Binding>& out) {
+    const uint64_t entry = target_.table_entry_bytes;
+    if (options_.strategy == PlanStrategy::kNaive) {
+      for (const PlannedTensor* part : {&tables, &blocks}) {
+        uint64_t alignment = std::max<uint64_t>(part->scope->alignment, 1);
+        out.push_back(alloc_storage(part->storage, round_up(std::max<uint64_t>(part->nbytes, 1), alignment),
+                                    part->scope_name));
+      }
+    }
+    const uint64_t max_entry = entry >= 8 ? UINT64_MAX : (uint64_t{1} << (8 * entry)) - 1;
+    auto fits_entry = [&](uint64_t offset) -> Status {
+      if (offset <= max_entry && offset <= uint64_t(INT64_MAX)) return {};
+      return plan_error(f_, b, fmt::format("a table or block would be at offset {}, which does not fit a {}-byte "
+                                           "table entry", offset, entry));
+    };
+    DiscontiguousGeometry geometry = *discontiguous_geometry(b.shape, b.dtype);  // checked in collect()
+    Binding a;
+    a.result = b.result;
+    a.op = Op::kAllocDiscontiguousTensor;
+    a.vars = {tables.storage, blocks.storage};
+    uint64_t offset = tables.offset;
+    for (uint64_t t = 0; t < geometry.num_tables; ++t) {
+      if (auto status = fits_entry(offset); !status) return status;
+      a.table_offsets.push_back(static_cast<int64_t>(offset));
+      offset += geometry.entries_of(b.shape, t) * entry;  // within the item: no overflow
+    }
+    for (uint64_t block : blocks.block_offsets) {
+      if (auto status = fits_entry(block); !status) return status;
+      a.data_offsets.push_back(static_cast<int64_t>(block));
+    }
+    a.shape = b.shape;
+    a.dtype = b.dtype;
+    a.loc = b.loc;
+    out.push_back(std::move(a));
+    return {};
   }
 
   struct StorageToEmit {
@@ -423,7 +631,7 @@ class FunctionPlanner {
 bool has_tensor_level_bindings(const Module& module) {
   for (const auto& f : module.functions) {
     for (const auto& b : f.bindings) {
-      if (b.op == Op::kEmpty) return true;
+      if (b.op == Op::kEmpty || b.op == Op::kEmptyDiscontiguous) return true;
     }
   }
   return false;

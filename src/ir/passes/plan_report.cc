@@ -21,6 +21,18 @@ std::string format_memory_report(const MemoryReport& report) {
     out += fmt::format("{} {}: {} image{} for {} tensors, {} pixels planned, {} if each had its own\n", s.function,
                        s.scope, s.images, s.images == 1 ? "" : "s", s.tensors, s.planned_pixels, s.naive_pixels);
   }
+  for (const auto& s : report.scopes) {
+    if (s.discontiguous == 0 && s.spilled_bytes == 0) continue;
+    out += fmt::format("{} {}:", s.function, s.scope);
+    if (s.discontiguous != 0) {
+      out += fmt::format(" blocks of {} discontiguous tensor{} ({} blocks)", s.discontiguous,
+                         s.discontiguous == 1 ? "" : "s", s.blocks);
+    }
+    if (s.spilled_bytes != 0) {
+      out += fmt::format("{} {} bytes spilled here", s.discontiguous != 0 ? ";" : "", s.spilled_bytes);
+    }
+    out += "\n";
+  }
   return out;
 }
 
@@ -35,6 +47,9 @@ std::string memory_report_json(const MemoryReport& report) {
                       {"naive_bytes", s.naive_bytes},
                       {"reuse_only_bytes", s.reuse_only_bytes},
                       {"spilled", s.spilled},
+                      {"spilled_bytes", s.spilled_bytes},
+                      {"discontiguous", s.discontiguous},
+                      {"blocks", s.blocks},
                       {"proven_optimal", s.proven_optimal},
                       {"seconds", s.seconds},
                       {"images", s.images},

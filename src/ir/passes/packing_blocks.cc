@@ -1,0 +1,89 @@
+// Block placement into the free space of a packing (see place_blocks in
+// include/stowage/ir/packing.h). A request at a time: the byte ranges taken by
+// items and blocks alive with it are sorted and walked from offset 0, and its
+// blocks fill the gaps between them, lowest first, then the space above.
+#include <algorithm>
+#include <string>
+
+#include "stowage/ir/packing.h"
+
+namespace stowage::ir {
+namespace {
+
+struct Taken {
+  int64_t lower, upper;  // alive over [lower, upper)
+  uint64_t begin, end;   // bytes
+};
+
+bool alive_together(const Taken& t, int64_t lower, int64_t upper) { return t.lower < upper && lower < t.upper; }
+
+uint64_t round_up(uint64_t value, uint64_t alignment) {
+  uint64_t rest = value % alignment;
+  return rest == 0 ? value : value + (alignment - rest);  // callers check for overflow
+}
+
+}  // namespace
+
+Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span<const uint64_t> offsets,
+                                      std::span<const BlockRequest> requests) {
+  BlockPlacement result;
+  std::vector<Taken> taken;
+  if (items.size() != offsets.size()) {
+    return Error(ErrorKind::kVerify, "place_blocks: " + std::to_string(items.size()) + " items but " +
+                                         std::to_string(offsets.size()) + " offsets");
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PackItem& item = items[i];
+    if (offsets[i] > UINT64_MAX - item.size) {
+      return Error(ErrorKind::kVerify, "item '" + item.id + "' ends past 2^64 - 1 bytes");
+    }
+    result.height = std::max(result.height, offsets[i] + item.size);
+    if (item.size != 0 && item.lower < item.upper) {
+      taken.push_back({item.lower, item.upper, offsets[i], offsets[i] + item.size});
+    }
+  }
+  const auto overflow = [](const BlockRequest& r) {
+    return Error(ErrorKind::kVerify, "blocks of '" + r.id + "' would lie past 2^64 - 1 bytes");
+  };
+  for (const BlockRequest& r : requests) {
+    if (r.alignment == 0) return Error(ErrorKind::kVerify, "blocks of '" + r.id + "': alignment must be at least 1");
+    std::vector<uint64_t>& placed = result.offsets.emplace_back();
+    placed.reserve(r.count);
+    if (r.block_size == 0) {  // empty blocks take no bytes anywhere
+      placed.assign(r.count, 0);
+      continue;
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (const Taken& t : taken) {
+      if (alive_together(t, r.lower, r.upper)) busy.emplace_back(t.begin, t.end);
+    }
+    std::sort(busy.begin(), busy.end());
+    busy.emplace_back(UINT64_MAX, UINT64_MAX);  // the space above everything
+    uint64_t cursor = 0;  // lowest byte not known to be busy
+    for (const auto& [begin, end] : busy) {
+      while (placed.size() < r.count) {
+        if (cursor > UINT64_MAX - (r.alignment - 1)) return overflow(r);
+        uint64_t start = round_up(cursor, r.alignment);
+        if (start > UINT64_MAX - r.block_size) return overflow(r);
+        if (start + r.block_size > begin) break;  // the gap below `begin` is full
+        placed.push_back(start);
+        cursor = start + r.block_size;
+      }
+      if (placed.size() == r.count) break;
+      cursor = std::max(cursor, end);
+    }
+    // The blocks, merged into runs, now take their bytes for the ones placed after.
+    for (size_t b = 0; b < placed.size(); ++b) {
+      uint64_t end = placed[b] + r.block_size;
+      result.height = std::max(result.height, end);
+      if (b > 0 && taken.back().end == placed[b]) {
+        taken.back().end = end;
+      } else {
+        taken.push_back({r.lower, r.upper, placed[b], end});
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace stowage::ir
