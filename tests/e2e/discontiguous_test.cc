@@ -223,5 +223,57 @@ TEST(DiscontiguousVm, SecondInvokeOfTheExampleMakesNoDeviceAllocation) {
   EXPECT_EQ(machine->profile().device_allocations, allocations);
 }
 
+// Planned: contiguous tensors and discontiguous ones whose blocks the planner puts
+// into the space the others leave, in one on-chip storage. r = 2 * (x + y).
+constexpr const char* kPlanned = R"(
+kernels ops """
+#include <stowage/discontiguous.cl.h>
+__kernel void add(__global const float* a, __global const float* b, __global float* c) {
+  size_t i = get_global_id(0) * 64 + get_global_id(1);
+  c[i] = a[i] + b[i];
+}
+__kernel void add_blocks(STOWAGE_DISCONTIGUOUS_CONST(float, a), STOWAGE_DISCONTIGUOUS_CONST(float, b),
+                         STOWAGE_DISCONTIGUOUS(float, c)) {
+  size_t i = get_global_id(0), j = get_global_id(1);
+  *STOWAGE_AT2(float, c, i, j) = *STOWAGE_AT2(float, a, i, j) + *STOWAGE_AT2(float, b, i, j);
+}
+"""
+fn main(x: Tensor[(16, 64), float32], y: Tensor[(16, 64), float32]) -> Tensor[(16, 64), float32] {
+  p = empty([16, 64], float32, scope="global.vtcm")
+  copy_tensor(x, p)
+  q = empty([16, 64], float32, scope="global.vtcm")
+  copy_tensor(y, q)
+  s = empty([16, 64], float32, scope="global.vtcm")
+  call_kernel(add, [p, q, s], grid=[16, 64])
+  d = empty_discontiguous([16, 64], float32, scope="global.vtcm", table_scope="global")
+  copy_tensor(s, d)
+  e = empty_discontiguous([16, 64], float32, scope="global.vtcm", table_scope="global")
+  call_kernel(add_blocks, [d, d, e], grid=[16, 64])
+  r = empty([16, 64], float32)
+  copy_tensor(e, r)
+  return r
+}
+)";
+
+TEST(DiscontiguousPlanned, PlannedBlocksRunAndMatchTheHost) {
+  auto compiled = ir::compile_text(kPlanned, "planned.stir", target());
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  // Every tensor of the on-chip scope lives in one storage no larger than the bound.
+  bool found = false;
+  for (const auto& scope : compiled->memory.scopes) {
+    if (scope.scope != "global.vtcm") continue;
+    found = true;
+    EXPECT_EQ(scope.planned_bytes, scope.lower_bound);
+  }
+  EXPECT_TRUE(found);
+  std::vector<float> x(1024), y(1024), expected(1024);
+  for (size_t i = 0; i < 1024; ++i) {
+    x[i] = static_cast<float>(i) * 0.5f;
+    y[i] = 100.0f - static_cast<float>(i);
+    expected[i] = 2 * (x[i] + y[i]);
+  }
+  EXPECT_EQ(run<float>(compiled->executable, {host({16, 64}, x), host({16, 64}, y)}), expected);
+}
+
 }  // namespace
 }  // namespace stowage

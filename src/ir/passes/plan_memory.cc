@@ -367,11 +367,12 @@ class FunctionPlanner {
 
   // The offset alignment of a part packed as one item: tables sit at multiples
   // of the entry size, blocks kept together at multiples of the element size.
+  // Kernels reach both through offsets into the whole storage, not through
+  // sub-buffers, so the scope's (sub-buffer) alignment does not apply to them.
   uint64_t item_alignment(const PlannedTensor& t, const ScopeDesc& scope) const {
-    uint64_t alignment = std::max<uint64_t>(scope.alignment, 1);
-    if (t.part == Part::kTables) return std::lcm(alignment, uint64_t{target_.table_entry_bytes});
-    if (t.part == Part::kBlocks) return std::lcm(alignment, dtype_bytes(t.dtype));
-    return alignment;
+    if (t.part == Part::kTables) return target_.table_entry_bytes;
+    if (t.part == Part::kBlocks) return dtype_bytes(t.dtype);
+    return std::max<uint64_t>(scope.alignment, 1);
   }
 
   // Blocks placed one by one (rather than kept together as one item).
