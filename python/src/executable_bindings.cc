@@ -152,6 +152,9 @@ void bind_executable(py::module_& m) {
                                  row["naive_bytes"] = s.naive_bytes;
                                  row["reuse_only_bytes"] = s.reuse_only_bytes;
                                  row["spilled"] = s.spilled;
+                                 row["spilled_bytes"] = s.spilled_bytes;
+                                 row["discontiguous"] = s.discontiguous;
+                                 row["blocks"] = s.blocks;
                                  row["seconds"] = s.seconds;
                                  rows.append(row);
                                }
@@ -163,7 +166,16 @@ void bind_executable(py::module_& m) {
         if (f == nullptr) {
           throw StowageError(ErrorKind::kInvalidInput, fmt::format("memory layout: no function '{}'", function));
         }
-        return describe_layout(unwrap(memory_layout(*f)));
+        // The entry width the code generator wrote into the instructions (one per target).
+        uint32_t entry_bytes = 4;
+        for (const auto& fn : h.executable->functions) {
+          for (const auto& ins : fn.code) {
+            if (ins.op == Opcode::kAllocDiscontiguous) {
+              entry_bytes = static_cast<uint32_t>(ins.ops[operands::AllocDiscontiguous::kEntryBytes]);
+            }
+          }
+        }
+        return describe_layout(unwrap(memory_layout(*f, entry_bytes)));
       });
 
   m.def("compile", &compile, py::arg("module"), py::arg("target"));

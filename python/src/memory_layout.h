@@ -49,6 +49,8 @@ struct FunctionLayout {
 // Fails (kInvalidInput) on a size that overflows 64 bits or on a tensor whose
 // storage is not an alloc_storage of the function; tensor-level `empty`
 // bindings have no place yet and are left out.
-Expected<FunctionLayout> memory_layout(const ir::Function& function);
+// A discontiguous tensor's tables and blocks are pieces of their own, named
+// 'T table K' and 'T block K'; its tables take `table_entry_bytes` per entry.
+Expected<FunctionLayout> memory_layout(const ir::Function& function, uint32_t table_entry_bytes = 4);
 
 }  // namespace stowage::python

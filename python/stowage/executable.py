@@ -6,6 +6,7 @@ from . import _stowage
 from .errors import InvalidInputError
 
 REPORT_KEYS = ("planned_bytes", "lower_bound", "naive_bytes", "reuse_only_bytes", "seconds")
+PLANNED_KEYS = ("tensors", "spilled", "spilled_bytes", "discontiguous", "blocks")
 
 
 class Executable:
@@ -76,14 +77,15 @@ class Executable:
 
         For scopes the planner placed, the figures are the planner's (the
         returned tensor's own storage is not counted) with ``tensors`` and
-        ``spilled`` added; for storage-level programs placed by hand they are
+        ``spilled``, ``spilled_bytes``, ``discontiguous`` (tensors with blocks
+        here) and ``blocks`` added; for storage-level programs placed by hand they are
         read from the IR, and ``reuse_only_bytes`` and ``seconds`` are None.
         """
         entry = self.entry_function()
         planned = [r for r in self._handle.planner_report if r["function"] == entry]
         if planned:
             return {
-                r["scope"]: {key: r[key] for key in REPORT_KEYS + ("tensors", "spilled")} for r in planned
+                r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned
             }
         report = {}
         for scope in self.memory_layout()["scopes"]:

@@ -64,3 +64,38 @@ def test_builder_refuses_a_rank_one_shape():
         with pytest.raises(sw.VerifyError, match="alloc_discontiguous_tensor: argument 'shape': rank 1"):
             f.alloc_discontiguous_tensor(s, 0, s, [0], (4,), "int32")
         f.ret(x)
+
+
+def test_memory_layout_shows_tables_and_blocks():
+    exe = sw.compile(example.build_rank2())
+    scopes = {s["scope"]: s for s in exe.memory_layout()["scopes"]}
+    vtcm = scopes["global.vtcm"]["storages"][0]["tensors"]
+    blocks = sorted((t["offset"], t["name"]) for t in vtcm)
+    assert blocks[:3] == [(0, "c block 1"), (256, "a block 1"), (512, "c block 0")]
+    assert len(blocks) == 12 and all(t["nbytes"] == 256 for t in vtcm)
+    assert scopes["global.vtcm"]["peak_live_bytes"] == 3 * 1024
+    tables = [t for s in scopes["global"]["storages"] for t in s["tensors"] if "table" in t["name"]]
+    assert sorted((t["name"], t["offset"], t["nbytes"]) for t in tables) == [
+        ("a table 0", 0, 16), ("b table 0", 16, 16), ("c table 0", 32, 16)]
+
+
+def test_planned_discontiguous_tensors_are_reported_and_run():
+    bb = sw.Builder()
+    bb.add_kernels(example.RANK2_KERNELS, name="vtcm_ops")
+    with bb.function("main") as f:
+        x = f.param("x", (4, 64), "int32")
+        y = f.param("y", (4, 64), "int32")
+        a = f.empty_discontiguous((4, 64), "int32", scope="global.vtcm", table_scope="global")
+        f.copy_tensor(x, a)
+        b = f.empty_discontiguous((4, 64), "int32", scope="global.vtcm", table_scope="global")
+        f.copy_tensor(y, b)
+        c = f.empty_discontiguous((4, 64), "int32", scope="global.vtcm", table_scope="global")
+        f.call_kernel("compute_add_in_vtcm", a, b, c, grid=(4, 64))
+        r = f.empty((4, 64), "int32")
+        f.copy_tensor(c, r)
+        f.ret(r)
+    exe = sw.compile(bb.module())
+    vtcm = exe.memory_report["global.vtcm"]
+    assert (vtcm["discontiguous"], vtcm["blocks"], vtcm["planned_bytes"]) == (3, 12, vtcm["lower_bound"])
+    x, y = rank2_inputs()
+    np.testing.assert_array_equal(sw.VirtualMachine(exe).invoke("main", x, y).numpy(), x + y)
