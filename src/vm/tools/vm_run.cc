@@ -94,10 +94,10 @@ void print_info(const Executable& exe) {
 
 void print_profile(const vm::Profile& p, int repeat) {
   fmt::print("profile ({} invocation{}):\n", repeat, repeat == 1 ? "" : "s");
-  fmt::print("  {:<12} {:>5}  {:<14} {:<24} {:>8} {:>12} {:>10}\n", "function", "index", "instruction", "detail",
+  fmt::print("  {:<12} {:>5}  {:<26} {:<24} {:>8} {:>12} {:>10}\n", "function", "index", "instruction", "detail",
              "count", "total us", "mean us");
   for (const auto& ip : p.instructions) {
-    fmt::print("  {:<12} {:>5}  {:<14} {:<24} {:>8} {:>12.1f} {:>10.2f}\n", ip.function, ip.index,
+    fmt::print("  {:<12} {:>5}  {:<26} {:<24} {:>8} {:>12.1f} {:>10.2f}\n", ip.function, ip.index,
                opcode_info(ip.op).name, ip.detail, ip.count, ip.total_us, ip.total_us / static_cast<double>(ip.count));
   }
   fmt::print("  device allocations: {} ({} bytes), tensor views created: {}, kernel launches: {}\n",
