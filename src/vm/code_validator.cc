@@ -48,7 +48,8 @@ class FunctionValidator {
   Status check_alloc_tensor(const Instruction& ins) const;
   Status check_alloc_discontiguous(const Instruction& ins) const;
   Status check_discontiguous_storage(const Instruction& ins, size_t storage_slot, size_t offsets_slot,
-                                     std::span<const uint64_t> sizes, std::string_view what) const;
+                                     std::span<const uint64_t> sizes, uint64_t alignment,
+                                     std::string_view what) const;
   Status check_call_kernel(const Instruction& ins) const;
   Status check_call(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
@@ -376,18 +377,18 @@ Status FunctionValidator::check_alloc_discontiguous(const Instruction& ins) cons
   std::vector<uint64_t> table_sizes(tables.size());
   for (uint64_t t = 0; t < tables.size(); ++t) table_sizes[t] = geometry->entries_of(shape, t) * entry;
   std::vector<uint64_t> block_sizes(blocks.size(), geometry->block_bytes);
-  STOWAGE_TRY(check_discontiguous_storage(ins, Op::kTableStorage, Op::kTableOffsets, table_sizes, "table"));
-  return check_discontiguous_storage(ins, Op::kDataStorage, Op::kDataOffsets, block_sizes, "block");
+  STOWAGE_TRY(check_discontiguous_storage(ins, Op::kTableStorage, Op::kTableOffsets, table_sizes, entry, "table"));
+  return check_discontiguous_storage(ins, Op::kDataStorage, Op::kDataOffsets, block_sizes, dtype_bytes(dtype),
+                                     "block");
 }
 
 Status FunctionValidator::check_discontiguous_storage(const Instruction& ins, size_t storage_slot,
                                                       size_t offsets_slot, std::span<const uint64_t> sizes,
-                                                      std::string_view what) const {
+                                                      uint64_t align, std::string_view what) const {
   using Op = operands::AllocDiscontiguous;
   const std::vector<int64_t>& offsets = exe_.constants[ins.ops[offsets_slot]].shape;
   uint64_t entry = ins.ops[Op::kEntryBytes];
   uint64_t max_entry = entry == 8 ? UINT64_MAX : uint64_t{UINT32_MAX};
-  uint64_t align = what == "table" ? entry : dtype_bytes(static_cast<DType>(ins.ops[Op::kDType]));
   size_t word = slot_word(ins, offsets_slot);
   for (size_t i = 0; i < offsets.size(); ++i) {
     auto offset = static_cast<uint64_t>(offsets[i]);  // >= 0: checked as a shape

@@ -30,8 +30,8 @@ size_t scalar_bytes(const KernelParam& param, const Value& v, uint64_t& bits) {
   return size;
 }
 
-// A parameter's kind is fixed by the signature, so buffers compare `mem` and
-// scalars `scalar_bits`, as in call_kernel below.
+// Sets argument `i` only when it changed. A parameter's kind is fixed by the
+// signature, so buffers and images compare `mem` and scalars `scalar_bits`.
 void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem) {
   BoundArg& bound = site.bound[i];
   if (bound.set && bound.mem == mem) return;
@@ -107,7 +107,6 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const KernelParam& param = sig.params[i];
     const Value& v = regs[ins.list[i]];
-    BoundArg& bound = site.bound[i];
     if (v.kind == Value::Kind::kTensor && v.tensor->is_discontiguous()) {
       bind_discontiguous(site, sig, ins, i, *v.tensor);
       i += 2;
@@ -132,25 +131,13 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': expects {} elements, the tensor holds {}", sig.name, i,
                                   param.name, dtype_name(param.dtype), dtype_name(t.dtype)));
       }
-      cl_mem mem = t.view ? t.view.get() : t.storage->mem();
-      if (!bound.set || bound.mem != mem) {
-        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
-        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
-        bound.set = true;
-        bound.mem = mem;
-      }
+      set_mem_arg(site, param, i, t.view ? t.view.get() : t.storage->mem());
     } else if (param.is_image()) {
       if (v.kind != Value::Kind::kTensor || !v.tensor->in_image()) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a tensor in an image storage", sig.name, i,
                                   param.name));
       }
-      cl_mem mem = v.tensor->storage->mem();
-      if (!bound.set || bound.mem != mem) {
-        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
-        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
-        bound.set = true;
-        bound.mem = mem;
-      }
+      set_mem_arg(site, param, i, v.tensor->storage->mem());
     } else if (param.kind == KernelParamKind::kScalar) {
       if (v.kind != Value::Kind::kInt && v.kind != Value::Kind::kFloat) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a scalar, register holds {}", sig.name, i,
@@ -159,12 +146,7 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
       if (param.lanes != 1) throw_runtime(fmt::format("kernel '{}': vector scalar arguments are not supported", sig.name));
       uint64_t bits = 0;
       size_t size = scalar_bytes(param, v, bits);
-      if (!bound.set || bound.scalar_bits != bits) {
-        cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), size, &bits);
-        if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
-        bound.set = true;
-        bound.scalar_bits = bits;
-      }
+      set_scalar_arg(site, param, i, size, bits);
     } else {
       throw StowageError(ErrorKind::kUnsupported,
                          fmt::format("kernel '{}' argument {} '{}': {} parameters are not supported by this runtime",
