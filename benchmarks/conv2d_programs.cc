@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "stowage/ir/compiler.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 
 namespace {
 

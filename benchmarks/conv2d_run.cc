@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 #include "stowage/vm/vm.h"
 
 namespace {

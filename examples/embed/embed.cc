@@ -3,7 +3,7 @@
 //
 //   embed_example add_mul.stw [device]
 #include <dlpack/dlpack.h>
-#include <stowage/vm/bytecode.h>
+#include <stowage/bytecode/file.h>
 #include <stowage/vm/vm.h>
 
 #include <cstdio>

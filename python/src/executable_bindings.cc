@@ -8,11 +8,11 @@
 #include "errors.h"
 #include "executable_handle.h"
 #include "memory_layout.h"
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/printer.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 
 namespace py = pybind11;
 

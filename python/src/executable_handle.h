@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "stowage/ir/ir.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::python {
 

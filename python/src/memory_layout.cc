@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-#include "stowage/vm/discontiguous.h"
+#include "stowage/bytecode/discontiguous.h"
 
 namespace stowage::python {
 namespace {

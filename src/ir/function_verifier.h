@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/ir/ir.h"
 
 namespace stowage::ir::verify {

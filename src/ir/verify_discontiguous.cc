@@ -6,7 +6,7 @@
 
 #include "function_verifier.h"
 #include "stowage/ir/printer.h"
-#include "stowage/vm/discontiguous.h"
+#include "stowage/bytecode/discontiguous.h"
 
 namespace stowage::ir::verify {
 namespace {

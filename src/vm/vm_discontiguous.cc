@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "stowage/vm/discontiguous.h"
+#include "stowage/bytecode/discontiguous.h"
 #include "vm_impl.h"
 
 namespace stowage::vm {

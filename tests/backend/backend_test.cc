@@ -8,9 +8,9 @@
 
 #include "stowage/backend/opencl.h"
 #include "stowage/backend/program_cache.h"
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/vm/vm.h"
-#include "vm/bytecode_test_util.h"
+#include "bytecode/bytecode_test_util.h"
 
 namespace stowage {
 namespace {

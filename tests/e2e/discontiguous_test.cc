@@ -13,7 +13,7 @@
 #include "source_files.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/parser.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 #include "stowage/vm/vm.h"
 
 namespace stowage {

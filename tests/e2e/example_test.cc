@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "stowage/ir/compiler.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 #include "stowage/vm/vm.h"
 
 namespace stowage {

@@ -30,8 +30,8 @@
 
 #include "npy.h"
 #include "stowage/ir/compiler.h"
-#include "stowage/vm/bytecode.h"
-#include "vm/bytecode_test_util.h"
+#include "stowage/bytecode/file.h"
+#include "bytecode/bytecode_test_util.h"
 
 extern char** environ;
 

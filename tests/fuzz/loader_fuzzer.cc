@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "stowage/vm/bytecode.h"
-#include "stowage/vm/bytecode_format.h"
+#include "stowage/bytecode/file.h"
+#include "stowage/bytecode/format.h"
 
 namespace {
 

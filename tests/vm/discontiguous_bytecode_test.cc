@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "bytecode_test_util.h"
+#include "bytecode/bytecode_test_util.h"
 #include "stowage/vm/vm.h"
 
 namespace stowage {

@@ -6,7 +6,7 @@
 
 #include <numeric>
 
-#include "vm/bytecode_test_util.h"
+#include "bytecode/bytecode_test_util.h"
 
 namespace stowage::vm {
 namespace {

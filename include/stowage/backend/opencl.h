@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::opencl {
 

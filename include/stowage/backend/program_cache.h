@@ -13,7 +13,7 @@
 #include <string>
 
 #include "stowage/backend/opencl.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::opencl {
 

@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/ir/ir.h"
 #include "stowage/ir/planner.h"
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::ir {
 

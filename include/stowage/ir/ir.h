@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "stowage/support/dtype.h"
-#include "stowage/vm/kernel_signature.h"
+#include "stowage/bytecode/kernel_signature.h"
 
 namespace stowage::ir {
 

@@ -21,7 +21,7 @@
 
 #include "stowage/ir/ir.h"
 #include "stowage/support/error.h"
-#include "stowage/vm/kernel_signature.h"
+#include "stowage/bytecode/kernel_signature.h"
 
 namespace stowage::ir {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/ir/ir.h"
 #include "stowage/support/error.h"
 

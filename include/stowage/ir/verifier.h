@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 #include "stowage/ir/ir.h"
 #include "stowage/support/error.h"
 

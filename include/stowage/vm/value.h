@@ -15,7 +15,7 @@
 
 #include "stowage/backend/opencl.h"
 #include "stowage/support/dtype.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::vm {
 

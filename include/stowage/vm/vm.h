@@ -19,7 +19,7 @@
 
 #include "stowage/backend/opencl.h"
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 #include "stowage/vm/value.h"
 
 namespace stowage::vm {

@@ -63,7 +63,7 @@
 #include <set>
 
 #include "stowage/ir/packing.h"
-#include "stowage/vm/discontiguous.h"
+#include "stowage/bytecode/discontiguous.h"
 
 namespace stowage::ir {
 namespace {

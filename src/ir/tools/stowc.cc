@@ -16,7 +16,7 @@
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/plan_csv_command.h"
 #include "stowage/ir/printer.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 
 namespace {
 

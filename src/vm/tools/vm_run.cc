@@ -13,7 +13,7 @@
 
 #include "npy.h"
 #include "stowage/backend/opencl.h"
-#include "stowage/vm/bytecode.h"
+#include "stowage/bytecode/file.h"
 #include "stowage/vm/vm.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "stowage/backend/target.h"
+#include "stowage/bytecode/target.h"
 
 #include <fmt/format.h>
 

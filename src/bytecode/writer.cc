@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "byte_io.h"
-#include "stowage/vm/bytecode.h"
-#include "stowage/vm/bytecode_format.h"
-#include "stowage/vm/instruction_codec.h"
+#include "stowage/bytecode/file.h"
+#include "stowage/bytecode/format.h"
+#include "stowage/bytecode/instruction_codec.h"
 
 namespace stowage {
 namespace bytecode {

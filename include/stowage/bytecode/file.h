@@ -1,4 +1,4 @@
-// Writing and reading bytecode files (layout: bytecode_format.h, docs/bytecode.md).
+// Writing and reading bytecode files (layout: format.h, docs/bytecode.md).
 //
 // The reader validates the whole file before it returns anything: structure,
 // checksums, limits, every index and operand kind, and the static storage bounds
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage {
 

@@ -1,4 +1,4 @@
-#include "stowage/vm/instruction_codec.h"
+#include "stowage/bytecode/instruction_codec.h"
 
 #include <fmt/format.h>
 

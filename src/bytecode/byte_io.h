@@ -1,4 +1,4 @@
-// Little-endian byte I/O for the bytecode writer and reader. Private to src/vm.
+// Little-endian byte I/O for the bytecode writer and reader. Private to src/bytecode.
 #pragma once
 
 #include <zlib.h>

@@ -1,5 +1,5 @@
 // Target descriptions: the memory scopes a device offers, read from JSON. Shipped
-// ones live in src/backend/targets/ (embedded in the runtime); users pass a path.
+// ones live in src/bytecode/targets/ (embedded in the bytecode library); users pass a path.
 //
 //   {
 //     "name": "opencl",
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage {
 

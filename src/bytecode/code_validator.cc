@@ -8,9 +8,9 @@
 #include <unordered_map>
 
 #include "section_cursor.h"
-#include "stowage/vm/bytecode_format.h"
-#include "stowage/vm/discontiguous.h"
-#include "stowage/vm/instruction_codec.h"
+#include "stowage/bytecode/format.h"
+#include "stowage/bytecode/discontiguous.h"
+#include "stowage/bytecode/instruction_codec.h"
 
 namespace stowage::bytecode {
 namespace {

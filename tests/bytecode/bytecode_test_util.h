@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "stowage/vm/bytecode.h"
-#include "stowage/vm/bytecode_format.h"
-#include "stowage/vm/executable.h"
-#include "stowage/vm/instruction_codec.h"
+#include "stowage/bytecode/file.h"
+#include "stowage/bytecode/format.h"
+#include "stowage/bytecode/executable.h"
+#include "stowage/bytecode/instruction_codec.h"
 
 namespace stowage::testing {
 

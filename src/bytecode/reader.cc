@@ -14,8 +14,8 @@
 #include "code_validator.h"
 #include "file_layout.h"
 #include "section_cursor.h"
-#include "stowage/vm/bytecode.h"
-#include "stowage/vm/bytecode_format.h"
+#include "stowage/bytecode/file.h"
+#include "stowage/bytecode/format.h"
 
 namespace stowage {
 namespace bytecode {

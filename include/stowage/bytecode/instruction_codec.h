@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/isa.h"
+#include "stowage/bytecode/isa.h"
 
 namespace stowage {
 

@@ -1,4 +1,4 @@
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage {
 

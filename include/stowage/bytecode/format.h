@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "stowage/vm/isa.h"
+#include "stowage/bytecode/isa.h"
 
 namespace stowage::bytecode {
 

@@ -1,7 +1,7 @@
 // A bounds-checked little-endian cursor over one region of an untrusted bytecode
 // file. Every read first checks the bytes left, in subtraction form and in the
 // width of the access, and every failure is an Error naming the region, the
-// absolute byte offset and the entity being read. Private to src/vm.
+// absolute byte offset and the entity being read. Private to src/bytecode.
 #pragma once
 
 #include <fmt/format.h>

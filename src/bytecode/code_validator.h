@@ -1,5 +1,5 @@
 // Decoding and validation of the code section, once every table it refers to has
-// been read and checked. Private to src/vm.
+// been read and checked. Private to src/bytecode.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::bytecode {
 

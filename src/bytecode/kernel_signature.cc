@@ -1,4 +1,4 @@
-#include "stowage/vm/kernel_signature.h"
+#include "stowage/bytecode/kernel_signature.h"
 
 namespace stowage {
 

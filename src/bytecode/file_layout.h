@@ -1,5 +1,5 @@
 // The container level of a bytecode file: header, checksums and section table,
-// checked before any section is read. Private to src/vm.
+// checked before any section is read. Private to src/bytecode.
 #pragma once
 
 #include <array>
@@ -8,7 +8,7 @@
 #include <span>
 
 #include "stowage/support/error.h"
-#include "stowage/vm/bytecode_format.h"
+#include "stowage/bytecode/format.h"
 
 namespace stowage::bytecode {
 

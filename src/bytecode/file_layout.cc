@@ -8,7 +8,7 @@
 
 #include "byte_io.h"
 #include "section_cursor.h"
-#include "stowage/vm/executable.h"
+#include "stowage/bytecode/executable.h"
 
 namespace stowage::bytecode {
 

@@ -1,4 +1,4 @@
-#include "stowage/vm/discontiguous.h"
+#include "stowage/bytecode/discontiguous.h"
 
 #include <algorithm>
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "stowage/support/dtype.h"
-#include "stowage/vm/isa.h"
-#include "stowage/vm/kernel_signature.h"
+#include "stowage/bytecode/isa.h"
+#include "stowage/bytecode/kernel_signature.h"
 
 namespace stowage {
 
