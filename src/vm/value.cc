@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace stowage::vm {
@@ -20,6 +21,19 @@ StorageObject::~StorageObject() { usage_->in_use -= nbytes_; }
 
 std::string Tensor::scope() const { return on_host() ? "host" : object_->storage->scope(); }
 
+int Tensor::device_index() const {
+  if (on_host()) return -1;
+  const std::string& spec = object_->context->info().spec;  // "opencl:N"
+  auto colon = spec.rfind(':');
+  if (colon == std::string::npos) return 0;
+  int index = 0;
+  for (char c : spec.substr(colon + 1)) {
+    if (c < '0' || c > '9' || index > 1000000) return 0;
+    index = index * 10 + (c - '0');
+  }
+  return index;
+}
+
 void Tensor::copy_to_host(std::span<std::byte> dst) const {
   if (dst.size() != object_->nbytes) {
     throw StowageError(ErrorKind::kInvalidInput,
@@ -31,6 +45,7 @@ void Tensor::copy_to_host(std::span<std::byte> dst) const {
     return;
   }
   // A blocking read on the in-order queue waits for everything enqueued before it.
+  object_->context->transfers().note_download(object_->nbytes);
   if (object_->is_discontiguous()) {
     const std::vector<uint64_t>& blocks = *object_->block_offsets;
     uint64_t size = object_->block_bytes;
@@ -86,6 +101,80 @@ DLManagedTensor* Tensor::to_dlpack() const {
   copy->managed.manager_ctx = copy;
   copy->managed.deleter = [](DLManagedTensor* self) { delete static_cast<HostCopy*>(self->manager_ctx); };
   return &copy->managed;
+}
+
+namespace {
+
+// What a device export holds: the tensor (so its storage lives) and its shape.
+struct DeviceExport {
+  std::shared_ptr<TensorObject> tensor;
+  std::vector<int64_t> shape;
+  DLManagedTensor managed{};
+};
+
+// A buffer tensor of its own holding a device copy of `src` (an image or blocks).
+std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
+  const opencl::Context& ctx = *src.context;
+  cl_int status = CL_SUCCESS;
+  const uint64_t nbytes = std::max<uint64_t>(src.nbytes, 1);
+  cl_mem mem = clCreateBuffer(ctx.context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
+  if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clCreateBuffer"));
+  auto usage = std::make_shared<ScopeUsage>();
+  usage->scope = "global";
+  auto out = std::make_shared<TensorObject>();
+  out->shape = src.shape;
+  out->dtype = src.dtype;
+  out->nbytes = src.nbytes;
+  out->storage = std::make_shared<StorageObject>(usage, nbytes, opencl::MemHandle(mem));
+  out->context = src.context;
+  if (src.nbytes == 0) return out;
+  if (src.in_image()) {
+    const size_t origin[3] = {0, 0, 0};
+    const size_t region[3] = {src.image_region.width, src.image_region.height, 1};
+    status = clEnqueueCopyImageToBuffer(ctx.queue(), src.storage->mem(), mem, origin, region, 0, 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueCopyImageToBuffer"));
+    return out;
+  }
+  const std::vector<uint64_t>& blocks = *src.block_offsets;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    status = clEnqueueCopyBuffer(ctx.queue(), src.storage->mem(), mem, blocks[b], b * src.block_bytes, src.block_bytes,
+                                 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueCopyBuffer"));
+  }
+  return out;
+}
+
+}  // namespace
+
+DLManagedTensor* Tensor::to_dlpack_device(bool allow_copy) const {
+  if (on_host()) {
+    throw StowageError(ErrorKind::kInvalidInput, "to_dlpack_device: a host tensor has no device memory to export");
+  }
+  std::shared_ptr<TensorObject> exported = object_;
+  if (!object_->in_buffer()) {
+    if (!allow_copy) {
+      throw StowageError(ErrorKind::kInvalidInput,
+                         fmt::format("a tensor in {} is not a range of a buffer: exporting it needs a copy",
+                                     object_->in_image() ? "an image" : "blocks"));
+    }
+    exported = buffer_copy(*object_);
+  }
+  cl_int status = clFinish(exported->context->queue());
+  if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clFinish"));
+  auto* holder = new DeviceExport();
+  holder->tensor = exported;
+  holder->shape = exported->shape;
+  DLTensor& t = holder->managed.dl_tensor;
+  t.data = exported->storage->mem();
+  t.device = DLDevice{kDLOpenCL, device_index()};
+  t.ndim = static_cast<int32_t>(holder->shape.size());
+  t.dtype = dtype_to_dlpack(exported->dtype);
+  t.shape = holder->shape.data();
+  t.strides = nullptr;
+  t.byte_offset = exported->offset;
+  holder->managed.manager_ctx = holder;
+  holder->managed.deleter = [](DLManagedTensor* self) { delete static_cast<DeviceExport*>(self->manager_ctx); };
+  return &holder->managed;
 }
 
 std::optional<DType> dtype_from_dlpack(DLDataType type) {

@@ -100,6 +100,16 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
     impl->sites[f].resize(impl->exe->functions[f].code.size());
   }
   impl->kernel_checked.assign(impl->exe->kernels.size(), false);
+  impl->argument_storage.resize(impl->exe->functions.size());
+  for (size_t f = 0; f < impl->exe->functions.size(); ++f) {
+    impl->argument_storage[f].resize(impl->exe->functions[f].params.size());
+  }
+  if (auto global = impl->scope_index.find("global"); global != impl->scope_index.end()) {
+    impl->argument_usage = impl->scope_usage[global->second];
+  } else {
+    impl->argument_usage = std::make_shared<ScopeUsage>();
+    impl->argument_usage->scope = "global";
+  }
   return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
 }
 
@@ -111,7 +121,8 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
   if (index < 0) {
     throw StowageError(ErrorKind::kInvalidInput, fmt::format("invoke: the executable has no function '{}'", function));
   }
-  const Function& f = impl_->exe->functions[static_cast<size_t>(index)];
+  const auto f_index = static_cast<uint32_t>(index);
+  const Function& f = impl_->exe->functions[f_index];
   if (args.size() != f.params.size()) {
     throw StowageError(ErrorKind::kInvalidInput, fmt::format("invoke '{}': takes {} arguments, {} given", f.name,
                                                              f.params.size(), args.size()));
@@ -121,11 +132,90 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
     if (args[i].kind == Value::Kind::kTensor && !args[i].tensor->on_host() &&
         args[i].tensor->context != impl_->context) {
       throw StowageError(ErrorKind::kInvalidInput,
-                         fmt::format("invoke '{}': argument {} '{}' lives on another VM's device; pass a host copy",
+                         fmt::format("invoke '{}': argument {} '{}' lives on another VM's device or context; pass a "
+                                     "host copy (Tensor::copy_to_host) or upload it to this VM",
                                      f.name, i, f.params[i].name));
     }
   }
-  return impl_->run(static_cast<uint32_t>(index), args);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind == Value::Kind::kTensor) args[i] = impl_->device_argument(f_index, i, args[i]);
+  }
+  return impl_->run(f_index, args);
+}
+
+Tensor VirtualMachine::upload(const Tensor& host) {
+  const TensorObject& t = *host.object();
+  if (!t.on_host()) {
+    if (t.context != impl_->context) {
+      throw StowageError(ErrorKind::kInvalidInput, "upload: the tensor lives on another VM's device or context");
+    }
+    return host;
+  }
+  auto storage = impl_->new_buffer(impl_->argument_usage, std::max<uint64_t>(t.nbytes, 1));
+  auto tensor = impl_->whole_buffer_tensor(storage, t);
+  impl_->copy_into_buffer(t, *tensor);
+  return Tensor(std::move(tensor));
+}
+
+// Parameters are contiguous tensors in a buffer (docs/ir.md): a host argument is
+// uploaded into the buffer this parameter keeps for it, a device tensor in a buffer
+// is passed as it is, and one in an image is copied into that buffer on the device.
+Value VirtualMachine::Impl::device_argument(uint32_t function, size_t index, const Value& arg) {
+  const TensorObject& t = *arg.tensor;
+  if (t.in_buffer()) return arg;
+  std::shared_ptr<StorageObject>& cached = argument_storage[function][index];
+  const uint64_t nbytes = std::max<uint64_t>(t.nbytes, 1);
+  if (!cached || cached.use_count() != 1 || cached->nbytes() != nbytes) cached = new_buffer(argument_usage, nbytes);
+  auto tensor = whole_buffer_tensor(cached, t);
+  copy_into_buffer(t, *tensor);
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  out.tensor = std::move(tensor);
+  return out;
+}
+
+std::shared_ptr<StorageObject> VirtualMachine::Impl::new_buffer(const std::shared_ptr<ScopeUsage>& usage,
+                                                                uint64_t nbytes) {
+  cl_int status = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
+  if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
+  ++device_allocations;
+  device_bytes_allocated += nbytes;
+  ++usage->allocations;
+  return std::make_shared<StorageObject>(usage, nbytes, opencl::MemHandle(mem));
+}
+
+std::shared_ptr<TensorObject> VirtualMachine::Impl::whole_buffer_tensor(const std::shared_ptr<StorageObject>& storage,
+                                                                        const TensorObject& like) {
+  auto tensor = std::make_shared<TensorObject>();
+  tensor->shape = like.shape;
+  tensor->dtype = like.dtype;
+  tensor->nbytes = like.nbytes;
+  tensor->storage = storage;
+  tensor->context = context;
+  if (like.nbytes != 0) {
+    clRetainMemObject(storage->mem());
+    tensor->view = opencl::MemHandle(storage->mem());
+  }
+  return tensor;
+}
+
+void VirtualMachine::Impl::copy_into_buffer(const TensorObject& src, const TensorObject& dst) {
+  if (src.nbytes == 0) return;
+  if (src.is_discontiguous()) {
+    copy_discontiguous(src, dst);
+  } else if (src.in_image()) {
+    copy_with_image(src, dst);
+  } else if (src.on_host()) {
+    cl_int status = clEnqueueWriteBuffer(context->queue(), dst.storage->mem(), CL_TRUE, dst.offset, src.nbytes,
+                                         src.host_data, 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteBuffer");
+    context->transfers().note_upload(src.nbytes);
+  } else {
+    cl_int status = clEnqueueCopyBuffer(context->queue(), src.storage->mem(), dst.storage->mem(), src.offset,
+                                        dst.offset, src.nbytes, 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBuffer");
+  }
 }
 
 Value VirtualMachine::Impl::run(uint32_t function, std::vector<Value>& args) {
@@ -212,7 +302,15 @@ Profile VirtualMachine::profile() const {
   p.kernel_launches = impl_->kernel_launches;
   p.programs_built = impl_->programs->stats().built_from_source;
   p.programs_loaded = impl_->programs->stats().loaded_from_disk;
+  const opencl::TransferCounters& transfers = impl_->context->transfers();
+  p.host_to_device = transfers.host_to_device;
+  p.host_to_device_bytes = transfers.host_to_device_bytes;
+  p.device_to_host = transfers.device_to_host;
+  p.device_to_host_bytes = transfers.device_to_host_bytes;
   for (const auto& usage : impl_->scope_usage) p.scopes.push_back(*usage);
+  if (impl_->scope_index.count("global") == 0 && impl_->argument_usage->allocations != 0) {
+    p.scopes.push_back(*impl_->argument_usage);
+  }
   for (size_t f = 0; f < impl_->sites.size(); ++f) {
     const Function& fn = impl_->exe->functions[f];
     for (size_t pc = 0; pc < impl_->sites[f].size(); ++pc) {
@@ -238,6 +336,9 @@ void VirtualMachine::reset_profile() {
   impl_->device_bytes_allocated = 0;
   impl_->sub_buffers_created = 0;
   impl_->kernel_launches = 0;
+  impl_->context->transfers().reset();
+  impl_->argument_usage->allocations = 0;
+  impl_->argument_usage->peak = impl_->argument_usage->in_use;
   for (auto& usage : impl_->scope_usage) {
     usage->allocations = 0;
     usage->peak = usage->in_use;

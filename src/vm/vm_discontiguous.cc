@@ -75,6 +75,7 @@ void VirtualMachine::Impl::alloc_discontiguous(SiteState& site, const Instructio
     cl_int status = clEnqueueWriteBuffer(context->queue(), table_storage.mem(), CL_FALSE, offset, size, bytes, 0,
                                          nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteBuffer (tables)");
+    context->transfers().note_upload(size);
     bytes += size;
   }
   const std::vector<int64_t>& shape = exe->constants[ins.ops[O::kShape]].shape;
@@ -134,10 +135,12 @@ void VirtualMachine::Impl::copy_discontiguous(const TensorObject& src, const Ten
       status = clEnqueueWriteBuffer(queue, dst.storage->mem(), blocking, to, size,
                                     static_cast<const std::byte*>(src.host_data) + from, 0, nullptr, nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteBuffer");
+      context->transfers().note_upload(size);
     } else if (dst.on_host()) {
       status = clEnqueueReadBuffer(queue, src.storage->mem(), blocking, from, size,
                                    static_cast<std::byte*>(dst.host_data) + to, 0, nullptr, nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadBuffer");
+      context->transfers().note_download(size);
     } else {
       status = clEnqueueCopyBuffer(queue, src.storage->mem(), dst.storage->mem(), from, to, size, 0, nullptr, nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBuffer");

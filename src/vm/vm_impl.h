@@ -57,6 +57,12 @@ struct VirtualMachine::Impl {
   std::vector<std::shared_ptr<ScopeUsage>> scope_usage;  // by requirement index
   std::map<std::string, size_t, std::less<>> scope_index;
   std::vector<bool> kernel_checked;                // clGetKernelArgInfo compared, per kernel
+  // invoke: per function and parameter, the buffer a host argument was last
+  // uploaded into, reused once nothing else holds it.
+  std::vector<std::vector<std::shared_ptr<StorageObject>>> argument_storage;
+  // Where uploaded arguments count their bytes: the requirements' "global" scope,
+  // or an entry of its own when the program allocates nothing there.
+  std::shared_ptr<ScopeUsage> argument_usage;
   bool profiling = false;
   uint64_t device_allocations = 0;
   uint64_t device_bytes_allocated = 0;
@@ -66,6 +72,15 @@ struct VirtualMachine::Impl {
 
   ~Impl();
   Value run(uint32_t function, std::vector<Value>& args);
+  // The device tensor parameter `index` of `function` receives for `arg`.
+  Value device_argument(uint32_t function, size_t index, const Value& arg);
+  // A buffer of `nbytes` in `usage`'s scope, counted as a device allocation.
+  std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeUsage>& usage, uint64_t nbytes);
+  // A tensor filling `storage` from offset 0, with the shape and dtype of `like`.
+  std::shared_ptr<TensorObject> whole_buffer_tensor(const std::shared_ptr<StorageObject>& storage,
+                                                    const TensorObject& like);
+  // Copies `src` (host or device) into the buffer tensor `dst` and waits for it.
+  void copy_into_buffer(const TensorObject& src, const TensorObject& dst);
   void execute(uint32_t function, uint32_t pc, const Instruction& ins, std::vector<Value>& regs, Value& result,
                bool& returned);
 

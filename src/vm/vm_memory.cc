@@ -211,10 +211,12 @@ void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value
     status = clEnqueueWriteBuffer(queue, dst.storage->mem(), CL_TRUE, dst.offset, src.nbytes, src.host_data, 0, nullptr,
                                   nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteBuffer");
+    context->transfers().note_upload(src.nbytes);
   } else if (dst.on_host()) {
     status = clEnqueueReadBuffer(queue, src.storage->mem(), CL_TRUE, src.offset, src.nbytes, dst.host_data, 0, nullptr,
                                  nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadBuffer");
+    context->transfers().note_download(src.nbytes);
   } else {
     status = clEnqueueCopyBuffer(queue, src.storage->mem(), dst.storage->mem(), src.offset, dst.offset, src.nbytes, 0,
                                  nullptr, nullptr);
@@ -243,6 +245,7 @@ void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const Tensor
       status = clEnqueueReadImage(queue, src.storage->mem(), CL_TRUE, origin, region, 0, 0, dst.host_data, 0, nullptr,
                                   nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadImage");
+      context->transfers().note_download(src.nbytes);
     } else {
       status = clEnqueueCopyImageToBuffer(queue, src.storage->mem(), dst.storage->mem(), origin, region, dst.offset, 0,
                                           nullptr, nullptr);
@@ -252,6 +255,7 @@ void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const Tensor
     status = clEnqueueWriteImage(queue, dst.storage->mem(), CL_TRUE, origin, region, 0, 0, src.host_data, 0, nullptr,
                                  nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteImage");
+    context->transfers().note_upload(src.nbytes);
   } else {
     status = clEnqueueCopyBufferToImage(queue, src.storage->mem(), dst.storage->mem(), src.offset, origin, region, 0,
                                         nullptr, nullptr);

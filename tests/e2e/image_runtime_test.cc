@@ -52,7 +52,9 @@ TEST(ImageRuntimeTest, CopiesThroughTexturesAndRunsImageKernels) {
   ASSERT_EQ(y.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 2.0f) << i;
   vm::Profile p = machine->profile();
-  EXPECT_EQ(p.device_allocations, 4u);  // two buffers, two images: t0 serves a and then c
+  // Two buffers, two images (t0 serves a and then c), and the buffer x was uploaded into.
+  EXPECT_EQ(p.device_allocations, 5u);
+  EXPECT_EQ(p.host_to_device, 1u);
 }
 
 }  // namespace

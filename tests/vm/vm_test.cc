@@ -64,17 +64,20 @@ TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
     EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), first.expected());
   }
   Profile p1 = vm->profile();
-  EXPECT_EQ(p1.device_allocations, 1u);   // the vtcm storage
+  EXPECT_EQ(p1.device_allocations, 4u);   // the vtcm storage and the three arguments' buffers
   EXPECT_EQ(p1.sub_buffers_created, 5u);  // one view per alloc_tensor site
+  EXPECT_EQ(p1.host_to_device, 3u);       // each argument uploaded once
+  EXPECT_EQ(p1.device_to_host, 1u);       // the result read back
   vm->reset_profile();
   Inputs second = make_inputs(2);
   Value out = vm->invoke("main", {Value::from(int_tensor(second.x)), Value::from(int_tensor(second.y)),
                                   Value::from(int_tensor(second.z))});
   EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), second.expected());
   Profile p2 = vm->profile();
-  EXPECT_EQ(p2.device_allocations, 0u);
+  EXPECT_EQ(p2.device_allocations, 0u);  // the arguments' buffers are reused too
   EXPECT_EQ(p2.sub_buffers_created, 0u);
   EXPECT_EQ(p2.kernel_launches, 2u);
+  EXPECT_EQ(p2.host_to_device, 3u);
 }
 
 TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
@@ -85,7 +88,9 @@ TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
                                     Value::from(int_tensor(a.z))});
   Value second = vm->invoke("main", {Value::from(int_tensor(b.x)), Value::from(int_tensor(b.y)),
                                      Value::from(int_tensor(b.z))});
-  EXPECT_EQ(vm->profile().device_allocations, 2u);
+  // vtcm and three argument buffers, then a second vtcm: the first is held by the
+  // first result. The argument buffers are free again and reused.
+  EXPECT_EQ(vm->profile().device_allocations, 5u);
   // The first result was not overwritten by the second invoke.
   EXPECT_EQ(first.as_tensor().to_vector<int32_t>(), a.expected());
   EXPECT_EQ(second.as_tensor().to_vector<int32_t>(), b.expected());
@@ -107,9 +112,12 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
               "bytes exceeds the capacity of 6000 bytes (4096 in use)");
   }
   Profile p = vm->profile();
-  ASSERT_EQ(p.scopes.size(), 1u);
+  ASSERT_EQ(p.scopes.size(), 2u);  // global.vtcm, and global for the uploaded arguments
+  EXPECT_EQ(p.scopes[0].scope, "global.vtcm");
   EXPECT_TRUE(p.scopes[0].emulated);
   EXPECT_EQ(p.scopes[0].in_use, 4096u);
+  EXPECT_EQ(p.scopes[1].scope, "global");
+  EXPECT_EQ(p.scopes[1].in_use, 3 * 1024u);
   held = Value();  // releasing the result returns the bytes
   EXPECT_EQ(vm->profile().scopes[0].in_use, 4096u);  // still cached by the call site, reusable
   Value again = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
@@ -153,20 +161,101 @@ TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
   }
 }
 
-TEST(VmTest, HostTensorAsKernelArgumentIsARuntimeError) {
+TEST(VmTest, AParameterIsADeviceTensorKernelsTakeAsItIs) {
   Executable exe = make_add_mul_executable();
-  // Pass parameter x straight to the kernel instead of its device copy.
+  // Pass parameter x straight to the kernel instead of its copy in vtcm.
   exe.functions[0].code[6].list = {0, 5, 6};
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
+  Value out =
+      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), in.expected());
+}
+
+TEST(VmTest, AResultPassedToTheNextInvokeIsNotCopied) {
+  auto vm = make_vm(make_add_mul_executable());
+  Inputs in = make_inputs(7);
+  Value first =
+      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  vm->reset_profile();
+  // (first + y) * z, with `first` as it lies on the device.
+  Value second = vm->invoke("main", {first, Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  Profile p = vm->profile();
+  EXPECT_EQ(p.host_to_device, 2u);  // y and z; not `first`
+  EXPECT_EQ(p.device_to_host, 0u);
+  std::vector<int32_t> expected = in.expected();
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = (expected[i] + in.y[i]) * in.z[i];
+  EXPECT_EQ(second.as_tensor().to_vector<int32_t>(), expected);
+  EXPECT_EQ(first.as_tensor().to_vector<int32_t>(), in.expected());  // unchanged by the second invoke
+}
+
+TEST(VmTest, UploadMakesADeviceTensorOnce) {
+  auto vm = make_vm(make_add_mul_executable());
+  Inputs in = make_inputs(8);
+  Tensor x = vm->upload(int_tensor(in.x));
+  Tensor y = vm->upload(int_tensor(in.y));
+  Tensor z = vm->upload(int_tensor(in.z));
+  EXPECT_FALSE(x.on_host());
+  EXPECT_EQ(x.scope(), "global");
+  EXPECT_EQ(vm->upload(x).object(), x.object());  // already here: the same tensor
+  vm->reset_profile();
+  for (int i = 0; i < 3; ++i) {
+    Value out = vm->invoke("main", {Value::from(x), Value::from(y), Value::from(z)});
+    EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), in.expected());
+  }
+  EXPECT_EQ(vm->profile().host_to_device, 0u);
+  EXPECT_EQ(vm->profile().device_to_host, 3u);
+}
+
+TEST(VmTest, AResultOutlivesItsVm) {
+  Inputs in = make_inputs(9);
+  Tensor kept;
+  {
+    auto vm = make_vm(make_add_mul_executable());
+    kept = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
+                               Value::from(int_tensor(in.z))})
+               .as_tensor();
+  }
+  EXPECT_EQ(kept.to_vector<int32_t>(), in.expected());
+}
+
+TEST(VmTest, ATensorOfAnotherVmIsRefusedWithItsName) {
+  auto a = make_vm(make_add_mul_executable());
+  auto b = make_vm(make_add_mul_executable());
+  Inputs in = make_inputs(10);
+  Tensor x = a->upload(int_tensor(in.x));
   try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    b->invoke("main", {Value::from(x), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
     FAIL();
   } catch (const StowageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "function 'main' instruction 6 (call_kernel): kernel 'compute_add_in_vtcm' argument 0 'a': a host tensor "
-              "cannot be a kernel argument; copy it into device storage with copy_tensor");
+              "invoke 'main': argument 0 'x' lives on another VM's device or context; pass a host copy "
+              "(Tensor::copy_to_host) or upload it to this VM");
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   }
+  EXPECT_THROW(b->upload(x), StowageError);
+}
+
+TEST(VmTest, DeviceDLPackExportSharesTheBuffer) {
+  auto vm = make_vm(make_add_mul_executable());
+  Inputs in = make_inputs(11);
+  Tensor out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
+                                   Value::from(int_tensor(in.z))})
+                   .as_tensor();
+  DLManagedTensor* dl = out.to_dlpack_device(/*allow_copy=*/false);
+  EXPECT_EQ(dl->dl_tensor.device.device_type, kDLOpenCL);
+  EXPECT_EQ(dl->dl_tensor.device.device_id, out.device_index());
+  EXPECT_EQ(dl->dl_tensor.data, static_cast<void*>(out.object()->storage->mem()));
+  EXPECT_EQ(dl->dl_tensor.byte_offset, out.object()->offset);
+  ASSERT_EQ(dl->dl_tensor.ndim, 2);
+  EXPECT_EQ(dl->dl_tensor.shape[0], 4);
+  // The bytes at (data, byte_offset) are the result's.
+  std::vector<int32_t> read(256);
+  ASSERT_EQ(clEnqueueReadBuffer(out.object()->context->queue(), static_cast<cl_mem>(dl->dl_tensor.data), CL_TRUE,
+                                dl->dl_tensor.byte_offset, 1024, read.data(), 0, nullptr, nullptr),
+            CL_SUCCESS);
+  EXPECT_EQ(read, in.expected());
+  dl->deleter(dl);
 }
 
 TEST(VmTest, KillDropsTheReferenceAtOnce) {

@@ -7,6 +7,7 @@
 #endif
 #include <CL/cl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,31 @@ std::string unmet_requirements(const DeviceInfo& device, const Requirements& req
 // case-insensitive substring of the device or platform name.
 Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements);
 
+// Bytes moved between the host and the device through one context, counted by
+// whoever enqueues the transfer: the VM (argument uploads, constants, copies) and
+// tensors read back to the host. Tests assert on them ("no host copy").
+struct TransferCounters {
+  std::atomic<uint64_t> host_to_device{0};
+  std::atomic<uint64_t> host_to_device_bytes{0};
+  std::atomic<uint64_t> device_to_host{0};
+  std::atomic<uint64_t> device_to_host_bytes{0};
+
+  void note_upload(uint64_t bytes) {
+    host_to_device.fetch_add(1, std::memory_order_relaxed);
+    host_to_device_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void note_download(uint64_t bytes) {
+    device_to_host.fetch_add(1, std::memory_order_relaxed);
+    device_to_host_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void reset() {
+    host_to_device = 0;
+    host_to_device_bytes = 0;
+    device_to_host = 0;
+    device_to_host_bytes = 0;
+  }
+};
+
 // A context and an in-order queue on one device.
 class Context {
  public:
@@ -69,9 +95,11 @@ class Context {
   cl_command_queue queue() const { return queue_; }
   cl_device_id device() const { return device_; }
   const DeviceInfo& info() const { return info_; }
+  TransferCounters& transfers() const { return transfers_; }
 
  private:
   Context() = default;
+  mutable TransferCounters transfers_;
   DeviceInfo info_;
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;

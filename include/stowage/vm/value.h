@@ -71,6 +71,8 @@ class TensorObject {
   ImageExtent image_region;
 
   bool in_image() const { return storage != nullptr && storage->is_image(); }
+  // A contiguous range of a buffer: what a buffer kernel parameter can take as is.
+  bool in_buffer() const { return storage != nullptr && !storage->is_image() && tables == nullptr; }
 
   // Discontiguous tensors: `storage` holds the blocks, block b at byte
   // (*block_offsets)[b]; `tables` holds the pointer tables, the root at `table_root`.
@@ -88,7 +90,10 @@ class TensorObject {
   bool on_host() const { return storage == nullptr; }
 };
 
-// A tensor result or argument as the embedding application sees it.
+// A tensor result or argument as the embedding application sees it: a device
+// tensor (a result of invoke, or made by VirtualMachine::upload) shares ownership
+// of its device memory, which stays valid after later invokes and after its VM is
+// destroyed; a host tensor lends host memory (an argument to invoke).
 class Tensor {
  public:
   Tensor() = default;
@@ -101,6 +106,9 @@ class Tensor {
   // The memory scope of a device tensor ("global", "global.vtcm", ...); "host" otherwise.
   std::string scope() const;
 
+  // The OpenCL device's index ("opencl:N" gives N); -1 for host tensors.
+  int device_index() const;
+
   // Copies the tensor's bytes into `dst` (exactly nbytes()), waiting for the device.
   void copy_to_host(std::span<std::byte> dst) const;
   template <typename T>
@@ -111,6 +119,13 @@ class Tensor {
   }
   // A host copy as a DLPack tensor (kDLCPU); the caller calls its deleter.
   DLManagedTensor* to_dlpack() const;
+  // The device tensor itself as a DLPack tensor (kDLOpenCL, device_index()): `data`
+  // is its buffer's cl_mem and `byte_offset` its offset there. The export shares
+  // ownership of the memory until the deleter runs, and waits for the work enqueued
+  // before it, so the consumer reads final values. A tensor in an image or made of
+  // blocks is not a buffer range: with `allow_copy` it is first copied into a buffer
+  // of its own on the device, else this throws (kInvalidInput).
+  DLManagedTensor* to_dlpack_device(bool allow_copy) const;
 
   const std::shared_ptr<TensorObject>& object() const { return object_; }
 

@@ -2,8 +2,15 @@
 //
 //   auto exe = stowage::read_bytecode_file("add.stw");          // validates everything
 //   auto vm = stowage::vm::VirtualMachine::create(shared_exe, {.device = "opencl:0"});
-//   stowage::vm::Value out = (*vm)->invoke("main", {x, y, z});  // DLPack tensors in
-//   DLManagedTensor* host = out.as_tensor().to_dlpack();        // and out
+//   stowage::vm::Value out = (*vm)->invoke("main", {x, y, z});  // DLPack tensors in,
+//   DLManagedTensor* host = out.as_tensor().to_dlpack();        // a host copy out
+//
+// Tensors live on the device. A host tensor passed to invoke is uploaded once into
+// a buffer of its own for that parameter (reused by the next invoke once nothing
+// holds it); a device tensor of this VM is passed as it is. Results are device
+// tensors that own their storage: they stay valid and unchanged after later
+// invokes, can be passed to another invoke with no copy, and are copied to the
+// host only when read (Tensor::copy_to_host, to_dlpack).
 //
 // One Executable may be shared by many VMs on many threads; a VM is used by one
 // thread at a time. Work is enqueued on an in-order queue and synchronised when a
@@ -46,6 +53,12 @@ struct Profile {
   uint64_t kernel_launches = 0;
   uint64_t programs_built = 0;          // compiled from source
   uint64_t programs_loaded = 0;         // loaded from the on-disk cache
+  // Transfers between the host and this VM's device (each a write or read command),
+  // and their bytes: argument uploads, constants, host copies of tensors.
+  uint64_t host_to_device = 0;
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host = 0;
+  uint64_t device_to_host_bytes = 0;
   std::vector<ScopeUsage> scopes;       // bytes per scope: in use now and peak
 };
 
@@ -62,6 +75,11 @@ class VirtualMachine {
   // Runs `function` to completion of its enqueueing. Throws StowageError naming the
   // function, instruction and OpenCL status on failure.
   Value invoke(std::string_view function, std::vector<Value> args);
+
+  // A device tensor holding a copy of `host` (a host tensor, e.g. from
+  // tensor_from_dlpack), in a buffer of its own; a device tensor of this VM is
+  // returned as it is. Waits until the copy is done, so `host` may change after.
+  Tensor upload(const Tensor& host);
 
   Profile profile() const;
   void reset_profile();
