@@ -19,7 +19,7 @@ DEBIAN_PACKAGES=(
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libdlpack-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   python3 python3-pip python3-venv
 )
-PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11)
+PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime)
 JOBS=${JOBS:-$(nproc)}
 
 log() { printf '== %s\n' "$*"; }
