@@ -55,7 +55,7 @@ def main():
     rng = np.random.default_rng(7)
     xs, ys, zs = (rng.integers(-1000, 1000, size=(4, 64), dtype=np.int32) for _ in range(3))
     out = vm.invoke("main", xs, ys, zs)
-    result = np.from_dlpack(out)
+    result = np.from_dlpack(out, device="cpu")
     expected = (xs + ys) * zs
     print(f"result {out.shape} {out.dtype}, row 0: {result[0, :8]} ...")
     same = np.array_equal(result, expected)

@@ -81,13 +81,13 @@ def main():
     x = rng.integers(-1000, 1000, size=(4, 64), dtype=np.int32)
     y = rng.integers(-1000, 1000, size=(4, 64), dtype=np.int32)
     vm = sw.VirtualMachine(sw.compile(build_rank2()), device=device)
-    got = np.from_dlpack(vm.invoke("main", x, y))
+    got = np.from_dlpack(vm.invoke("main", x, y), device="cpu")
     assert np.array_equal(got, x + y), "rank 2: the result differs from numpy's x + y"
     print("rank 2: the result matches numpy's x + y")
 
     z = rng.integers(-1000, 1000, size=(4, 2, 16), dtype=np.int16)
     vm = sw.VirtualMachine(sw.compile(build_rank3()), device=device)
-    got = np.from_dlpack(vm.invoke("main", z))
+    got = np.from_dlpack(vm.invoke("main", z), device="cpu")
     assert np.array_equal(got, z * 2), "rank 3: the result differs from numpy's 2 * x"
     print("rank 3: the result matches numpy's 2 * x")
 

@@ -178,8 +178,11 @@ void bind_executable(py::module_& m) {
         return describe_layout(unwrap(memory_layout(*f, entry_bytes)));
       });
 
-  m.def("compile", &compile, py::arg("module"), py::arg("target"));
-  m.def("load", [](const std::string& path) { return handle_of(unwrap(read_bytecode_file(path))); });
+  // Compiling and loading run without the GIL: other Python threads go on.
+  m.def("compile", &compile, py::arg("module"), py::arg("target"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "load", [](const std::string& path) { return handle_of(unwrap(read_bytecode_file(path))); },
+      py::call_guard<py::gil_scoped_release>());
   m.def("from_bytes", [](const py::bytes& data) {
     char* start = nullptr;
     Py_ssize_t size = 0;

@@ -1,6 +1,7 @@
 // Devices, the virtual machine and its tensors (DLPack in and out).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -108,44 +109,99 @@ py::dict describe_profile(const vm::Profile& p) {
   out["kernel_launches"] = p.kernel_launches;
   out["programs_built"] = p.programs_built;
   out["programs_loaded"] = p.programs_loaded;
+  out["host_to_device"] = p.host_to_device;
+  out["host_to_device_bytes"] = p.host_to_device_bytes;
+  out["device_to_host"] = p.device_to_host;
+  out["device_to_host_bytes"] = p.device_to_host_bytes;
   out["scopes"] = scopes;
   return out;
 }
 
+// numpy's name for a dtype (the same words Stowage uses).
+py::dtype numpy_dtype(DType dtype) { return py::dtype(std::string(dtype_name(dtype))); }
+
+// A new numpy array holding a host copy of `t`, read with the GIL released.
+py::array host_array(const Tensor& t) {
+  py::array out(numpy_dtype(t.dtype()), t.shape());
+  auto* data = static_cast<std::byte*>(out.mutable_data());
+  {
+    py::gil_scoped_release release;
+    t.copy_to_host(std::span(data, t.nbytes()));
+  }
+  return out;
+}
+
+bool is_device(py::handle device, int type, int id) {
+  return !device.is_none() && device.equal(py::make_tuple(type, id));
+}
+
+// __dlpack__ of the DLPack 1.0 protocol, answered with a (legacy) "dltensor"
+// capsule: a device tensor exports itself (kDLOpenCL) unless `dl_device` asks for
+// the host, which gets a copy; `copy` is honoured both ways.
+py::capsule export_dlpack(const Tensor& t, py::object dl_device, py::object copy) {
+  const bool copy_required = !copy.is_none() && copy.cast<bool>();
+  const bool copy_refused = !copy.is_none() && !copy.cast<bool>();
+  if (t.on_host()) {
+    if (!dl_device.is_none() && !is_device(dl_device, kDLCPU, 0)) {
+      throw py::buffer_error("a host stowage.Tensor exports to the host (kDLCPU, 0) only");
+    }
+    if (copy_refused) throw py::buffer_error("a host stowage.Tensor exports a copy; copy=False cannot be honoured");
+    return make_dltensor_capsule(t.to_dlpack());
+  }
+  if (is_device(dl_device, kDLCPU, 0)) {
+    if (copy_refused) {
+      throw py::buffer_error("a device stowage.Tensor reaches the host only as a copy; copy=False cannot be honoured");
+    }
+    DLManagedTensor* host = nullptr;
+    {
+      py::gil_scoped_release release;
+      host = t.to_dlpack();
+    }
+    return make_dltensor_capsule(host);
+  }
+  if (!dl_device.is_none() && !is_device(dl_device, kDLOpenCL, t.device_index())) {
+    throw py::buffer_error(fmt::format("stowage.Tensor lives on (kDLOpenCL, {}); it exports there or to (kDLCPU, 0)",
+                                       t.device_index()));
+  }
+  DLManagedTensor* device = nullptr;
+  {
+    py::gil_scoped_release release;
+    device = t.to_dlpack_device(copy_required   ? Tensor::DeviceCopy::kAlways
+                                : copy_refused ? Tensor::DeviceCopy::kNever
+                                               : Tensor::DeviceCopy::kIfNeeded);
+  }
+  return make_dltensor_capsule(device);
+}
+
 void bind_tensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor",
-                     "A tensor result of VirtualMachine.invoke. Reading it (numpy(), __dlpack__) copies it "
-                     "to the host, waiting for the device.")
+                     "A tensor: on the device (a result of VirtualMachine.invoke or upload) or on the host. "
+                     "Reading a device tensor on the host (numpy(), np.asarray, np.from_dlpack(t, device='cpu')) "
+                     "copies it, waiting for the device.")
       .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
       .def_property_readonly("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); })
       .def_property_readonly("nbytes", &Tensor::nbytes)
       .def_property_readonly("scope", &Tensor::scope, "The memory scope holding it; 'host' for host memory.")
+      .def_property_readonly("on_device", [](const Tensor& t) { return !t.on_host(); })
       .def(
           "__dlpack__",
-          [](const Tensor& t, py::object stream, py::object max_version, py::object dl_device, py::object copy) {
-            // The export is always a fresh host copy: CPU is the only device it can
-            // be on, and a copy cannot be refused.
-            if (!dl_device.is_none() && !dl_device.equal(py::make_tuple(static_cast<int>(kDLCPU), 0))) {
-              throw py::buffer_error("stowage.Tensor exports to the host (kDLCPU, 0) only");
-            }
-            if (!copy.is_none() && !copy.cast<bool>()) {
-              throw py::buffer_error("stowage.Tensor exports a host copy; copy=False cannot be honoured");
-            }
-            return make_dltensor_capsule(t.to_dlpack());
-          },
-          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-          py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
-      .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
-      .def(
-          "numpy", [](py::object self) { return py::module_::import("numpy").attr("from_dlpack")(self); },
-          "A numpy array holding a host copy.")
+          [](const Tensor& t, py::object /*stream*/, py::object /*max_version*/, py::object dl_device,
+             py::object copy) { return export_dlpack(t, std::move(dl_device), std::move(copy)); },
+          py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+      .def("__dlpack_device__",
+           [](const Tensor& t) {
+             if (t.on_host()) return py::make_tuple(static_cast<int>(kDLCPU), 0);
+             return py::make_tuple(static_cast<int>(kDLOpenCL), t.device_index());
+           })
+      .def("numpy", &host_array, "A numpy array holding a host copy.")
       .def(
           "__array__",
-          [](py::object self, py::object dtype, py::object copy) {
+          [](const Tensor& t, py::object dtype, py::object copy) {
             if (!copy.is_none() && !copy.cast<bool>()) {
               throw py::value_error("stowage.Tensor reads into a new host copy; copy=False cannot be honoured");
             }
-            py::object array = self.attr("numpy")();
+            py::object array = host_array(t);
             if (!dtype.is_none()) array = array.attr("astype")(dtype, py::arg("copy") = false);
             return array;
           },
@@ -173,13 +229,26 @@ void bind_machine(py::module_& m) {
            [](VirtualMachine& machine, const std::string& function, const py::list& items) {
              std::vector<Value> args;
              for (size_t i = 0; i < items.size(); ++i) args.push_back(value_from(function, i, items[i]));
-             return python_value(function, machine.invoke(function, std::move(args)));
+             Value result;
+             {
+               // Other Python threads run meanwhile. `args` keeps the host arguments
+               // alive past the release, so their owners' deleters run with the GIL.
+               py::gil_scoped_release release;
+               result = machine.invoke(function, args);
+             }
+             return python_value(function, result);
+           })
+      .def("upload",
+           [](VirtualMachine& machine, const Tensor& tensor) {
+             Tensor kept = tensor;
+             py::gil_scoped_release release;
+             return machine.upload(kept);
            })
       .def_property_readonly("device", [](const VirtualMachine& machine) { return describe_device(machine.device()); })
       .def("profile", [](const VirtualMachine& machine) { return describe_profile(machine.profile()); })
       .def("reset_profile", &VirtualMachine::reset_profile)
       .def("set_profiling", &VirtualMachine::set_profiling)
-      .def("synchronize", &VirtualMachine::synchronize);
+      .def("synchronize", &VirtualMachine::synchronize, py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace

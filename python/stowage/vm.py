@@ -81,17 +81,30 @@ class VirtualMachine:
 
     def invoke(self, function, *args):
         """Runs ``function``. Tensor arguments: numpy arrays (any dtype Stowage
-        has), objects with ``__dlpack__`` on the host, or Tensors returned by
-        this VM; scalar arguments: Python or numpy ints and floats. Returns a
-        :class:`Tensor` (read it with ``numpy()`` or ``np.from_dlpack``) or a
-        scalar."""
+        has), objects with ``__dlpack__`` on the host (each uploaded to the
+        device, once per call), or device Tensors of this VM (results of
+        :meth:`invoke` or :meth:`upload`, passed with no copy); scalar
+        arguments: Python or numpy ints and floats. Returns a device
+        :class:`Tensor` (it stays valid after later invokes; read it with
+        ``numpy()``, ``np.asarray`` or ``np.from_dlpack(t, device="cpu")``) or a
+        scalar. Other Python threads run while the device works."""
         if not isinstance(function, str):
             raise InvalidInputError(f"invoke: argument 'function': expected a str, got {type(function).__name__}")
         return self._vm.invoke(function, [_vm_arg(function, i, a) for i, a in enumerate(args)])
 
+    def upload(self, array):
+        """A device :class:`Tensor` holding a copy of ``array`` (a numpy array or
+        any host ``__dlpack__`` object), to pass to many invokes with no further
+        copy. A device Tensor of this VM is returned as it is."""
+        value = _vm_arg("upload", 0, array)
+        if not isinstance(value, Tensor):
+            raise InvalidInputError(f"upload: argument 0: expected an array, got {type(array).__name__}")
+        return self._vm.upload(value)
+
     def profile(self):
-        """Counters (device allocations, kernel launches, programs built) and
-        bytes per scope; per-instruction times when profiling."""
+        """Counters (device allocations, kernel launches, programs built,
+        transfers between host and device and their bytes) and bytes per scope;
+        per-instruction times when profiling."""
         return self._vm.profile()
 
     def reset_profile(self):

@@ -32,7 +32,7 @@ def test_invoke(vm, inputs, device):
     assert out.shape == (4, 64) and out.dtype == "int32" and out.nbytes == 1024
     assert out.scope == "global.vtcm"
     assert repr(out) == "stowage.Tensor(shape=(4, 64), dtype=int32, scope=global.vtcm)"
-    np.testing.assert_array_equal(np.from_dlpack(out), expected(*inputs))
+    np.testing.assert_array_equal(np.from_dlpack(out, device="cpu"), expected(*inputs))
     np.testing.assert_array_equal(out.numpy(), expected(*inputs))
     np.testing.assert_array_equal(np.asarray(out), expected(*inputs))
     assert vm.device["spec"] == device
@@ -93,25 +93,68 @@ def test_results_go_back_in(vm, inputs):
 
 def test_dlpack_out(vm, inputs):
     out = vm.invoke("main", *inputs)
-    assert out.__dlpack_device__() == (1, 0)  # kDLCPU
-    capsule = out.__dlpack__()
+    assert out.on_device and out.scope == "global.vtcm"
+    assert out.__dlpack_device__() == (4, int(vm.device["spec"].split(":")[1]))  # kDLOpenCL
+    assert capsule_name(out.__dlpack__()) == "dltensor"  # the device buffer itself, freed when collected
+    capsule = out.__dlpack__(dl_device=(1, 0))  # kDLCPU: a host copy
     assert capsule_name(capsule) == "dltensor"
     host = sw._stowage.tensor_from_capsule(capsule)  # consumes it, as any consumer would
     assert capsule_name(capsule) == "used_dltensor"
-    assert host.scope == "host" and host.shape == (4, 64)
+    assert host.scope == "host" and host.shape == (4, 64) and not host.on_device
     np.testing.assert_array_equal(host.numpy(), expected(*inputs))
-    out.__dlpack__()  # a capsule never consumed frees its copy when collected
+    np.testing.assert_array_equal(np.from_dlpack(out, device="cpu"), expected(*inputs))
+    np.testing.assert_array_equal(np.asarray(out), expected(*inputs))
+    out.__dlpack__(dl_device=(1, 0))  # a capsule never consumed frees its copy when collected
     with pytest.raises(BufferError):
         out.__dlpack__(dl_device=(2, 0))
     with pytest.raises(BufferError):
-        out.__dlpack__(copy=False)
+        out.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(RuntimeError, match="Unsupported device"):
+        np.from_dlpack(out)  # numpy reads host memory only: the copy must be asked for
+    with pytest.raises(ValueError):
+        np.asarray(out, copy=False)
+
+
+def test_a_chain_of_invokes_makes_no_host_copy(vm, inputs):
+    xs, ys, zs = inputs
+    y, z = vm.upload(ys), vm.upload(zs)
+    assert y.on_device and y.scope == "global"
+    assert vm.upload(y) is not None
+    vm.reset_profile()
+    t = vm.invoke("main", xs, y, z)
+    u = vm.invoke("main", t, y, z)
+    counts = vm.profile()
+    assert counts["host_to_device"] == 1  # xs only
+    assert counts["device_to_host"] == 0
+    np.testing.assert_array_equal(u.numpy(), expected(expected(xs, ys, zs), ys, zs))
+    assert vm.profile()["device_to_host"] == 1
+
+
+def test_a_result_outlives_its_vm(add_mul_exe, device, inputs):
+    vm = sw.VirtualMachine(add_mul_exe, device=device)
+    out = vm.invoke("main", *inputs)
+    del vm
+    import gc
+
+    gc.collect()
+    np.testing.assert_array_equal(out.numpy(), expected(*inputs))
+
+
+def test_a_tensor_of_another_vm_is_refused(add_mul_exe, device, inputs):
+    a = sw.VirtualMachine(add_mul_exe, device=device)
+    b = sw.VirtualMachine(add_mul_exe, device=device)
+    x = a.upload(inputs[0])
+    with pytest.raises(sw.InvalidInputError, match="argument 0 'x' lives on another VM's device or context"):
+        b.invoke("main", x, inputs[1], inputs[2])
+    with pytest.raises(sw.InvalidInputError):
+        b.upload(x)
 
 
 def test_torch_in_and_out(vm, inputs):
     torch = pytest.importorskip("torch")
     xs, ys, zs = inputs
     out = vm.invoke("main", torch.from_numpy(xs), torch.from_numpy(ys), torch.from_numpy(zs))
-    result = torch.from_dlpack(out)
+    result = torch.from_dlpack(np.from_dlpack(out, device="cpu"))
     assert result.dtype == torch.int32
     np.testing.assert_array_equal(result.numpy(), expected(xs, ys, zs))
 
@@ -186,7 +229,7 @@ def test_resident_memory_is_steady_with_fresh_64k_inputs(device):
     # (a DLPack deleter not called) would add 9000 x 64 KiB between the readings.
     vm = sw.VirtualMachine(sw.compile(build_copy_through(16384)), device=device)
     for i in range(1, 10_001):
-        out = np.from_dlpack(vm.invoke("ident", np.full(16384, i, np.float32)))
+        out = np.from_dlpack(vm.invoke("ident", np.full(16384, i, np.float32)), device="cpu")
         assert out[-1] == i
         if i == 1_000:
             at_1000 = resident_pages()
@@ -195,12 +238,75 @@ def test_resident_memory_is_steady_with_fresh_64k_inputs(device):
 
 
 def test_unconsumed_capsules_free_their_copy(device):
-    # Each __dlpack__ makes a 64 KiB host copy; 4500 kept would add 72,000 pages.
+    # Each host export makes a 64 KiB host copy; 4500 kept would add 72,000 pages.
     vm = sw.VirtualMachine(sw.compile(build_copy_through(16384)), device=device)
     out = vm.invoke("ident", np.ones(16384, np.float32))
     for i in range(1, 5_001):
-        out.__dlpack__()
+        out.__dlpack__(dl_device=(1, 0))
         if i == 500:
             at_500 = resident_pages()
     at_5000 = resident_pages()
     assert abs(at_5000 - at_500) <= 0.05 * at_500, (at_500, at_5000)
+
+
+BUSY_KERNELS = r"""
+__kernel void busy(__global const float* a, __global float* b, int rounds) {
+  size_t i = get_global_id(0);
+  float x = a[i];
+  for (int r = 0; r < rounds; ++r) x = x + 0.5f;  /* exact below 2^23: no rounding to differ */
+  b[i] = x;
+}
+"""
+
+
+def build_busy(n):
+    bb = sw.Builder()
+    bb.add_kernels(BUSY_KERNELS, name="busy_ops")
+    with bb.function("main") as f:
+        a = f.param("a", (n,), "float32")
+        rounds = f.param("rounds", "int")
+        b = f.empty((n,), "float32")
+        f.call_kernel("busy", a, b, rounds, grid=(n,))
+        f.ret(b)
+    return bb.module()
+
+
+def test_other_threads_run_while_the_device_works(device):
+    # The host read (and invoke) release the GIL: a Python thread counts only while
+    # a worker waits inside numpy() for a long kernel, and makes progress; with the
+    # GIL held there it could not count at all. Two threads on two VMs both finish
+    # with the right values.
+    import threading
+
+    exe = sw.compile(build_busy(256))
+    vms = [sw.VirtualMachine(exe, device=device) for _ in range(2)]
+    vms[0].invoke("main", np.ones(256, np.float32), 10).numpy()  # build the kernel first
+    rounds = 1 << 22
+    waiting = threading.Event()
+    stop = threading.Event()
+    ticks = [0]
+
+    def count():
+        while not stop.is_set():
+            if waiting.is_set():
+                ticks[0] += 1
+
+    results = [None, None]
+
+    def run(k):
+        pending = vms[k].invoke("main", np.full(256, k, np.float32), rounds)
+        waiting.set()
+        results[k] = pending.numpy()
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    workers = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    counter.join()
+    assert ticks[0] > 1_000_000, ticks[0]  # about 80,000 when the GIL is held, millions when not
+    for k in range(2):
+        np.testing.assert_array_equal(results[k], np.full(256, k + rounds // 2, np.float32))

@@ -112,7 +112,7 @@ struct DeviceExport {
   DLManagedTensor managed{};
 };
 
-// A buffer tensor of its own holding a device copy of `src` (an image or blocks).
+// A buffer tensor of its own holding a device copy of `src`.
 std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
   const opencl::Context& ctx = *src.context;
   cl_int status = CL_SUCCESS;
@@ -135,6 +135,11 @@ std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
     if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueCopyImageToBuffer"));
     return out;
   }
+  if (!src.is_discontiguous()) {
+    status = clEnqueueCopyBuffer(ctx.queue(), src.storage->mem(), mem, src.offset, 0, src.nbytes, 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueCopyBuffer"));
+    return out;
+  }
   const std::vector<uint64_t>& blocks = *src.block_offsets;
   for (size_t b = 0; b < blocks.size(); ++b) {
     status = clEnqueueCopyBuffer(ctx.queue(), src.storage->mem(), mem, blocks[b], b * src.block_bytes, src.block_bytes,
@@ -146,13 +151,15 @@ std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
 
 }  // namespace
 
-DLManagedTensor* Tensor::to_dlpack_device(bool allow_copy) const {
+DLManagedTensor* Tensor::to_dlpack_device(DeviceCopy copy) const {
   if (on_host()) {
     throw StowageError(ErrorKind::kInvalidInput, "to_dlpack_device: a host tensor has no device memory to export");
   }
   std::shared_ptr<TensorObject> exported = object_;
-  if (!object_->in_buffer()) {
-    if (!allow_copy) {
+  if (copy == DeviceCopy::kAlways) {
+    exported = buffer_copy(*object_);
+  } else if (!object_->in_buffer()) {
+    if (copy == DeviceCopy::kNever) {
       throw StowageError(ErrorKind::kInvalidInput,
                          fmt::format("a tensor in {} is not a range of a buffer: exporting it needs a copy",
                                      object_->in_image() ? "an image" : "blocks"));

@@ -242,7 +242,7 @@ TEST(VmTest, DeviceDLPackExportSharesTheBuffer) {
   Tensor out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
                                    Value::from(int_tensor(in.z))})
                    .as_tensor();
-  DLManagedTensor* dl = out.to_dlpack_device(/*allow_copy=*/false);
+  DLManagedTensor* dl = out.to_dlpack_device(Tensor::DeviceCopy::kNever);
   EXPECT_EQ(dl->dl_tensor.device.device_type, kDLOpenCL);
   EXPECT_EQ(dl->dl_tensor.device.device_id, out.device_index());
   EXPECT_EQ(dl->dl_tensor.data, static_cast<void*>(out.object()->storage->mem()));

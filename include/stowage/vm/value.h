@@ -119,13 +119,15 @@ class Tensor {
   }
   // A host copy as a DLPack tensor (kDLCPU); the caller calls its deleter.
   DLManagedTensor* to_dlpack() const;
-  // The device tensor itself as a DLPack tensor (kDLOpenCL, device_index()): `data`
-  // is its buffer's cl_mem and `byte_offset` its offset there. The export shares
-  // ownership of the memory until the deleter runs, and waits for the work enqueued
-  // before it, so the consumer reads final values. A tensor in an image or made of
-  // blocks is not a buffer range: with `allow_copy` it is first copied into a buffer
-  // of its own on the device, else this throws (kInvalidInput).
-  DLManagedTensor* to_dlpack_device(bool allow_copy) const;
+  // When a device export may copy: never, only for what is not a range of a buffer
+  // (a tensor in an image or made of blocks), or always (DLPack's copy=True).
+  enum class DeviceCopy : uint8_t { kNever, kIfNeeded, kAlways };
+  // The device tensor as a DLPack tensor (kDLOpenCL, device_index()): `data` is its
+  // buffer's cl_mem and `byte_offset` its offset there, or those of a buffer of its
+  // own holding a device copy (see DeviceCopy; kNever throws kInvalidInput where a
+  // copy is needed). The export shares ownership of the memory until the deleter
+  // runs, and waits for the work enqueued before it, so the consumer reads final values.
+  DLManagedTensor* to_dlpack_device(DeviceCopy copy) const;
 
   const std::shared_ptr<TensorObject>& object() const { return object_; }
 
