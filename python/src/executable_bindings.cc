@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstring>
 #include <span>
 
 #include "bindings.h"
@@ -23,7 +25,21 @@ ExecutableHandle handle_of(Executable executable) {
   return ExecutableHandle{std::make_shared<const Executable>(std::move(executable)), std::nullopt};
 }
 
-// The module as compiled: kept from compile, else read back from the debug section.
+// The bytes of tensor constant `c` of `exe`, read out of its storage's segments.
+std::shared_ptr<const std::vector<std::byte>> constant_bytes(const Executable& exe, const TensorConstant& c) {
+  const ConstantStorage& storage = exe.constant_storages[c.storage];
+  auto out = std::make_shared<std::vector<std::byte>>(*checked_nbytes(c.shape, c.dtype));  // the loader checked it
+  for (const DataSegment& segment : storage.segments) {
+    uint64_t begin = std::max(segment.offset, c.offset);
+    uint64_t end = std::min(segment.offset + segment.bytes.size(), c.offset + out->size());
+    if (begin >= end) continue;
+    std::memcpy(out->data() + (begin - c.offset), segment.bytes.data() + (begin - segment.offset), end - begin);
+  }
+  return out;
+}
+
+// The module as compiled: kept from compile, else read back from the debug section,
+// its large constants (written `external` there) filled from the constant sections.
 ir::Module compiled_module(const ExecutableHandle& h) {
   if (h.module) return *h.module;
   if (h.executable->debug_text.empty()) {
@@ -31,7 +47,14 @@ ir::Module compiled_module(const ExecutableHandle& h) {
         ErrorKind::kInvalidInput,
         "the executable carries no IR text (its debug section is empty), so its memory layout is unknown");
   }
-  return unwrap(ir::parse_module(h.executable->debug_text, "<debug section>"));
+  ir::Module module = unwrap(ir::parse_module(h.executable->debug_text, "<debug section>"));
+  for (ir::ConstantTensor& c : module.constants) {
+    if (c.data) continue;
+    for (const TensorConstant& tc : h.executable->tensor_constants) {
+      if (tc.name == c.name) c.data = constant_bytes(*h.executable, tc);
+    }
+  }
+  return module;
 }
 
 const char* value_kind_name(ValueKind kind) {
@@ -133,9 +156,12 @@ void bind_executable(py::module_& m) {
              std::vector<uint8_t> bytes = write_bytecode(*h.executable);
              return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
            })
-      .def_property_readonly(
-          "text",
-          [](const ExecutableHandle& h) { return h.module ? ir::print_module(*h.module) : h.executable->debug_text; })
+      .def_property_readonly("text",
+                             [](const ExecutableHandle& h) {
+                               return h.module ? ir::print_module(*h.module,
+                                                                 ir::PrintOptions{ir::kDebugTextConstantBytes})
+                                               : h.executable->debug_text;
+                             })
       .def_property_readonly("module", [](const ExecutableHandle& h) { return compiled_module(h); })
       .def_property_readonly("functions", [](const ExecutableHandle& h) { return describe_functions(*h.executable); })
       .def_property_readonly("planner_report",

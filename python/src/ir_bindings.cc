@@ -3,6 +3,7 @@
 // rule is the C++ builder's, and its messages reach Python unchanged.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -103,6 +104,34 @@ std::vector<std::string> unit_names(const ir::Module& mod) {
   return names;
 }
 
+// The bytes of a buffer-protocol object (a compact numpy array, bytes) as shared
+// constant data; copied once, without the GIL.
+std::shared_ptr<const std::vector<std::byte>> bytes_of(const py::buffer& buffer) {
+  py::buffer_info info = buffer.request();
+  if (info.ndim > 0) {
+    py::ssize_t stride = info.itemsize;
+    for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+      if (info.shape[d] != 1 && info.strides[d] != stride) {
+        throw StowageError(ErrorKind::kInvalidInput, "constant: the data must be a compact row-major buffer");
+      }
+      stride *= info.shape[d];
+    }
+  }
+  const auto* begin = static_cast<const std::byte*>(info.ptr);
+  const auto size = static_cast<size_t>(info.size * info.itemsize);
+  py::gil_scoped_release release;
+  return std::make_shared<const std::vector<std::byte>>(begin, begin + size);
+}
+
+// A read-only numpy array viewing a constant's bytes, keeping them alive.
+py::array constant_array(const ir::ConstantTensor& c) {
+  auto keep = new std::shared_ptr<const std::vector<std::byte>>(c.data);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const std::vector<std::byte>>*>(p); });
+  py::array array(py::dtype(std::string(dtype_name(c.type.dtype))), c.type.shape, c.data->data(), owner);
+  py::detail::array_proxy(array.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return array;
+}
+
 void bind_module(py::module_& m) {
   py::class_<ir::Module> module(m, "Module", "An IR module: functions and OpenCL C kernel units.");
   module.def("__str__", [](const ir::Module& mod) { return ir::print_module(mod); })
@@ -122,7 +151,46 @@ void bind_module(py::module_& m) {
              return py::bool_(!(a == b.cast<const ir::Module&>()));
            })
       .def_property_readonly("function_names", &function_names)
-      .def_property_readonly("kernel_unit_names", &unit_names);
+      .def_property_readonly("kernel_unit_names", &unit_names)
+      .def(
+          "text",
+          [](const ir::Module& mod, std::optional<uint64_t> external_above) {
+            ir::PrintOptions options;
+            if (external_above) options.external_above_bytes = *external_above;
+            return ir::print_module(mod, options);
+          },
+          py::arg("external_above") = py::none())
+      .def_property_readonly("constants",
+                             [](const ir::Module& mod) {
+                               // name -> a read-only array of its data, or None for data not given yet
+                               py::dict out;
+                               for (const auto& c : mod.constants) {
+                                 out[py::str(c.name)] = c.data ? py::object(constant_array(c)) : py::none();
+                               }
+                               return out;
+                             })
+      .def_property_readonly("constant_scopes",
+                             [](const ir::Module& mod) {
+                               py::dict out;
+                               for (const auto& c : mod.constants) out[py::str(c.name)] = c.scope;
+                               return out;
+                             })
+      .def("with_constant_data", [](const ir::Module& mod, const std::string& name, const py::buffer& data) {
+        ir::Module out = mod;
+        for (auto& c : out.constants) {
+          if (c.name != name) continue;
+          auto bytes = bytes_of(data);
+          auto nbytes = checked_nbytes(c.type.shape, c.type.dtype);
+          if (!nbytes || bytes->size() != *nbytes) {
+            throw StowageError(ErrorKind::kInvalidInput,
+                               fmt::format("constant '{}': {} bytes given, its type {} needs {}", name, bytes->size(),
+                                           ir::print_type(c.type), nbytes ? *nbytes : 0));
+          }
+          c.data = std::move(bytes);
+          return out;
+        }
+        throw StowageError(ErrorKind::kInvalidInput, fmt::format("the module has no constant '{}'", name));
+      });
 
   m.def(
       "parse",
@@ -198,6 +266,12 @@ void bind_builders(py::module_& m) {
       .def("function", &ModuleBuilder::function, py::arg("name"))
       .def("add_function", [](ModuleBuilder& mb, const FinishedFunction& f) { mb.add_function(f.function); })
       .def("module", &ModuleBuilder::module)
+      .def("add_constant",
+           [](ModuleBuilder& mb, std::string name, std::vector<int64_t> shape, const std::string& dtype,
+              const py::buffer& data, std::string scope) {
+             Type type = Type::tensor(std::move(shape), dtype_arg("constant", "dtype", dtype));
+             return mb.add_constant(std::move(name), std::move(type), bytes_of(data), std::move(scope));
+           })
       .def("has_kernel",
            [](const ModuleBuilder& mb, std::string_view name) { return mb.module().find_kernel(name) != nullptr; });
 }

@@ -113,6 +113,7 @@ py::dict describe_profile(const vm::Profile& p) {
   out["host_to_device_bytes"] = p.host_to_device_bytes;
   out["device_to_host"] = p.device_to_host;
   out["device_to_host_bytes"] = p.device_to_host_bytes;
+  out["constant_bytes"] = p.constant_bytes;
   out["scopes"] = scopes;
   return out;
 }

@@ -89,8 +89,11 @@ class Function:
         return Var(name, kind, shape, dtype, self)
 
     def _name_of(self, op, arg, value):
-        """The variable name for an operand: a Var of this function or a str."""
+        """The variable name for an operand: a Var of this function, a constant
+        of this builder's module, or a str."""
         if isinstance(value, Var):
+            if value._function is self._builder:  # a constant of the module
+                return value.name
             if value._function is not self:
                 owner = value._function.name if value._function is not None else "?"
                 _checks.fail(op, arg, f"'{value.name}' belongs to function '{owner}', not '{self.name}'")
@@ -243,6 +246,24 @@ class Builder:
     def function(self, name):
         """A new function, to be used as ``with bb.function("main") as f:``."""
         return Function(self, self._mb.function(_checks.text("function", "name", name)))
+
+    def constant(self, array, name=None, scope="global"):
+        """Adds ``array`` (a numpy array, or anything ``np.asarray`` takes) to the
+        module as a constant tensor and returns its :class:`Var`, which every
+        function of the module may read (never write or kill). Its data is copied
+        once; the planner packs the constants of each scope into one storage that
+        a VM fills once. Named ``name``, else ``c0``, ``c1``, ..."""
+        import numpy as np
+
+        op = "constant"
+        array = np.asarray(array)
+        dtype = _checks.dtype_name(op, "array", array.dtype.name)
+        array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+        shape = tuple(int(d) for d in array.shape)
+        name = "" if name is None else _checks.text(op, "name", name)
+        scope = _checks.text(op, "scope", scope)
+        made = self._mb.add_constant(name, list(shape), dtype, array.reshape(-1).view(np.uint8), scope)
+        return Var(made, "Tensor", shape, dtype, self)
 
     def add_kernels(self, source, name=None):
         """Adds a unit of OpenCL C source; its kernels are read (with Clang) at

@@ -95,7 +95,7 @@ def test_malformed_bytes_and_missing_files(tmp_path):
     missing = tmp_path / "missing.stw"
     with pytest.raises(sw.FileError) as e:
         sw.load(missing)
-    assert str(e.value) == f"cannot open '{missing}' for reading"
+    assert str(e.value) == f"cannot open '{missing}': No such file or directory"
     assert isinstance(e.value, OSError)
 
 

@@ -44,6 +44,11 @@ class ByteWriter {
     put(bits);
   }
   void bytes(std::string_view s) { out_.insert(out_.end(), s.begin(), s.end()); }
+  void bytes(std::span<const uint8_t> s) { out_.insert(out_.end(), s.begin(), s.end()); }
+  // Zeros up to `position`, if the buffer is shorter.
+  void zeros_to(size_t position) {
+    if (position > out_.size()) out_.resize(position, 0);
+  }
   // A u32 length, then the bytes.
   void str(std::string_view s) {
     u32(static_cast<uint32_t>(s.size()));

@@ -179,6 +179,11 @@ Status FunctionValidator::check_index(const Instruction& ins, OperandKind kind, 
     case OperandKind::kFunc:
       if (value >= exe_.functions.size()) return out_of_range("function", exe_.functions.size(), "executable");
       return Status::ok();
+    case OperandKind::kTensorConst:
+      if (value >= exe_.tensor_constants.size()) {
+        return out_of_range("tensor constant", exe_.tensor_constants.size(), "executable");
+      }
+      return Status::ok();
     case OperandKind::kU32:
     case OperandKind::kU64:
     case OperandKind::kDType:  // the decoder checked the code
@@ -241,7 +246,8 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
     case Opcode::kCopyTensor:
     case Opcode::kMove:
     case Opcode::kRet:
-    case Opcode::kLoadConst: return Status::ok();
+    case Opcode::kLoadConst:
+    case Opcode::kLoadTensorConstant: return Status::ok();
   }
   return Status::ok();
 }

@@ -1,8 +1,69 @@
 #include "stowage/bytecode/executable.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace stowage {
 
+ByteView ByteView::copy_of(std::span<const uint8_t> bytes) {
+  auto copy = std::make_shared<std::vector<uint8_t>>(bytes.begin(), bytes.end());
+  std::span<const uint8_t> view(copy->data(), copy->size());
+  return ByteView(std::move(copy), view);
+}
+
+bool operator==(const ByteView& a, const ByteView& b) {
+  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+namespace {
+
+// The bytes of a constant storage from `offset` up to the next change of segment:
+// a run of a segment's bytes, or of zeros (data == nullptr).
+struct Run {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+Run run_at(const ConstantStorage& s, uint64_t offset) {
+  for (const DataSegment& seg : s.segments) {
+    if (offset < seg.offset) return Run{nullptr, seg.offset - offset};
+    if (offset < seg.offset + seg.bytes.size()) {
+      return Run{seg.bytes.data() + (offset - seg.offset), seg.offset + seg.bytes.size() - offset};
+    }
+  }
+  return Run{nullptr, s.nbytes - offset};
+}
+
+bool same_contents(const ConstantStorage& a, const ConstantStorage& b) {
+  for (uint64_t at = 0; at < a.nbytes;) {
+    Run x = run_at(a, at), y = run_at(b, at);
+    uint64_t n = std::min({x.size, y.size, a.nbytes - at});
+    if (n == 0) return false;  // a segment past the storage's end
+    if (x.data != nullptr && y.data != nullptr) {
+      if (std::memcmp(x.data, y.data, n) != 0) return false;
+    } else if (x.data != nullptr || y.data != nullptr) {
+      const uint8_t* bytes = x.data != nullptr ? x.data : y.data;
+      if (std::any_of(bytes, bytes + n, [](uint8_t c) { return c != 0; })) return false;
+    }
+    at += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool operator==(const ConstantStorage& a, const ConstantStorage& b) {
+  return a.scope == b.scope && a.kind == b.kind && a.pixel_dtype == b.pixel_dtype && a.nbytes == b.nbytes &&
+         a.image == b.image && same_contents(a, b);
+}
+
 uint16_t Executable::required_minor_version() const {
+  if (!constant_storages.empty() || !tensor_constants.empty()) return 2;
+  for (const Function& f : functions) {
+    for (const Instruction& ins : f.code) {
+      if (ins.op == Opcode::kLoadTensorConstant) return 2;
+    }
+  }
   for (const Function& f : functions) {
     for (const Instruction& ins : f.code) {
       if (ins.op == Opcode::kAllocDiscontiguous) return 1;

@@ -21,6 +21,8 @@ std::string_view section_name(SectionKind kind) {
     case SectionKind::kCode: return "code";
     case SectionKind::kRequirements: return "requirements";
     case SectionKind::kDebug: return "debug";
+    case SectionKind::kTensorConstants: return "tensor constants";
+    case SectionKind::kConstantData: return "constant data";
   }
   return "unknown";
 }
@@ -59,6 +61,9 @@ class LayoutReader {
   Status read_header_fields();
   Status read_section_table();
   Status read_section_entry(uint32_t index, std::vector<Extent>& extents);
+  // The two constant sections come together, need version 1.2, and the data starts
+  // where a mapped file can use it in place.
+  Status check_constant_sections() const;
   // No two extents (header, table, sections) overlap; the bytes between are zero.
   Status check_extents(std::vector<Extent>& extents) const;
   Status check_padding(uint64_t begin, uint64_t end) const;
@@ -160,12 +165,35 @@ Status LayoutReader::read_section_table() {
   for (uint32_t i = 0; i < section_count_; ++i) STOWAGE_TRY(read_section_entry(i, extents));
   for (uint32_t k = kFirstSectionKind; k <= kLastSectionKind; ++k) {
     auto kind = static_cast<SectionKind>(k);
-    if (kind != SectionKind::kDebug && !layout_.section(kind)) {
+    if (is_required(kind) && !layout_.section(kind)) {
       return file_error(kSectionTable, table_offset_,
                         fmt::format("required section '{}' is missing", section_name(kind)));
     }
   }
+  STOWAGE_TRY(check_constant_sections());
   return check_extents(extents);
+}
+
+Status LayoutReader::check_constant_sections() const {
+  const auto& tensors = layout_.section(SectionKind::kTensorConstants);
+  const auto& data = layout_.section(SectionKind::kConstantData);
+  if (!tensors && !data) return Status::ok();
+  if (!tensors || !data) {
+    return file_error(kSectionTable, (tensors ? tensors : data)->entry,
+                      fmt::format("section '{}' is present without section '{}'",
+                                  section_name(tensors ? SectionKind::kTensorConstants : SectionKind::kConstantData),
+                                  section_name(tensors ? SectionKind::kConstantData : SectionKind::kTensorConstants)));
+  }
+  if (layout_.minor < 2) {
+    return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no tensor constants; they need 1.2",
+                                                         kMajorVersion, layout_.minor));
+  }
+  if (data->offset % kConstantDataAlignment != 0) {
+    return file_error(kSectionTable, data->entry + SectionEntryField::kOffset,
+                      fmt::format("section 'constant data' at offset {} is not a multiple of {}", data->offset,
+                                  kConstantDataAlignment));
+  }
+  return Status::ok();
 }
 
 Status LayoutReader::read_section_entry(uint32_t i, std::vector<Extent>& extents) {
@@ -196,7 +224,7 @@ Status LayoutReader::read_section_entry(uint32_t i, std::vector<Extent>& extents
         kSectionTable, entry + SectionEntryField::kOffset,
         fmt::format("entry {}: {} (offset {}, size {}) lies outside the {}-byte file", i, name, offset, length, size));
   }
-  slot = Section{offset, length};
+  slot = Section{offset, length, entry};
   extents.push_back({offset, offset + length, std::move(name), entry + SectionEntryField::kOffset});
   return Status::ok();
 }

@@ -15,6 +15,7 @@ namespace stowage::bytecode {
 struct Section {
   uint64_t offset = 0;
   uint64_t size = 0;
+  uint64_t entry = 0;  // where its section table entry lies in the file
 };
 
 struct FileLayout {
@@ -22,11 +23,16 @@ struct FileLayout {
   uint16_t minor = 0;     // the header's minor version
   std::array<std::optional<Section>, kMaxSections> sections;
 
-  // Present for every kind but kDebug once read_file_layout succeeded.
+  // Present for every required kind once read_file_layout succeeded.
   const std::optional<Section>& section(SectionKind kind) const {
     return sections[static_cast<uint32_t>(kind) - kFirstSectionKind];
   }
 };
+
+// Sections every file has; debug and the two constant sections are optional.
+inline bool is_required(SectionKind kind) {
+  return kind != SectionKind::kDebug && kind != SectionKind::kTensorConstants && kind != SectionKind::kConstantData;
+}
 
 // Checks the header (magic, version, sizes, both checksums, reserved bytes,
 // feature bits) and the section table (kinds, flags, alignment, bounds, overlap,

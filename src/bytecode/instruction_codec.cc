@@ -27,6 +27,7 @@ std::string_view operand_kind_name(OperandKind kind) {
     case OperandKind::kDType: return "dtype";
     case OperandKind::kU64: return "u64";
     case OperandKind::kRegList: return "reglist";
+    case OperandKind::kTensorConst: return "tensorconst";
   }
   return "unknown";
 }

@@ -13,6 +13,7 @@
 #include "byte_io.h"
 #include "code_validator.h"
 #include "file_layout.h"
+#include "mapped_file.h"
 #include "section_cursor.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
@@ -22,9 +23,17 @@ namespace bytecode {
 
 namespace {
 
+// What becomes of the constant data a valid file holds.
+enum class ConstantBytes {
+  kCopy,    // copied into memory the executable owns
+  kMapped,  // views of the file, which `owner` keeps alive (a mapped file)
+  kBorrow,  // views of the file, valid while it is: for validation only
+};
+
 class Reader {
  public:
-  explicit Reader(std::span<const uint8_t> file) : file_(file) {}
+  Reader(std::span<const uint8_t> file, ConstantBytes mode, std::shared_ptr<const void> owner = nullptr)
+      : file_(file), mode_(mode), owner_(std::move(owner)) {}
   Expected<Executable> read();
 
  private:
@@ -33,6 +42,11 @@ class Reader {
   Status read_constants();
   Status read_kernels();
   Status read_requirements();
+  Status read_tensor_constants();
+  Status read_constant_storage(SectionCursor& in, ConstantStorage& out, uint64_t& data_offset);
+  Status read_tensor_constant(SectionCursor& in, TensorConstant& out);
+  Status check_constant_placements(SectionCursor& in, const std::vector<uint64_t>& offsets) const;
+  Status check_constant_data_padding(const std::vector<uint64_t>& data_offsets) const;
   Status read_functions();
   Status read_function_frame(SectionCursor& in, Function& fn);
   Status read_code_range(SectionCursor& in, CodeRange& range);
@@ -52,6 +66,8 @@ class Reader {
   Status check_image_feature();
 
   std::span<const uint8_t> file_;
+  ConstantBytes mode_;
+  std::shared_ptr<const void> owner_;
   FileLayout layout_;
   std::vector<uint32_t> code_words_;
   std::vector<CodeRange> code_ranges_;
@@ -333,6 +349,220 @@ Status Reader::check_image_feature() {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------
+// Tensor constants
+// ---------------------------------------------------------------------------
+
+const ScopeRequirement* find_requirement(const Executable& exe, std::string_view scope) {
+  for (const ScopeRequirement& r : exe.requirements.scopes) {
+    if (r.scope == scope) return &r;
+  }
+  return nullptr;
+}
+
+Status Reader::read_constant_storage(SectionCursor& in, ConstantStorage& out, uint64_t& data_offset) {
+  uint64_t at = in.offset();
+  STOWAGE_TRY(read_name(in, out.scope, "scope name", /*allow_empty=*/false));
+  const ScopeRequirement* scope = find_requirement(exe_, out.scope);
+  if (scope == nullptr) return in.error_at(at, fmt::format("scope '{}' is not listed in the requirements", out.scope));
+  at = in.offset();
+  uint8_t kind = 0;
+  STOWAGE_TRY(in.read(kind, "storage kind"));
+  if (kind > static_cast<uint8_t>(ScopeKind::kImage2d)) return in.error_at(at, fmt::format("unknown storage kind {}", kind));
+  out.kind = static_cast<ScopeKind>(kind);
+  if (out.kind != scope->kind) {
+    return in.error_at(at, fmt::format("a {} storage in scope '{}', which holds {}s",
+                                       out.kind == ScopeKind::kBuffer ? "buffer" : "image2d", out.scope,
+                                       scope->kind == ScopeKind::kBuffer ? "buffer" : "image2d"));
+  }
+  at = in.offset();
+  STOWAGE_TRY(read_dtype(in, out.pixel_dtype));
+  const bool image = out.kind == ScopeKind::kImage2d;
+  if (image && out.pixel_dtype != DType::kFloat32 && out.pixel_dtype != DType::kFloat16) {
+    return in.error_at(at, fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(out.pixel_dtype)));
+  }
+  if (!image && out.pixel_dtype != DType::kUInt8) {
+    return in.error_at(at, fmt::format("a buffer storage's pixel dtype must be uint8, not {}",
+                                       dtype_name(out.pixel_dtype)));
+  }
+  STOWAGE_TRY(read_reserved16(in));
+  at = in.offset();
+  STOWAGE_TRY(in.read(out.nbytes, "nbytes"));
+  uint64_t extent_at = in.offset();
+  STOWAGE_TRY(in.read(out.image.height, "height"));
+  STOWAGE_TRY(in.read(out.image.width, "width"));
+  if (image) {
+    std::optional<uint64_t> pixels = checked_mul(out.image.height, out.image.width);
+    std::optional<uint64_t> bytes = pixels ? checked_mul(*pixels, 4 * dtype_bytes(out.pixel_dtype)) : std::nullopt;
+    if (out.image.height == 0 || out.image.width == 0 || out.image.height > scope->max_image_height ||
+        out.image.width > scope->max_image_width) {
+      return in.error_at(extent_at, fmt::format("image of {}x{} pixels is empty or exceeds the {}x{} of scope '{}'",
+                                                out.image.height, out.image.width, scope->max_image_height,
+                                                scope->max_image_width, scope->scope));
+    }
+    if (!bytes || *bytes != out.nbytes) {
+      return in.error_at(at, fmt::format("an image of {}x{} {} pixels holds {} bytes, not {}", out.image.height,
+                                         out.image.width, dtype_name(out.pixel_dtype),
+                                         bytes ? fmt::to_string(*bytes) : std::string("more than 2^64"), out.nbytes));
+    }
+  } else if (out.image.height != 0 || out.image.width != 0) {
+    return in.error_at(extent_at, "a buffer storage has no image extent (height and width must be 0)");
+  }
+  if (scope->onchip && out.nbytes > scope->capacity) {
+    return in.error_at(at, fmt::format("{} bytes exceed the capacity {} of on-chip scope '{}'", out.nbytes,
+                                       scope->capacity, scope->scope));
+  }
+  at = in.offset();
+  STOWAGE_TRY(in.read(data_offset, "data offset"));
+  const Section& data = *layout_.section(SectionKind::kConstantData);
+  if (data_offset % kConstantDataAlignment != 0) {
+    return in.error_at(at, fmt::format("data offset {} is not a multiple of {}", data_offset, kConstantDataAlignment));
+  }
+  if (!(out.nbytes <= data.size && data_offset <= data.size - out.nbytes)) {
+    return in.error_at(at, fmt::format("data [{}, +{}) lies outside the {}-byte section 'constant data'", data_offset,
+                                       out.nbytes, data.size));
+  }
+  std::span<const uint8_t> bytes = file_.subspan(data.offset + data_offset, out.nbytes);
+  if (out.nbytes != 0) {
+    ByteView view = mode_ == ConstantBytes::kCopy ? ByteView::copy_of(bytes) : ByteView(owner_, bytes);
+    out.segments.push_back(DataSegment{0, std::move(view)});
+  }
+  return Status::ok();
+}
+
+Status Reader::read_tensor_constant(SectionCursor& in, TensorConstant& out) {
+  STOWAGE_TRY(read_name(in, out.name, "constant name", /*allow_empty=*/false));
+  uint64_t dtype_at = in.offset();
+  STOWAGE_TRY(read_dtype(in, out.dtype));
+  uint64_t at = in.offset();
+  uint8_t reserved = 0;
+  STOWAGE_TRY(in.read(reserved, "reserved byte"));
+  if (reserved != 0) return in.error_at(at, fmt::format("reserved byte is 0x{:x}, must be 0", reserved));
+  STOWAGE_TRY(read_reserved16(in));
+  uint64_t shape_at = in.offset();
+  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true));
+  std::optional<uint64_t> nbytes = checked_nbytes(out.shape, out.dtype);
+  if (!nbytes) return in.error_at(shape_at, "the constant's size overflows 64 bits");
+  at = in.offset();
+  STOWAGE_TRY(in.read(out.storage, "storage index"));
+  if (out.storage >= exe_.constant_storages.size()) {
+    return in.error_at(at, fmt::format("storage {} out of range (executable has {} constant storages)", out.storage,
+                                       exe_.constant_storages.size()));
+  }
+  const ConstantStorage& storage = exe_.constant_storages[out.storage];
+  const ScopeRequirement& scope = *find_requirement(exe_, storage.scope);
+  uint64_t offset_at = in.offset();
+  STOWAGE_TRY(in.read(out.offset, "offset"));
+  if (storage.kind == ScopeKind::kImage2d) {
+    if (out.offset != 0) return in.error_at(offset_at, fmt::format("offset {} in an image storage must be 0", out.offset));
+    if (out.dtype != storage.pixel_dtype) {
+      return in.error_at(dtype_at, fmt::format("a {} constant in an image of {} pixels", dtype_name(out.dtype),
+                                               dtype_name(storage.pixel_dtype)));
+    }
+    auto extent = image_extent(out.shape, scope.layout);
+    if (!extent || extent->height > storage.image.height || extent->width > storage.image.width) {
+      return in.error_at(shape_at, fmt::format("shape does not fit its image storage of {}x{} pixels in scope '{}'",
+                                               storage.image.height, storage.image.width, scope.scope));
+    }
+    return Status::ok();
+  }
+  if (!(*nbytes <= storage.nbytes && out.offset <= storage.nbytes - *nbytes)) {
+    return in.error_at(offset_at, fmt::format("{} bytes at offset {} do not fit constant storage {} of {} bytes",
+                                              *nbytes, out.offset, out.storage, storage.nbytes));
+  }
+  if (out.offset % scope.offset_alignment != 0) {
+    return in.error_at(offset_at, fmt::format("offset {} is not a multiple of {}, the offset alignment of scope '{}'",
+                                              out.offset, scope.offset_alignment, scope.scope));
+  }
+  return Status::ok();
+}
+
+// No two constants of one buffer storage share a byte. `offsets[i]` is where
+// constant i was declared, for errors.
+Status Reader::check_constant_placements(SectionCursor& in, const std::vector<uint64_t>& offsets) const {
+  struct Placed {
+    uint32_t storage;
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Placed> placed;
+  for (size_t i = 0; i < exe_.tensor_constants.size(); ++i) {
+    const TensorConstant& c = exe_.tensor_constants[i];
+    uint64_t nbytes = *checked_nbytes(c.shape, c.dtype);  // checked when read
+    if (nbytes == 0) continue;
+    placed.push_back({c.storage, c.offset, c.offset + nbytes, i});
+  }
+  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    return a.storage != b.storage ? a.storage < b.storage : a.begin < b.begin;
+  });
+  for (size_t k = 1; k < placed.size(); ++k) {
+    const Placed& prev = placed[k - 1];
+    const Placed& next = placed[k];
+    if (next.storage == prev.storage && next.begin < prev.end) {
+      const bool image = exe_.constant_storages[next.storage].kind == ScopeKind::kImage2d;
+      return in.error_at(offsets[next.index],
+                         fmt::format("constant '{}' overlaps constant '{}' in {} storage {}",
+                                     exe_.tensor_constants[next.index].name, exe_.tensor_constants[prev.index].name,
+                                     image ? "image" : "constant", next.storage));
+    }
+  }
+  return Status::ok();
+}
+
+// Storages lie in order and apart; every byte of the data section outside them is zero.
+Status Reader::check_constant_data_padding(const std::vector<uint64_t>& data_offsets) const {
+  const Section& data = *layout_.section(SectionKind::kConstantData);
+  uint64_t covered = 0;
+  for (size_t i = 0; i <= data_offsets.size(); ++i) {
+    uint64_t begin = i < data_offsets.size() ? data_offsets[i] : data.size;
+    for (uint64_t at = covered; at < begin; ++at) {
+      if (file_[data.offset + at] != 0) {
+        return file_error("section 'constant data'", data.offset + at,
+                          fmt::format("byte 0x{:02x} outside every constant storage is not zero",
+                                      file_[data.offset + at]));
+      }
+    }
+    if (i < data_offsets.size()) covered = data_offsets[i] + exe_.constant_storages[i].nbytes;
+  }
+  return Status::ok();
+}
+
+Status Reader::read_tensor_constants() {
+  if (!layout_.section(SectionKind::kTensorConstants)) return Status::ok();
+  SectionCursor in = cursor(SectionKind::kTensorConstants);
+  uint64_t count = 0;
+  STOWAGE_TRY(in.read_count(count, kMaxConstantStorages, 40, "constant storage count"));
+  exe_.constant_storages.resize(count);
+  std::vector<uint64_t> data_offsets(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("constant storage {}", i));
+    uint64_t at = in.offset();
+    STOWAGE_TRY(read_constant_storage(in, exe_.constant_storages[i], data_offsets[i]));
+    if (i > 0 && data_offsets[i] < data_offsets[i - 1] + exe_.constant_storages[i - 1].nbytes) {
+      return in.error_at(at, fmt::format("its data at {} overlaps or precedes constant storage {}'s, which ends at {}",
+                                         data_offsets[i], i - 1,
+                                         data_offsets[i - 1] + exe_.constant_storages[i - 1].nbytes));
+    }
+  }
+  in.set_context("");
+  STOWAGE_TRY(in.read_count(count, kMaxTensorConstants, 24, "tensor constant count"));
+  exe_.tensor_constants.resize(count);
+  std::vector<uint64_t> declared(count);
+  std::set<std::string_view> names;
+  for (uint64_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("tensor constant {}", i));
+    declared[i] = in.offset();
+    STOWAGE_TRY(read_tensor_constant(in, exe_.tensor_constants[i]));
+    if (!names.insert(exe_.tensor_constants[i].name).second) {
+      return in.error_at(declared[i], fmt::format("name '{}' is used twice", exe_.tensor_constants[i].name));
+    }
+  }
+  in.set_context("");
+  STOWAGE_TRY(check_constant_placements(in, declared));
+  STOWAGE_TRY(in.expect_end());
+  return check_constant_data_padding(data_offsets);
+}
+
 Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
   STOWAGE_TRY(read_name(in, out.name, "value name", /*allow_empty=*/true));
   uint64_t at = in.offset();
@@ -457,7 +687,8 @@ Status Reader::read_debug() {
 
 Expected<Executable> Reader::read() {
   for (Status (Reader::*step)() : {&Reader::read_layout, &Reader::read_strings, &Reader::read_constants,
-                                   &Reader::read_kernels, &Reader::read_requirements, &Reader::read_code_words,
+                                   &Reader::read_kernels, &Reader::read_requirements, &Reader::read_tensor_constants,
+                                   &Reader::read_code_words,
                                    &Reader::read_functions, &Reader::validate_code, &Reader::read_debug}) {
     if (Status s = (this->*step)(); !s) return s.error();
   }
@@ -467,18 +698,22 @@ Expected<Executable> Reader::read() {
 }  // namespace
 }  // namespace bytecode
 
-Expected<Executable> read_bytecode(std::span<const uint8_t> bytes) { return bytecode::Reader(bytes).read(); }
+Expected<Executable> read_bytecode(std::span<const uint8_t> bytes) {
+  return bytecode::Reader(bytes, bytecode::ConstantBytes::kCopy).read();
+}
+
+Status validate_bytecode(std::span<const uint8_t> bytes) {
+  auto exe = bytecode::Reader(bytes, bytecode::ConstantBytes::kBorrow).read();
+  if (!exe) return exe.error();
+  return Status::ok();
+}
 
 Expected<Executable> read_bytecode_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Error(ErrorKind::kIo, fmt::format("cannot read '{}': it is a directory", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for reading", path));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Error(ErrorKind::kIo, fmt::format("cannot read '{}'", path));
-  return read_bytecode(bytes);
+  auto file = bytecode::MappedFile::open(path);
+  if (!file) return file.error();
+  std::span<const uint8_t> bytes = (*file)->bytes();
+  // The constants stay where they lie in the mapping, which they keep alive.
+  return bytecode::Reader(bytes, bytecode::ConstantBytes::kMapped, *file).read();
 }
 
 }  // namespace stowage

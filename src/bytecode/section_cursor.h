@@ -127,9 +127,3 @@ class SectionCursor {
 };
 
 }  // namespace stowage::bytecode
-
-// Returns the Status of `expr` from the enclosing function when it is an error.
-#define STOWAGE_TRY(expr)                                             \
-  do {                                                                \
-    if (::stowage::Status status_ = (expr); !status_) return status_; \
-  } while (0)

@@ -113,6 +113,61 @@ void write_requirements(ByteWriter& w, const Executable& exe) {
   }
 }
 
+// Where each constant storage's bytes start in the constant data section.
+std::vector<uint64_t> constant_data_offsets(const Executable& exe) {
+  std::vector<uint64_t> offsets;
+  uint64_t at = 0;
+  for (const ConstantStorage& storage : exe.constant_storages) {
+    at = (at + kConstantDataAlignment - 1) / kConstantDataAlignment * kConstantDataAlignment;
+    offsets.push_back(at);
+    at += storage.nbytes;
+  }
+  return offsets;
+}
+
+void write_tensor_constants(ByteWriter& w, const Executable& exe) {
+  std::vector<uint64_t> data_offsets = constant_data_offsets(exe);
+  w.u64(exe.constant_storages.size());
+  for (size_t i = 0; i < exe.constant_storages.size(); ++i) {
+    const ConstantStorage& storage = exe.constant_storages[i];
+    w.str(storage.scope);
+    w.u8(static_cast<uint8_t>(storage.kind));
+    w.u8(static_cast<uint8_t>(storage.pixel_dtype));
+    w.u16(0);
+    w.u64(storage.nbytes);
+    w.u64(storage.image.height);
+    w.u64(storage.image.width);
+    w.u64(data_offsets[i]);
+  }
+  w.u64(exe.tensor_constants.size());
+  for (const TensorConstant& c : exe.tensor_constants) {
+    w.str(c.name);
+    w.u8(static_cast<uint8_t>(c.dtype));
+    w.u8(0);
+    w.u16(0);
+    write_shape(w, c.shape);
+    w.u32(c.storage);
+    w.u64(c.offset);
+  }
+}
+
+// Each storage's contents at its offset: its segments, zeros between them. (Not
+// validated: segments out of order or past the storage make a file the reader refuses.)
+void write_constant_data(ByteWriter& w, const Executable& exe) {
+  const size_t section_start = w.position();
+  std::vector<uint64_t> data_offsets = constant_data_offsets(exe);
+  for (size_t i = 0; i < exe.constant_storages.size(); ++i) {
+    const ConstantStorage& storage = exe.constant_storages[i];
+    const size_t start = section_start + data_offsets[i];
+    w.zeros_to(start);
+    for (const DataSegment& segment : storage.segments) {
+      w.zeros_to(start + segment.offset);
+      w.bytes(segment.bytes.bytes());
+    }
+    w.zeros_to(start + storage.nbytes);
+  }
+}
+
 struct PlacedSection {
   SectionKind kind;
   uint64_t offset;
@@ -130,12 +185,16 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
   std::vector<SectionKind> kinds = {SectionKind::kStrings,   SectionKind::kConstants, SectionKind::kKernels,
                                     SectionKind::kFunctions, SectionKind::kCode,      SectionKind::kRequirements};
   if (!exe.debug_text.empty()) kinds.push_back(SectionKind::kDebug);
+  if (!exe.constant_storages.empty() || !exe.tensor_constants.empty()) {
+    kinds.push_back(SectionKind::kTensorConstants);
+    kinds.push_back(SectionKind::kConstantData);
+  }
 
   std::vector<uint8_t> file(kHeaderSize + kinds.size() * kSectionEntrySize, 0);
   ByteWriter w(file);
   std::vector<PlacedSection> placed;
   for (SectionKind kind : kinds) {
-    w.pad_to(kSectionAlignment);
+    w.pad_to(kind == SectionKind::kConstantData ? kConstantDataAlignment : kSectionAlignment);
     uint64_t begin = w.position();
     switch (kind) {
       case SectionKind::kStrings: write_strings(w, exe); break;
@@ -145,6 +204,8 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
       case SectionKind::kCode: write_code(w, code_words); break;
       case SectionKind::kRequirements: write_requirements(w, exe); break;
       case SectionKind::kDebug: w.bytes(exe.debug_text); break;
+      case SectionKind::kTensorConstants: write_tensor_constants(w, exe); break;
+      case SectionKind::kConstantData: write_constant_data(w, exe); break;
     }
     placed.push_back({kind, begin, w.position() - begin});
   }
@@ -172,7 +233,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
 
 Status write_bytecode_file(const Executable& exe, const std::string& path) {
   std::vector<uint8_t> bytes = write_bytecode(exe);
-  if (auto check = read_bytecode(bytes); !check) return check.error();
+  STOWAGE_TRY(validate_bytecode(bytes));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for writing", path));
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

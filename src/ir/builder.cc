@@ -80,12 +80,28 @@ void FunctionBuilder::check_open(std::string_view op) const {
   if (finished_) fail(op, fmt::format("function '{}' was already finished by ret", function_.name));
 }
 
+const FunctionBuilder::Var* FunctionBuilder::find(const std::string& var) const {
+  if (auto it = vars_.find(var); it != vars_.end()) return &it->second;
+  if (auto it = constants_.find(var); it != constants_.end()) return &it->second;
+  const ConstantTensor* c = module_ ? module_->find_constant(var) : nullptr;
+  if (c == nullptr) return nullptr;
+  return &constants_.emplace(var, Var{c->type, false, true}).first->second;
+}
+
 const FunctionBuilder::Var& FunctionBuilder::use(std::string_view op, std::string_view arg,
                                                  const std::string& var) const {
-  auto it = vars_.find(var);
-  if (it == vars_.end()) fail(op, fmt::format("argument '{}': '{}' is not defined", arg, var));
-  if (it->second.killed) fail(op, fmt::format("argument '{}': '{}' was killed by kill_object", arg, var));
-  return it->second;
+  const Var* found = find(var);
+  if (found == nullptr) fail(op, fmt::format("argument '{}': '{}' is not defined", arg, var));
+  if (found->killed) fail(op, fmt::format("argument '{}': '{}' was killed by kill_object", arg, var));
+  return *found;
+}
+
+void FunctionBuilder::refuse_constant(std::string_view op, std::string_view arg, const std::string& var,
+                                      std::string_view what) const {
+  const Var* found = find(var);
+  if (found != nullptr && found->constant) {
+    fail(op, fmt::format("argument '{}': '{}' is a constant, which {}", arg, var, what));
+  }
 }
 
 const Type& FunctionBuilder::use_of_kind(std::string_view op, std::string_view arg, const std::string& var,
@@ -152,6 +168,7 @@ void FunctionBuilder::check_call_arg(const Function& callee, size_t index, const
   std::string arg_name = fmt::format("args[{}]", index);
   if (arg.kind == Arg::Kind::kVar) {
     const Type& type = use("call", arg_name, arg.var).type;
+    refuse_constant("call", arg_name, arg.var, "cannot be passed to a function (it could write it); copy it first");
     if (type == param.type) return;
     fail("call", fmt::format("argument '{}': '{}' is {} but parameter '{}' of '{}' is {}", arg_name, arg.var,
                              describe(type), param.name, callee.name, describe(param.type)));
@@ -166,11 +183,12 @@ std::string FunctionBuilder::result_name(std::string_view op, std::string name) 
   if (name.empty()) {
     do {
       name = fmt::format("t{}", next_fresh_++);
-    } while (vars_.count(name));
+    } while (vars_.count(name) || (module_ && module_->find_constant(name)));
     return name;
   }
   check_name(op, name);
   if (vars_.count(name)) fail(op, fmt::format("name '{}' is already defined", name));
+  if (module_ && module_->find_constant(name)) fail(op, fmt::format("name '{}' is already defined as a constant", name));
   return name;
 }
 
@@ -266,11 +284,12 @@ std::string FunctionBuilder::alloc_discontiguous_tensor(const std::string& table
 void FunctionBuilder::kill_object(const std::string& var) {
   check_open("kill_object");
   use("kill_object", "var", var);
+  refuse_constant("kill_object", "var", var, "lives as long as the VM and cannot be killed");
   Binding b;
   b.op = Op::kKillObject;
   b.vars = {var};
   add(std::move(b));
-  vars_.find(var)->second.killed = true;
+  vars_.at(var).killed = true;
 }
 
 void FunctionBuilder::copy_tensor(const std::string& src, const std::string& dst) {
@@ -278,6 +297,7 @@ void FunctionBuilder::copy_tensor(const std::string& src, const std::string& dst
   check_open(op);
   const Type& src_type = use_of_kind(op, "src", src, Type::Kind::kTensor);
   const Type& dst_type = use_of_kind(op, "dst", dst, Type::Kind::kTensor);
+  refuse_constant(op, "dst", dst, "is read-only");
   if (src_type != dst_type) {
     fail(op, fmt::format("'{}' is {} but '{}' is {}; shapes and dtypes must be equal", src, describe(src_type), dst,
                          describe(dst_type)));
@@ -365,6 +385,7 @@ std::string FunctionBuilder::call(const std::string& function, std::vector<Arg> 
 Function FunctionBuilder::ret(const std::string& var) {
   check_open("ret");
   const Type& type = use("ret", "var", var).type;
+  refuse_constant("ret", "var", var, "cannot be returned (the caller could write it); return a copy");
   function_.ret = var;
   function_.ret_type = type;
   finished_ = true;
@@ -372,9 +393,9 @@ Function FunctionBuilder::ret(const std::string& var) {
 }
 
 const Type& FunctionBuilder::type_of(const std::string& var) const {
-  auto it = vars_.find(var);
-  if (it == vars_.end()) fail("type_of", fmt::format("'{}' is not defined", var));
-  return it->second.type;
+  const Var* found = find(var);
+  if (found == nullptr) fail("type_of", fmt::format("'{}' is not defined", var));
+  return found->type;
 }
 
 // ---- ModuleBuilder ----------------------------------------------------------
@@ -433,6 +454,39 @@ void ModuleBuilder::add_function(Function function) {
     throw_verify(fmt::format("{}: function '{}' has no return; finish it with ret", op, function.name));
   }
   module_->functions.push_back(std::move(function));
+}
+
+std::string ModuleBuilder::add_constant(std::string name, Type type, std::shared_ptr<const std::vector<std::byte>> data,
+                                        std::string scope) {
+  constexpr std::string_view op = "constant";
+  if (name.empty()) {
+    for (size_t n = 0; name.empty() || module_->find_constant(name); ++n) name = fmt::format("c{}", n);
+  }
+  check_name(op, name);
+  if (module_->find_constant(name)) throw_verify(fmt::format("{}: constant '{}' is already in the module", op, name));
+  if (type.kind != Type::Kind::kTensor) {
+    throw_verify(fmt::format("{}: argument 'type': {} is not a Tensor type", op, describe(type)));
+  }
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    if (type.shape[i] < 0) {
+      throw_verify(fmt::format("{}: argument 'type': extent {} is {}; extents must not be negative", op, i,
+                               type.shape[i]));
+    }
+  }
+  std::optional<uint64_t> nbytes = checked_nbytes(type.shape, type.dtype);
+  if (!nbytes) throw_verify(fmt::format("{}: argument 'type': {} is larger than 2^64 bytes", op, describe(type)));
+  if (!data || data->size() != *nbytes) {
+    throw_verify(fmt::format("{}: argument 'data': {} bytes, but {} needs {}", op, data ? data->size() : 0,
+                             describe(type), *nbytes));
+  }
+  bool valid_scope = !scope.empty();
+  for (char c : scope) valid_scope = valid_scope && is_scope_char(c);
+  if (!valid_scope) {
+    throw_verify(
+        fmt::format("{}: argument 'scope': '{}' is not a scope name (letters, digits, '_', '.', '-')", op, scope));
+  }
+  module_->constants.push_back(ConstantTensor{name, std::move(type), std::move(scope), std::move(data), {}});
+  return name;
 }
 
 Module ModuleBuilder::module() const {

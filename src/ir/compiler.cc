@@ -1,12 +1,34 @@
 #include "stowage/ir/compiler.h"
 
 #include "stowage/ir/codegen.h"
+
+#include <algorithm>
+
 #include "stowage/ir/kernel_reader.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
 
 namespace stowage::ir {
+namespace {
+
+std::vector<ConstantReport> report_constants(const Module& module, const ConstantPlan& plan) {
+  std::vector<ConstantReport> out;
+  for (const ConstantStoragePlan& storage : plan.storages) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ConstantReport& r) { return r.scope == storage.scope; });
+    if (it == out.end()) it = out.insert(out.end(), ConstantReport{storage.scope, 0, 0, 0});
+    it->storage_bytes += storage.nbytes;
+  }
+  for (const ConstantSlot& slot : plan.slots) {
+    const ConstantTensor& c = module.constants[slot.constant];
+    auto it = std::find_if(out.begin(), out.end(), [&](const ConstantReport& r) { return r.scope == c.scope; });
+    it->tensors += 1;
+    it->bytes += c.data->size();
+  }
+  return out;
+}
+
+}  // namespace
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
   if (auto status = read_module_kernels(module, target.table_entry_bytes); !status) return status.error();
@@ -21,8 +43,14 @@ Expected<CompileResult> compile_module(Module module, const TargetDesc& target, 
                                             status.error().message());
     }
   }
+  auto constants = plan_constants(module, target);
+  if (!constants) return constants.error();
+  memory.constants = report_constants(module, *constants);
   CodegenOptions codegen;
-  if (options.keep_ir_text) codegen.debug_text = print_module(module);
+  codegen.constants = &*constants;
+  // The constants' bytes are in the executable's constant sections already: the
+  // text keeps only small ones.
+  if (options.keep_ir_text) codegen.debug_text = print_module(module, PrintOptions{kDebugTextConstantBytes});
   auto exe = generate_executable(module, target, codegen);
   if (!exe) return exe.error();
   return CompileResult{std::move(module), exe.take(), std::move(memory)};

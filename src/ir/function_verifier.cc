@@ -70,6 +70,15 @@ std::string FunctionVerifier::describe_arg(const Arg& arg, size_t index) const {
 
 std::optional<FunctionVerifier::Failure> FunctionVerifier::run() {
   using Where = Failure::Where;
+  // The module's constants are variables of every function, defined before it.
+  for (const ConstantTensor& c : module_.constants) {
+    VarInfo info;
+    info.type = c.type;
+    info.def_loc = c.loc;
+    info.is_constant = true;
+    info.scope = target_.find_scope(c.scope);
+    vars_.emplace(c.name, std::move(info));
+  }
   if (auto failure = check_params()) return failure;
   if (auto problem = check_type_extents(function_.ret_type)) {
     return Failure{Where::kSignature, "return type " + *problem, function_.loc, 0, {}};
@@ -88,6 +97,9 @@ std::optional<FunctionVerifier::Failure> FunctionVerifier::check_params() {
       return Failure{Failure::Where::kParam, std::move(message), p.loc, 0, p.name};
     };
     if (!is_valid_variable_name(p.name)) return fail(fmt::format("'{}' is not a valid variable name", p.name));
+    if (const VarInfo* earlier = lookup(p.name); earlier && earlier->is_constant) {
+      return fail(fmt::format("'{}' is already defined as a constant{}", p.name, at_loc(earlier->def_loc)));
+    }
     if (const VarInfo* earlier = lookup(p.name)) {
       return fail(fmt::format("'{}' is declared twice (first{})", p.name, at_loc(earlier->def_loc)));
     }
@@ -177,12 +189,14 @@ Problem FunctionVerifier::check_result_is_new(const Binding& b) {
   const VarInfo* earlier = lookup(b.result);
   if (earlier == nullptr) return std::nullopt;
   if (earlier->is_param) return fmt::format("'{}' is already defined as a parameter", b.result);
+  if (earlier->is_constant) return fmt::format("'{}' is already defined as a constant", b.result);
   return fmt::format("'{}' is already defined{}", b.result, at_loc(earlier->def_loc));
 }
 
 Problem FunctionVerifier::check_kill(const Binding& b) {
   const std::string& name = b.vars[0];
   VarInfo& info = vars_.at(name);
+  if (info.is_constant) return fmt::format("constant '{}' cannot be killed: it lives as long as the VM", name);
   if (!is_tensor_or_storage(info.type)) {
     return fmt::format("'{}' is {}; only tensors and storages can be killed", name, print_type(info.type));
   }
@@ -212,6 +226,7 @@ Problem FunctionVerifier::check_copy(const Binding& b) {
   }
   const VarInfo& s = *lookup(b.vars[0]);
   const VarInfo& d = *lookup(b.vars[1]);
+  if (d.is_constant) return fmt::format("constant '{}' is read-only: it cannot be copied into", b.vars[1]);
   auto in_image = [](const VarInfo& v) { return v.scope != nullptr && v.scope->kind == ScopeKind::kImage2d; };
   if ((s.discontiguous && in_image(d)) || (d.discontiguous && in_image(s))) {
     return std::string("copy_tensor between a discontiguous tensor and an image tensor is not supported; copy "
@@ -237,6 +252,11 @@ Problem FunctionVerifier::check_call(const Binding& b) {
                        callee->params.size() == 1 ? "" : "s", b.args.size());
   }
   for (size_t i = 0; i < b.args.size(); ++i) {
+    if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->is_constant) {
+      return fmt::format("{} is a constant, which cannot be passed to a function (it could write its parameter); "
+                         "copy_tensor it into a tensor first",
+                         describe_arg(b.args[i], i));
+    }
     if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->discontiguous) {
       return fmt::format("{} is a discontiguous tensor, which cannot be passed to a function; copy_tensor it into a "
                          "contiguous tensor first",
@@ -282,6 +302,10 @@ Problem FunctionVerifier::check_return() {
   const VarInfo* info = lookup(name);
   if (info == nullptr) return fmt::format("'{}' is not defined", name);
   if (info->killed) return fmt::format("'{}' was killed{}", name, at_loc(info->kill_loc));
+  if (info->is_constant) {
+    return fmt::format("'{}' is a constant, which cannot be returned (the caller could write it); return a copy",
+                       name);
+  }
   if (info->discontiguous) {
     return fmt::format("'{}' is a discontiguous tensor, which cannot be returned; copy_tensor it into a contiguous "
                        "tensor first",

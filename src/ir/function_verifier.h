@@ -49,6 +49,7 @@ struct VarInfo {
   Type type;
   SourceLoc def_loc;
   bool is_param = false;
+  bool is_constant = false;  // a module constant: read-only, never killed
   bool killed = false;
   SourceLoc kill_loc;
   const ScopeDesc* scope = nullptr;     // where the value lives, when known

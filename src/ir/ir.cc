@@ -38,6 +38,19 @@ const Function* Module::find_function(std::string_view name) const {
   return nullptr;
 }
 
+const ConstantTensor* Module::find_constant(std::string_view name) const {
+  for (const auto& c : constants) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+bool operator==(const ConstantTensor& a, const ConstantTensor& b) {
+  if (a.name != b.name || a.type != b.type || a.scope != b.scope) return false;
+  if (a.data == b.data) return true;
+  return a.data && b.data && *a.data == *b.data;
+}
+
 const KernelSignature* Module::find_kernel(std::string_view name) const {
   for (const auto& unit : units) {
     for (const auto& sig : unit.signatures) {

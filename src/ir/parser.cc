@@ -7,6 +7,8 @@
 #include <limits>
 #include <optional>
 
+#include "constant_text.h"
+#include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
 #include "text_lexer.h"
 
@@ -32,10 +34,12 @@ class Parser {
       if (at(TokenKind::kEof)) return module;
       if (at_word("kernels")) {
         module.units.push_back(parse_unit());
+      } else if (at_word("const")) {
+        module.constants.push_back(parse_constant());
       } else if (at_word("fn")) {
         module.functions.push_back(parse_function());
       } else {
-        fail_expected("'fn' or 'kernels'");
+        fail_expected("'fn', 'const' or 'kernels'");
       }
     }
   }
@@ -96,6 +100,87 @@ class Parser {
     advance();
     expect_end_of_line("the kernel source's closing '\"\"\"'");
     return unit;
+  }
+
+  // const NAME: TYPE = DATA [, scope="S"], DATA a list of numbers, base64 "...", or external.
+  ConstantTensor parse_constant() {
+    ConstantTensor c;
+    c.loc = tok_.loc;
+    advance();  // const
+    c.name = expect_new_variable("a constant name after 'const'");
+    expect(TokenKind::kColon, "':' after the constant's name");
+    SourceLoc type_loc = tok_.loc;
+    c.type = parse_type(0);
+    if (c.type.kind != Type::Kind::kTensor) fail(type_loc, fmt::format("constant '{}' must have a Tensor type", c.name));
+    auto nbytes = checked_nbytes(c.type.shape, c.type.dtype);
+    if (!nbytes) fail(type_loc, fmt::format("constant '{}': its type's size is negative or overflows", c.name));
+    expect(TokenKind::kEquals, "'=' and the constant's data");
+    SourceLoc data_loc = tok_.loc;
+    if (at(TokenKind::kLBracket)) {
+      c.data = parse_constant_numbers(c, data_loc);
+    } else if (at_word("base64")) {
+      advance();
+      Token text = expect(TokenKind::kString, "a quoted base64 string after 'base64'");
+      auto bytes = text::base64_decode(text.string_value);
+      if (!bytes) fail(text.loc, fmt::format("constant '{}': the data is not valid base64", c.name));
+      if (bytes->size() != *nbytes) {
+        fail(text.loc, fmt::format("constant '{}': the data holds {} bytes, its type {} needs {}", c.name,
+                                   bytes->size(), print_type(c.type), *nbytes));
+      }
+      c.data = std::make_shared<const std::vector<std::byte>>(std::move(*bytes));
+    } else if (at_word("external")) {
+      advance();  // the data comes beside the text: c.data stays null
+    } else {
+      fail_expected("a list of numbers, base64 \"...\" or external as the constant's data");
+    }
+    if (at(TokenKind::kComma)) {
+      advance();
+      Token key = expect_ident("'scope' after the constant's data");
+      if (key.text != "scope") fail(key.loc, fmt::format("unknown keyword argument {} of const (it takes scope)",
+                                                        text::quote_bytes(key.text)));
+      expect(TokenKind::kEquals, "'=' after 'scope'");
+      c.scope = expect(TokenKind::kString, "a quoted scope name").string_value;
+    }
+    expect_end_of_line("the constant");
+    return c;
+  }
+
+  std::shared_ptr<const std::vector<std::byte>> parse_constant_numbers(const ConstantTensor& c, SourceLoc list_loc) {
+    advance();  // [
+    std::vector<text::ConstantNumber> numbers;
+    while (!at(TokenKind::kRBracket)) {
+      text::ConstantNumber n;
+      if (at(TokenKind::kInt)) {
+        n.int_value = tok_.int_value;
+      } else if (at(TokenKind::kFloat)) {
+        n = {true, 0, tok_.float_value};
+      } else if (at_word("inf")) {
+        n = {true, 0, std::numeric_limits<double>::infinity()};
+      } else if (at_word("nan")) {
+        n = {true, 0, std::numeric_limits<double>::quiet_NaN()};
+      } else if (at(TokenKind::kMinus)) {
+        advance();
+        if (!at_word("inf")) fail_expected("'inf' or a digit after '-'");
+        n = {true, 0, -std::numeric_limits<double>::infinity()};
+      } else {
+        fail_expected("a number or ']' in the constant's data");
+      }
+      advance();
+      numbers.push_back(n);
+      if (at(TokenKind::kRBracket)) break;
+      expect(TokenKind::kComma, "',' or ']' in the constant's data");
+    }
+    advance();  // ]
+    auto count = checked_num_elements(c.type.shape);
+    if (numbers.size() != *count) {
+      fail(list_loc, fmt::format("constant '{}' lists {} numbers, its type {} has {} elements", c.name,
+                                 numbers.size(), print_type(c.type), *count));
+    }
+    std::vector<std::byte> bytes;
+    if (auto problem = text::numbers_to_bytes(c.type.dtype, numbers, bytes)) {
+      fail(list_loc, fmt::format("constant '{}': {}", c.name, *problem));
+    }
+    return std::make_shared<const std::vector<std::byte>>(std::move(bytes));
   }
 
   Function parse_function() {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "constant_text.h"
+
 namespace stowage::ir {
 namespace {
 
@@ -137,7 +139,21 @@ std::string print_function(const Function& function) {
   return out + fmt::format("  return {}\n}}\n", function.ret);
 }
 
-std::string print_module(const Module& module) {
+std::string print_constant(const ConstantTensor& c, const PrintOptions& options) {
+  std::string data = "external";
+  if (c.data && c.data->size() <= options.external_above_bytes) {
+    std::span<const std::byte> bytes(c.data->data(), c.data->size());
+    std::optional<std::string> numbers;
+    auto count = checked_num_elements(c.type.shape);
+    if (count && *count <= text::kMaxListedElements && bytes.size() == *count * dtype_bytes(c.type.dtype)) {
+      numbers = text::format_numbers(c.type.dtype, bytes);
+    }
+    data = numbers ? *numbers : "base64 \"" + text::base64_encode(bytes) + "\"";
+  }
+  return fmt::format("const {}: {} = {}, scope={}", c.name, print_type(c.type), data, quote(c.scope));
+}
+
+std::string print_module(const Module& module, const PrintOptions& options) {
   std::string out;
   auto separate = [&out] {
     if (!out.empty()) out += "\n";
@@ -145,6 +161,10 @@ std::string print_module(const Module& module) {
   for (const auto& unit : module.units) {
     separate();
     out += print_unit(unit);
+  }
+  if (!module.constants.empty()) {
+    separate();
+    for (const auto& constant : module.constants) out += print_constant(constant, options) + "\n";
   }
   for (const auto& function : module.functions) {
     separate();

@@ -61,6 +61,69 @@ Status check_units(const Module& module, const Reporter& report) {
   return Status::ok();
 }
 
+Status check_constant(const ConstantTensor& c, const TargetDesc& target, const Reporter& report) {
+  std::string context = fmt::format("constant '{}'", c.name);
+  auto fail = [&](std::string message) { return report.error(c.loc, context, message); };
+  if (!is_valid_variable_name(c.name)) return fail("the name is not a valid variable name");
+  if (c.type.kind != Type::Kind::kTensor) return fail(fmt::format("{} is not a Tensor type", print_type(c.type)));
+  for (int64_t extent : c.type.shape) {
+    if (extent < 0) return fail(fmt::format("{} has a negative extent", print_type(c.type)));
+  }
+  std::optional<uint64_t> nbytes = checked_nbytes(c.type.shape, c.type.dtype);
+  if (!nbytes) return fail(fmt::format("{} is larger than 2^64 bytes", print_type(c.type)));
+  if (!c.data) {
+    return fail("it has no data (its text form says 'external'): give the data beside the text, e.g. "
+                "stowage.parse(text, constants=...)");
+  }
+  if (c.data->size() != *nbytes) {
+    return fail(fmt::format("its data holds {} bytes, its type {} needs {}", c.data->size(), print_type(c.type),
+                            *nbytes));
+  }
+  const ScopeDesc* scope = target.find_scope(c.scope);
+  if (scope == nullptr) return fail(fmt::format("unknown scope '{}' (target '{}')", c.scope, target.name));
+  if (scope->kind == ScopeKind::kImage2d) {
+    if (c.type.dtype != DType::kFloat32 && c.type.dtype != DType::kFloat16) {
+      return fail(fmt::format("image scope '{}' holds float32 or float16 pixels, not {}", c.scope,
+                              dtype_name(c.type.dtype)));
+    }
+    auto extent = image_extent(c.type.shape, scope->image_layout());
+    if (!extent) {
+      return fail(fmt::format("a tensor in image scope '{}' needs a last extent of 4 and at most 5 dimensions",
+                              c.scope));
+    }
+    if (extent->height == 0 || extent->width == 0) return fail("an image constant needs at least one pixel");
+    if (extent->height > target.max_image_height || extent->width > target.max_image_width) {
+      return fail(fmt::format("its image of {}x{} pixels exceeds the target's {}x{}", extent->height, extent->width,
+                              target.max_image_height, target.max_image_width));
+    }
+  }
+  return Status::ok();
+}
+
+// Names unique, types, data and scopes right; on-chip constants fit the capacity.
+Status check_constants(const Module& module, const TargetDesc& target, const Reporter& report) {
+  std::unordered_map<std::string_view, const ConstantTensor*> seen;
+  std::unordered_map<const ScopeDesc*, uint64_t> onchip_bytes;
+  for (const ConstantTensor& c : module.constants) {
+    auto [earlier, inserted] = seen.emplace(c.name, &c);
+    if (!inserted) {
+      return report.error(c.loc, fmt::format("constant '{}'", c.name),
+                          fmt::format("defined twice (first{})", at_loc(earlier->second->loc)));
+    }
+    STOWAGE_TRY(check_constant(c, target, report));
+    const ScopeDesc* scope = target.find_scope(c.scope);
+    if (scope->capacity == 0) continue;
+    uint64_t& total = onchip_bytes[scope];
+    total += c.data->size();  // each below 2^64, and all in memory: no overflow
+    if (total > scope->capacity) {
+      return report.error(c.loc, fmt::format("constant '{}'", c.name),
+                          fmt::format("the constants of scope '{}' need {} bytes, over its capacity of {} bytes",
+                                      scope->name, total, scope->capacity));
+    }
+  }
+  return Status::ok();
+}
+
 Status check_function_names(const Module& module, const Reporter& report) {
   std::unordered_map<std::string_view, const Function*> functions;
   for (const Function& fn : module.functions) {
@@ -107,6 +170,7 @@ Status verify_function(const Module& module, const Function& function, const Tar
 Status verify_module(const Module& module, const TargetDesc& target, std::string_view file_name) {
   Reporter report(file_name);
   if (Status s = check_units(module, report); !s) return s;
+  if (Status s = check_constants(module, target, report); !s) return s;
   if (Status s = check_function_names(module, report); !s) return s;
   for (const Function& fn : module.functions) {
     if (Status s = verify_function(module, fn, target, file_name); !s) return s;

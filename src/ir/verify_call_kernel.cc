@@ -128,6 +128,11 @@ Problem FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const 
 Problem FunctionVerifier::check_tensor_arg(const KernelSignature& kernel, const KernelParam& param,
                                            const std::string& name) {
   const VarInfo& tensor = *lookup(name);
+  if (tensor.is_constant && param.writes()) {
+    return fmt::format("constant '{}' is read-only, but {} may write it (declare it {})", name,
+                       describe_param(kernel, param),
+                       param.is_image() ? "read_only image2d_t" : "__global const or __constant");
+  }
   // Tensors of unknown placement (parameters, call results) live in buffers.
   bool in_image = tensor.scope != nullptr && tensor.scope->kind == ScopeKind::kImage2d;
   if (param.is_image()) {

@@ -1,6 +1,8 @@
 #include "stowage/support/dtype.h"
 
 #include <array>
+#include <bit>
+#include <cmath>
 
 namespace stowage {
 namespace {
@@ -79,6 +81,44 @@ std::optional<uint64_t> checked_nbytes(std::span<const int64_t> shape, DType dty
   auto n = checked_num_elements(shape);
   if (!n) return std::nullopt;
   return checked_mul(*n, dtype_bytes(dtype));
+}
+
+float half_to_float(uint16_t bits) {
+  const uint32_t sign = uint32_t{bits & 0x8000u} << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1f;
+  const uint32_t mantissa = bits & 0x3ff;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa x 2^-24, exact in binary32.
+  float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+  return sign != 0 ? -magnitude : magnitude;
+}
+
+uint16_t float_to_half(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t exponent = (bits >> 23) & 0xff;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) {  // inf stays inf; NaN keeps its top payload bits and stays NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u | (mantissa >> 13) : 0u));
+  }
+  const int32_t e = static_cast<int32_t>(exponent) - 127 + 15;  // the half's biased exponent
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);     // overflow: infinity
+  if (e <= 0) {
+    // Subnormal half (or zero): shift the full significand into place, rounding.
+    if (e < -10) return sign;
+    mantissa |= 0x800000u;
+    const uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u) != 0)) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1u) != 0)) ++half;  // may carry into the exponent: still right
+  return static_cast<uint16_t>(sign | half);
 }
 
 }  // namespace stowage

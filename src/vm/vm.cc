@@ -110,6 +110,11 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
     impl->argument_usage = std::make_shared<ScopeUsage>();
     impl->argument_usage->scope = "global";
   }
+  try {
+    impl->upload_constants();
+  } catch (const StowageError& e) {
+    return Error(e.kind(), fmt::format("uploading the constants: {}", e.what()));
+  }
   return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
 }
 
@@ -277,6 +282,10 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
       result = std::move(regs[ins.ops[operands::Ret::kReg]]);
       returned = true;
       break;
+    case Opcode::kLoadTensorConstant:
+      regs[ins.ops[operands::LoadTensorConstant::kDst]] =
+          Value::from(Tensor(constants[ins.ops[operands::LoadTensorConstant::kConstant]]));
+      break;
     case Opcode::kLoadConst: {
       const Constant& c = exe->constants[ins.ops[operands::LoadConst::kConst]];
       Value v;
@@ -300,6 +309,7 @@ Profile VirtualMachine::profile() const {
   p.device_bytes_allocated = impl_->device_bytes_allocated;
   p.sub_buffers_created = impl_->sub_buffers_created;
   p.kernel_launches = impl_->kernel_launches;
+  p.constant_bytes = impl_->constant_bytes;
   p.programs_built = impl_->programs->stats().built_from_source;
   p.programs_loaded = impl_->programs->stats().loaded_from_disk;
   const opencl::TransferCounters& transfers = impl_->context->transfers();

@@ -63,6 +63,10 @@ struct VirtualMachine::Impl {
   // Where uploaded arguments count their bytes: the requirements' "global" scope,
   // or an entry of its own when the program allocates nothing there.
   std::shared_ptr<ScopeUsage> argument_usage;
+  // The executable's tensor constants on this device, made and filled at creation.
+  std::vector<std::shared_ptr<StorageObject>> constant_storages;
+  std::vector<std::shared_ptr<TensorObject>> constants;
+  uint64_t constant_bytes = 0;
   bool profiling = false;
   uint64_t device_allocations = 0;
   uint64_t device_bytes_allocated = 0;
@@ -74,6 +78,9 @@ struct VirtualMachine::Impl {
   Value run(uint32_t function, std::vector<Value>& args);
   // The device tensor parameter `index` of `function` receives for `arg`.
   Value device_argument(uint32_t function, size_t index, const Value& arg);
+  // Makes the constant storages, enqueues their bytes and makes each constant's view.
+  void upload_constants();
+  std::shared_ptr<StorageObject> upload_constant_storage(const ConstantStorage& storage);
   // A buffer of `nbytes` in `usage`'s scope, counted as a device allocation.
   std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeUsage>& usage, uint64_t nbytes);
   // A tensor filling `storage` from offset 0, with the shape and dtype of `like`.

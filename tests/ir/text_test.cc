@@ -308,7 +308,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         ErrorCase{"fn f(x: int) -> int {\n  s = alloc_storage([4 x], device=0, dtype=uint8, scope=\"global\")\n",
                   "t.stir:2:24: error: expected ',' or ']' in storage size, found 'x'"},
-        ErrorCase{"func f() -> int {\n", "t.stir:1:1: error: expected 'fn' or 'kernels', found 'func'"},
+        ErrorCase{"func f() -> int {\n", "t.stir:1:1: error: expected 'fn', 'const' or 'kernels', found 'func'"},
         ErrorCase{"fn f() -> int {\n  x = frobnicate(y)\n", "t.stir:2:7: error: unknown op 'frobnicate'"},
         ErrorCase{"fn f() -> int {\n  x = empty([4], int33)\n", "t.stir:2:18: error: unknown dtype 'int33'"},
         ErrorCase{"fn f(x: Tensor[(4,), int33]) -> int {\n", "t.stir:1:22: error: unknown dtype 'int33'"},

@@ -75,11 +75,66 @@ enum class ImageLayout : uint8_t {
 struct ImageExtent {
   uint64_t height = 0;
   uint64_t width = 0;
+  friend bool operator==(const ImageExtent&, const ImageExtent&) = default;
 };
 
 // The image extent of a tensor of `shape` in `layout`; nullopt when the last
 // extent is not 4, the rank exceeds 5, or the extent overflows.
 std::optional<ImageExtent> image_extent(std::span<const int64_t> shape, ImageLayout layout);
+
+// Bytes owned elsewhere: a compiled module's constant, or a range of a
+// memory-mapped bytecode file. `owner` keeps them alive; equality compares bytes.
+class ByteView {
+ public:
+  ByteView() = default;
+  ByteView(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+  // A view owning a copy of `bytes`.
+  static ByteView copy_of(std::span<const uint8_t> bytes);
+
+  std::span<const uint8_t> bytes() const { return bytes_; }
+  const uint8_t* data() const { return bytes_.data(); }
+  uint64_t size() const { return bytes_.size(); }
+  friend bool operator==(const ByteView& a, const ByteView& b);
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::span<const uint8_t> bytes_;
+};
+
+// Initial contents of part of a constant storage: `bytes` from byte `offset`.
+struct DataSegment {
+  uint64_t offset = 0;
+  ByteView bytes;
+  friend bool operator==(const DataSegment&, const DataSegment&) = default;
+};
+
+// A storage holding constants (weights), made and filled once per VM: a buffer of
+// `nbytes`, or an RGBA image of `image` pixels of `pixel_dtype` whose `nbytes` are
+// height x width x 4 x the pixel's size. Bytes no segment covers are zero in the
+// file and undefined on the device (no constant lies there).
+struct ConstantStorage {
+  std::string scope;
+  ScopeKind kind = ScopeKind::kBuffer;
+  DType pixel_dtype = DType::kUInt8;  // image2d: float32 or float16
+  uint64_t nbytes = 0;
+  ImageExtent image;                  // image2d
+  std::vector<DataSegment> segments;  // sorted by offset, disjoint, inside nbytes
+  // Equal when they describe the same storage with the same bytes, however the
+  // bytes are cut into segments.
+  friend bool operator==(const ConstantStorage& a, const ConstantStorage& b);
+};
+
+// A named constant tensor: its bytes lie in constant storage `storage` from byte
+// `offset` (0 in an image, whose pixels it covers from the origin).
+struct TensorConstant {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  uint32_t storage = 0;
+  uint64_t offset = 0;
+  friend bool operator==(const TensorConstant&, const TensorConstant&) = default;
+};
 
 // What the executable needs of one memory scope on the device.
 struct ScopeRequirement {
@@ -118,6 +173,8 @@ struct Executable {
   std::vector<KernelUnit> units;            // kernel sources
   std::vector<KernelSignature> kernels;     // referenced by kKernel operands
   std::vector<Function> functions;          // referenced by kFunc operands
+  std::vector<ConstantStorage> constant_storages;
+  std::vector<TensorConstant> tensor_constants;  // referenced by kTensorConst operands
   Requirements requirements;
   std::string debug_text;                   // optional: the IR text it was compiled from
   // The format's minor version the file declares: at least what its code needs
@@ -125,7 +182,8 @@ struct Executable {
   uint16_t minor_version = 0;
   friend bool operator==(const Executable&, const Executable&) = default;
 
-  // The lowest minor version whose readers know every opcode the code uses.
+  // The lowest minor version whose readers know every opcode and section the
+  // executable uses.
   uint16_t required_minor_version() const;
   // Index of the function named `name`, or -1.
   int64_t find_function(std::string_view name) const;

@@ -24,7 +24,13 @@ std::vector<uint8_t> write_bytecode(const Executable& exe);
 // Validates `bytes` as a whole and rebuilds the executable it holds.
 Expected<Executable> read_bytecode(std::span<const uint8_t> bytes);
 
-// Reads and validates a file: kIo when it cannot be read, else as read_bytecode.
+// Validates `bytes` as read_bytecode does, keeping nothing.
+Status validate_bytecode(std::span<const uint8_t> bytes);
+
+// Reads and validates a file: kIo when it cannot be read (missing, not a regular
+// file, larger than 2^40 bytes), else as read_bytecode. The file is mapped, and the
+// executable's constant data are views of the mapping, which it keeps alive: a
+// large weight section is not copied into a second buffer.
 Expected<Executable> read_bytecode_file(const std::string& path);
 
 // Writes `exe` to `path` after checking that read_bytecode accepts it, so no tool

@@ -2,9 +2,9 @@
 // prose form of this header; the writer and the validating reader use only the
 // names below, so the layout cannot drift between them.
 //
-// All integers are little-endian; nothing in the file is read in place, so no field
-// needs natural alignment, but sections start on 8-byte boundaries so a future
-// weight-tensor section can be mapped.
+// All integers are little-endian; no field is read in place, so none needs natural
+// alignment. Sections start on 8-byte boundaries; constant data on 64-byte ones,
+// so a mapped file's weights can be used in place.
 //
 // File := Header | SectionTable | sections (each at an 8-aligned offset, any order);
 // every byte outside the header, the table and the sections is zero padding.
@@ -36,7 +36,9 @@ inline constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'T', 'W', '\r', '\n
 // files it accepts (new opcodes, section kinds, flag bits, feature bits); anything
 // that changes the meaning of existing bytes bumps the major.
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 1;  // 1: alloc_discontiguous_tensor
+// 1: alloc_discontiguous_tensor. 2: tensor constants (sections kTensorConstants and
+// kConstantData, opcode load_tensor_constant).
+inline constexpr uint16_t kMinorVersion = 2;
 
 inline constexpr uint32_t kHeaderSize = 64;
 
@@ -74,6 +76,7 @@ struct SectionEntryField {
   };
 };
 inline constexpr uint64_t kSectionAlignment = 8;
+inline constexpr uint64_t kConstantDataAlignment = 64;
 
 // The numeric values are part of the format: never renumber.
 enum class SectionKind : uint32_t {
@@ -105,9 +108,24 @@ enum class SectionKind : uint32_t {
   kRequirements = 6,
   // The IR text the file was compiled from, as raw bytes (optional).
   kDebug = 7,
+  // Tensor constants (optional; with kConstantData, both or neither; version 1.2):
+  //   count, then count x ConstantStorage:
+  //     str scope, u8 ScopeKind, u8 pixel DType (image2d: float32/float16; buffer:
+  //     uint8), u16 reserved (0), u64 nbytes, u64 height, u64 width (image2d; else 0),
+  //     u64 data offset (into kConstantData, a multiple of kConstantDataAlignment);
+  //     the storage's initial contents are data[offset, offset + nbytes).
+  //   count, then count x TensorConstant:
+  //     str name, u8 DType, u8 reserved (0), u16 reserved (0), shape, u32 storage
+  //     index, u64 byte offset in the storage (0 in an image storage).
+  kTensorConstants = 8,
+  // The constant storages' bytes, back to back in storage order, each at a multiple
+  // of kConstantDataAlignment from the section's start, which is itself at a file
+  // offset that is a multiple of kConstantDataAlignment: a mapped file can be used
+  // in place. Bytes between storages are zero.
+  kConstantData = 9,
 };
 inline constexpr uint32_t kFirstSectionKind = 1;
-inline constexpr uint32_t kLastSectionKind = 7;
+inline constexpr uint32_t kLastSectionKind = 9;
 inline constexpr uint32_t kMaxSections = kLastSectionKind - kFirstSectionKind + 1;
 
 std::string_view section_name(SectionKind kind);
@@ -135,6 +153,8 @@ inline constexpr uint32_t kMaxRegisters = 65536;
 inline constexpr uint32_t kMaxInstructionsPerFunction = 1u << 20;
 inline constexpr uint64_t kMaxScopes = 256;
 inline constexpr uint32_t kMaxGridRank = 3;
+inline constexpr uint64_t kMaxConstantStorages = 1u << 16;
+inline constexpr uint64_t kMaxTensorConstants = 1u << 20;
 // kMaxListLength (isa.h) bounds every list operand.
 static_assert(kMaxListLength <= kMaxRegisters);
 

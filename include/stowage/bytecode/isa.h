@@ -28,6 +28,7 @@ enum class OperandKind : uint8_t {
   kDType,    // 1 word: a DType code (< kDTypeCount)
   kU64,      // 2 words: unsigned 64-bit immediate, low word first
   kRegList,  // 1 + n words: count n (<= kMaxListLength), then n registers read
+  kTensorConst,  // 1 word: index into the tensor constant table
 };
 
 inline constexpr uint32_t kNoConstant = 0xFFFFFFFFu;
@@ -58,7 +59,9 @@ inline constexpr uint32_t kMaxOperands = 8;
   X(kLoadConst, 8, "load_const", kDef, kConst)                                             \
   /* dst = alloc_discontiguous_tensor(table storage, table offsets shape, data storage,   */ \
   /*       data offsets shape, shape, dtype, table entry bytes): the VM writes the tables  */ \
-  X(kAllocDiscontiguous, 9, "alloc_discontiguous_tensor", kDef, kReg, kConst, kReg, kConst, kConst, kDType, kU32)
+  X(kAllocDiscontiguous, 9, "alloc_discontiguous_tensor", kDef, kReg, kConst, kReg, kConst, kConst, kDType, kU32) \
+  /* dst = load_tensor_constant(tensor constant): the VM's device copy, made once per VM */ \
+  X(kLoadTensorConstant, 10, "load_tensor_constant", kDef, kTensorConst)
 
 enum class Opcode : uint8_t {
 #define STOWAGE_OPCODE_ENUM(name, value, ...) name = value,
@@ -110,6 +113,7 @@ struct Call { enum : uint8_t { kDst, kFunc }; };                       // args i
 struct Move { enum : uint8_t { kDst, kSrc }; };
 struct Ret { enum : uint8_t { kReg }; };
 struct LoadConst { enum : uint8_t { kDst, kConst }; };
+struct LoadTensorConstant { enum : uint8_t { kDst, kConstant }; };
 struct AllocDiscontiguous {
   enum : uint8_t { kDst, kTableStorage, kTableOffsets, kDataStorage, kDataOffsets, kShape, kDType, kEntryBytes };
 };

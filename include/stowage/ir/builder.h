@@ -83,11 +83,16 @@ class FunctionBuilder {
   struct Var {
     Type type;
     bool killed = false;
+    bool constant = false;  // a module constant: read-only, never killed
   };
 
   [[noreturn]] void fail(std::string_view op, std::string_view message) const;
   void check_open(std::string_view op) const;
   const Var& use(std::string_view op, std::string_view arg, const std::string& var) const;
+  // A variable of the function or a constant of the module; null when neither.
+  const Var* find(const std::string& var) const;
+  // Fails when `var` names a constant: `what` says what cannot be done to it.
+  void refuse_constant(std::string_view op, std::string_view arg, const std::string& var, std::string_view what) const;
   const Type& use_of_kind(std::string_view op, std::string_view arg, const std::string& var, Type::Kind kind) const;
   void check_extents(std::string_view op, std::string_view arg, const std::vector<int64_t>& extents) const;
   void check_scope(std::string_view op, const std::string& scope) const;
@@ -101,6 +106,7 @@ class FunctionBuilder {
 
   Function function_;
   std::map<std::string, Var, std::less<>> vars_;
+  mutable std::map<std::string, Var, std::less<>> constants_;  // the module's, as this function meets them
   std::shared_ptr<const Module> module_;  // null when the builder knows no module
   uint64_t next_fresh_ = 0;
   bool finished_ = false;
@@ -122,6 +128,11 @@ class ModuleBuilder {
   FunctionBuilder function(std::string name) const;
   // Adds a finished function; its name must not be in use.
   void add_function(Function function);
+  // Adds a constant tensor of `type` holding `data` (row-major, little-endian, as
+  // many bytes as the type has) in `scope`, and returns its name (`name`, or a fresh
+  // one: c0, c1, ...). Functions read it by name.
+  std::string add_constant(std::string name, Type type, std::shared_ptr<const std::vector<std::byte>> data,
+                           std::string scope = "global");
   // The module; throws if a function calls a kernel that no unit defines.
   Module module() const;
 

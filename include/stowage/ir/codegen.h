@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stowage/bytecode/target.h"
+#include "stowage/ir/constant_plan.h"
 #include "stowage/ir/ir.h"
 #include "stowage/support/error.h"
 #include "stowage/bytecode/executable.h"
@@ -12,6 +13,8 @@ namespace stowage::ir {
 
 struct CodegenOptions {
   std::string debug_text;  // stored in the executable's debug section when not empty
+  // Where the constants go; null: planned here (plan_constants).
+  const ConstantPlan* constants = nullptr;
 };
 
 // Lowers every function to register bytecode. The module must have passed the

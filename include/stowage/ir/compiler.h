@@ -12,6 +12,11 @@
 
 namespace stowage::ir {
 
+// Constants of at most this many bytes keep their data in the IR text stored in an
+// executable's debug section; larger ones print as `external` (their bytes are in
+// the constant sections).
+inline constexpr uint64_t kDebugTextConstantBytes = 256;
+
 struct CompileOptions {
   bool keep_ir_text = true;  // store the compiled IR in the executable's debug section
   PlanOptions plan;          // for functions with tensor-level `empty` bindings

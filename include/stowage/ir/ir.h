@@ -16,11 +16,15 @@
 //                                        storage, data_offsets, shape, dtype
 //   empty_discontiguous         Tensor   shape, dtype, scope (blocks), table_scope
 //
+// Module-level constants (ConstantTensor) are read by name in any function.
+//
 // A discontiguous tensor of shape [d0, ..., dn] is made of d0*...*d(n-1) blocks of dn
 // elements each, found through n levels of pointer tables (docs/discontiguous.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,12 +175,30 @@ struct KernelSourceUnit {
   }
 };
 
+// A named tensor whose bytes are part of the module (a weight). Every function
+// may read it by name, as if it were a variable defined before its first binding;
+// nothing may write or kill it. The planner packs the constants of each scope into
+// one storage, which the VM fills once.
+struct ConstantTensor {
+  std::string name;
+  Type type;                      // a Tensor type
+  std::string scope = "global";
+  // Row-major, little-endian; shared so that copies of a module are cheap. Null
+  // when the text form said `external` and no data was given yet.
+  std::shared_ptr<const std::vector<std::byte>> data;
+  SourceLoc loc;
+  // Equal names, types, scopes and bytes.
+  friend bool operator==(const ConstantTensor& a, const ConstantTensor& b);
+};
+
 struct Module {
   std::vector<KernelSourceUnit> units;
+  std::vector<ConstantTensor> constants;
   std::vector<Function> functions;
   friend bool operator==(const Module&, const Module&) = default;
 
   const Function* find_function(std::string_view name) const;
+  const ConstantTensor* find_constant(std::string_view name) const;
   // The signature of kernel `name` in any unit, once the kernel reader has run.
   const KernelSignature* find_kernel(std::string_view name) const;
 };

@@ -52,8 +52,18 @@ struct ScopeReport {
   uint64_t naive_pixels = 0;
 };
 
+// The constants (weights) of one memory scope: made once per VM, apart from the
+// activations the scopes above report.
+struct ConstantReport {
+  std::string scope;
+  uint64_t tensors = 0;
+  uint64_t bytes = 0;          // their own bytes
+  uint64_t storage_bytes = 0;  // the storages holding them (alignment padding included)
+};
+
 struct MemoryReport {
   std::vector<ScopeReport> scopes;
+  std::vector<ConstantReport> constants;
 };
 
 // Plans every function that has `empty` bindings, in place. The module must have

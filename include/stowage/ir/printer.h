@@ -2,6 +2,7 @@
 // equal module for every module that passes the verifier.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -9,7 +10,16 @@
 
 namespace stowage::ir {
 
-std::string print_module(const Module& module);
+struct PrintOptions {
+  // Constants of more bytes than this print `= external`: their data travels beside
+  // the text (a sidecar file, or the bytecode's constant sections). Others print
+  // their data: a list of numbers when small, else base64.
+  uint64_t external_above_bytes = UINT64_MAX;
+};
+
+std::string print_module(const Module& module, const PrintOptions& options = {});
+// `const w: Tensor[(2,), float32] = [1.0, 2.0], scope="global"`, without newline.
+std::string print_constant(const ConstantTensor& constant, const PrintOptions& options = {});
 std::string print_function(const Function& function);
 // One line without indentation or newline, e.g. `a = alloc_tensor(s, 0, [4], int32)`;
 // error messages quote bindings this way.

@@ -41,4 +41,9 @@ std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);
 std::optional<uint64_t> checked_nbytes(std::span<const int64_t> shape, DType dtype);
 std::optional<uint64_t> checked_num_elements(std::span<const int64_t> shape);
 
+// IEEE 754 binary16 <-> binary32: exact widening; narrowing rounds to nearest even
+// (overflow gives infinity, NaN stays NaN).
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float value);
+
 }  // namespace stowage

@@ -88,3 +88,10 @@ class [[nodiscard]] Status {
 };
 
 }  // namespace stowage
+
+// Returns the Status of `expr` from the enclosing function when it is an error;
+// the enclosing function returns Status or Expected<T>.
+#define STOWAGE_TRY(expr)                                             \
+  do {                                                                \
+    if (::stowage::Status status_ = (expr); !status_) return status_.error(); \
+  } while (0)

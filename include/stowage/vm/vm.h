@@ -59,6 +59,7 @@ struct Profile {
   uint64_t host_to_device_bytes = 0;
   uint64_t device_to_host = 0;
   uint64_t device_to_host_bytes = 0;
+  uint64_t constant_bytes = 0;          // the tensor constants' storages, made once per VM
   std::vector<ScopeUsage> scopes;       // bytes per scope: in use now and peak
 };
 

@@ -123,8 +123,8 @@ void note_offset(ScopeRequirement& req, uint64_t offset) {
 class FunctionLowering {
  public:
   FunctionLowering(ExecutableBuilder& b, const Function& f, const std::map<std::string, uint32_t>& kernels,
-                   const std::map<std::string, uint32_t>& functions)
-      : b_(b), f_(f), kernels_(kernels), functions_(functions) {}
+                   const std::map<std::string, uint32_t>& functions, const std::map<std::string, uint32_t>& constants)
+      : b_(b), f_(f), kernels_(kernels), functions_(functions), constants_(constants) {}
 
   Expected<stowage::Function> lower() {
     out_.name = f_.name;
@@ -150,10 +150,16 @@ class FunctionLowering {
     return r;
   }
 
+  // A constant is loaded into a register of its own where the function first reads it.
   Expected<uint32_t> reg_of(const std::string& name, const Binding* b) {
     auto it = regs_.find(name);
-    if (it == regs_.end()) return codegen_error(f_, b, fmt::format("'{}' is not defined", name));
-    return it->second;
+    if (it != regs_.end()) return it->second;
+    if (auto c = constants_.find(name); c != constants_.end()) {
+      uint32_t r = define(name);
+      emit(Opcode::kLoadTensorConstant, {r, c->second});
+      return r;
+    }
+    return codegen_error(f_, b, fmt::format("'{}' is not defined", name));
   }
 
   void emit(Opcode op, std::initializer_list<uint64_t> ops, std::vector<uint32_t> list = {}) {
@@ -300,11 +306,47 @@ class FunctionLowering {
   const Function& f_;
   const std::map<std::string, uint32_t>& kernels_;
   const std::map<std::string, uint32_t>& functions_;
+  const std::map<std::string, uint32_t>& constants_;  // name -> tensor constant index
   stowage::Function out_;
   std::map<std::string, uint32_t> regs_;
   std::map<std::string, std::string> storage_scope_;
   uint32_t next_reg_ = 0;
 };
+
+// The constant storages and tensors of `plan`, their bytes shared with the module.
+std::map<std::string, uint32_t> add_constants(ExecutableBuilder& builder, const Module& module,
+                                              const ConstantPlan& plan) {
+  Executable& exe = builder.exe();
+  std::map<std::string, uint32_t> index;
+  for (const ConstantStoragePlan& p : plan.storages) {
+    ConstantStorage storage;
+    storage.scope = p.scope;
+    storage.kind = p.kind;
+    storage.pixel_dtype = p.pixel_dtype;
+    storage.nbytes = p.nbytes;
+    storage.image = p.image;
+    ScopeRequirement* req = builder.scope_requirement(p.scope);  // the verifier checked the scope
+    if (p.kind == ScopeKind::kImage2d) {
+      req->max_image_height = std::max(req->max_image_height, p.image.height);
+      req->max_image_width = std::max(req->max_image_width, p.image.width);
+    } else {
+      req->max_storage_bytes = std::max(req->max_storage_bytes, p.nbytes);
+    }
+    exe.constant_storages.push_back(std::move(storage));
+  }
+  for (const ConstantSlot& slot : plan.slots) {
+    const ConstantTensor& c = module.constants[slot.constant];
+    ConstantStorage& storage = exe.constant_storages[slot.storage];
+    if (!c.data->empty()) {
+      std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(c.data->data()), c.data->size());
+      storage.segments.push_back(DataSegment{slot.offset, ByteView(std::shared_ptr<const void>(c.data), bytes)});
+    }
+    if (storage.kind == ScopeKind::kBuffer) note_offset(*builder.scope_requirement(storage.scope), slot.offset);
+    index.emplace(c.name, static_cast<uint32_t>(exe.tensor_constants.size()));
+    exe.tensor_constants.push_back(TensorConstant{c.name, c.type.dtype, c.type.shape, slot.storage, slot.offset});
+  }
+  return index;
+}
 
 }  // namespace
 
@@ -335,8 +377,16 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
   for (size_t i = 0; i < module.functions.size(); ++i) {
     functions.emplace(module.functions[i].name, static_cast<uint32_t>(i));
   }
+  ConstantPlan planned;
+  if (options.constants == nullptr) {
+    auto plan = plan_constants(module, target);
+    if (!plan) return plan.error();
+    planned = plan.take();
+  }
+  const ConstantPlan& plan = options.constants != nullptr ? *options.constants : planned;
+  std::map<std::string, uint32_t> constants = add_constants(builder, module, plan);
   for (const auto& f : module.functions) {
-    auto lowered = FunctionLowering(builder, f, kernels, functions).lower();
+    auto lowered = FunctionLowering(builder, f, kernels, functions, constants).lower();
     if (!lowered) return lowered.error();
     exe.functions.push_back(lowered.take());
   }

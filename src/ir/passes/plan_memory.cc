@@ -122,8 +122,9 @@ uint64_t round_up(uint64_t value, uint64_t alignment) { return (value + alignmen
 
 class FunctionPlanner {
  public:
-  FunctionPlanner(Function& f, const TargetDesc& target, const PlanOptions& options, MemoryReport& report)
-      : f_(f), target_(target), options_(options), report_(report) {}
+  FunctionPlanner(Function& f, const TargetDesc& target, const PlanOptions& options, MemoryReport& report,
+                  const std::set<std::string>& taken_names)
+      : f_(f), target_(target), options_(options), report_(report), names_(taken_names) {}
 
   Status run() {
     if (auto status = collect(); !status) return status;
@@ -640,8 +641,10 @@ bool has_tensor_level_bindings(const Module& module) {
 
 Expected<MemoryReport> plan_memory(Module& module, const TargetDesc& target, const PlanOptions& options) {
   MemoryReport report;
+  std::set<std::string> constants;  // names the planner's storages must not take
+  for (const auto& c : module.constants) constants.insert(c.name);
   for (auto& f : module.functions) {
-    if (auto status = FunctionPlanner(f, target, options, report).run(); !status) return status.error();
+    if (auto status = FunctionPlanner(f, target, options, report, constants).run(); !status) return status.error();
   }
   return report;
 }

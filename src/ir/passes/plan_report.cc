@@ -21,6 +21,10 @@ std::string format_memory_report(const MemoryReport& report) {
     out += fmt::format("{} {}: {} image{} for {} tensors, {} pixels planned, {} if each had its own\n", s.function,
                        s.scope, s.images, s.images == 1 ? "" : "s", s.tensors, s.planned_pixels, s.naive_pixels);
   }
+  for (const auto& c : report.constants) {
+    out += fmt::format("constants {}: {} tensor{}, {} bytes in a storage of {} bytes (made once per VM)\n", c.scope,
+                       c.tensors, c.tensors == 1 ? "" : "s", c.bytes, c.storage_bytes);
+  }
   for (const auto& s : report.scopes) {
     if (s.discontiguous == 0 && s.spilled_bytes == 0) continue;
     out += fmt::format("{} {}:", s.function, s.scope);
@@ -56,7 +60,12 @@ std::string memory_report_json(const MemoryReport& report) {
                       {"planned_pixels", s.planned_pixels},
                       {"naive_pixels", s.naive_pixels}});
   }
-  return nlohmann::json{{"scopes", scopes}}.dump(2);
+  nlohmann::json constants = nlohmann::json::array();
+  for (const auto& c : report.constants) {
+    constants.push_back(
+        {{"scope", c.scope}, {"tensors", c.tensors}, {"bytes", c.bytes}, {"storage_bytes", c.storage_bytes}});
+  }
+  return nlohmann::json{{"scopes", scopes}, {"constants", constants}}.dump(2);
 }
 
 }  // namespace stowage::ir

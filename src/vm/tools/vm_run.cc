@@ -78,6 +78,23 @@ void print_info(const Executable& exe) {
     }
     fmt::print("  {} (unit '{}'): {}\n", k.name, exe.units[k.unit].name, fmt::join(params, ", "));
   }
+  if (!exe.tensor_constants.empty()) {
+    uint64_t tensor_bytes = 0;
+    for (const auto& c : exe.tensor_constants) tensor_bytes += *checked_nbytes(c.shape, c.dtype);
+    fmt::print("constants: {} tensor{}, {} bytes (uploaded once per VM, apart from activations)\n",
+               exe.tensor_constants.size(), exe.tensor_constants.size() == 1 ? "" : "s", tensor_bytes);
+    for (size_t i = 0; i < exe.constant_storages.size(); ++i) {
+      const auto& s = exe.constant_storages[i];
+      uint64_t count = 0;
+      for (const auto& c : exe.tensor_constants) count += c.storage == i ? 1 : 0;
+      if (s.kind == ScopeKind::kImage2d) {
+        fmt::print("  scope {}: image of {}x{} {} pixels, {} bytes, {} tensor\n", s.scope, s.image.height,
+                   s.image.width, dtype_name(s.pixel_dtype), s.nbytes, count);
+      } else {
+        fmt::print("  scope {}: buffer of {} bytes, {} tensor{}\n", s.scope, s.nbytes, count, count == 1 ? "" : "s");
+      }
+    }
+  }
   fmt::print("requirements:\n");
   std::vector<std::string> features;
   if (exe.requirements.features & kFeatureImages) features.push_back("images");
@@ -103,6 +120,8 @@ void print_profile(const vm::Profile& p, int repeat) {
   fmt::print("  device allocations: {} ({} bytes), tensor views created: {}, kernel launches: {}\n",
              p.device_allocations, p.device_bytes_allocated, p.sub_buffers_created, p.kernel_launches);
   fmt::print("  programs: {} built from source, {} loaded from the disk cache\n", p.programs_built, p.programs_loaded);
+  fmt::print("  transfers: {} host to device ({} bytes), {} device to host ({} bytes); constants: {} bytes\n",
+             p.host_to_device, p.host_to_device_bytes, p.device_to_host, p.device_to_host_bytes, p.constant_bytes);
   fmt::print("  bytes per scope:\n");
   for (const auto& s : p.scopes) {
     fmt::print("    {:<22} in use {:>10}  peak {:>10}  allocations {:>4}{}\n", s.scope, s.in_use, s.peak,
@@ -165,6 +184,8 @@ int run(const Options& opt) {
   vm_options.profile = opt.profile;
   auto machine = vm::VirtualMachine::create(exe, vm_options);
   if (!machine) return fail(machine.error());
+  // Inputs go to the device once, however often the function runs.
+  for (vm::Value& arg : args) arg = vm::Value::from((*machine)->upload(arg.as_tensor()));
   vm::Value result;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < opt.repeat; ++i) {
