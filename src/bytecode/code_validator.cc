@@ -285,6 +285,11 @@ Status FunctionValidator::check_alloc_storage(const Instruction& ins) const {
   const std::vector<int64_t>& size = exe_.constants[ins.ops[Op::kSize]].shape;
   size_t size_word = slot_word(ins, Op::kSize);
   if (scope->kind == ScopeKind::kImage2d) {
+    auto pixel = static_cast<DType>(ins.ops[Op::kDType]);
+    if (pixel != DType::kFloat32 && pixel != DType::kFloat16) {
+      return error_at(slot_word(ins, Op::kDType),
+                      fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(pixel)));
+    }
     if (size.size() != 2) {
       return error_at(size_word,
                       fmt::format("size of an image2d storage must be [height, width], has rank {}", size.size()));

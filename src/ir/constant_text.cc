@@ -27,9 +27,12 @@ T get(std::span<const std::byte> bytes, size_t index) {
 
 template <typename T>
 bool fits(int64_t v) {
-  if constexpr (std::is_same_v<T, uint64_t>) return v >= 0;
-  return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-         static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    return v >= 0;
+  } else {
+    return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+           v <= static_cast<int64_t>(std::numeric_limits<T>::max());
+  }
 }
 
 // Shortest text that reads back as the same value of the type, marked as a float.
@@ -124,6 +127,7 @@ std::optional<std::string> format_numbers(DType dtype, std::span<const std::byte
       }
     }
     out += n.is_float ? text : fmt::to_string(n.int_value);
+    if (n.is_float && std::isnan(n.float_value)) n.float_value = std::numeric_limits<double>::quiet_NaN();  // as read
     parsed.push_back(n);
   }
   // NaN payloads and signs do not survive `nan`: keep the list only if it reads back.

@@ -1,4 +1,5 @@
-// vm-run on randomly mutated copies of the example's bytecode file (fixed seed):
+// vm-run on randomly mutated copies of two examples' bytecode files (fixed seed),
+// add_mul.stir and scale_bias.stir (which has tensor constant sections):
 // every run exits 2 with one line on stderr, or runs and gives the right result.
 // Never a signal, a hang, a leak or a sanitizer report (sanitizer reports are
 // given their own exit codes so they cannot pass for a refusal).
@@ -29,71 +30,20 @@
 #include <thread>
 
 #include "npy.h"
+#include "process.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/bytecode/file.h"
 #include "bytecode/bytecode_test_util.h"
-
-extern char** environ;
 
 namespace stowage {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RunResult;
+using testing::read_text;
+using testing::run_process;
 
 constexpr int kSanitizerExitCode = 86;
-
-struct RunResult {
-  bool exited = false;
-  int exit_code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  std::string stderr_text;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `argv` with stdout and stderr sent to files, killing it after `limit`.
-RunResult run_process(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
-                      std::chrono::seconds limit) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  RunResult result;
-  if (rc != 0) return result;
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (true) {
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      result.timed_out = true;
-      return result;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (WIFEXITED(status)) {
-    result.exited = true;
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
-  result.stderr_text = read_text(err);
-  return result;
-}
 
 // One to four random edits: bit flips, byte sets, interesting 32-bit values,
 // truncation, insertion, duplication of a chunk.
@@ -134,27 +84,55 @@ std::vector<uint8_t> mutate(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
   return bytes;
 }
 
+// A file to mutate, the .npy inputs its main takes and the bytes of its right result.
+struct Seed {
+  std::string name;
+  std::vector<uint8_t> file;
+  std::vector<std::pair<std::string, fs::path>> inputs;
+  std::vector<std::byte> expected;
+};
+
+template <typename T>
+std::vector<std::byte> raw_bytes(const std::vector<T>& values) {
+  std::vector<std::byte> raw(values.size() * sizeof(T));
+  std::memcpy(raw.data(), values.data(), raw.size());
+  return raw;
+}
+
 class MutationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("stowage-mutation-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     auto target = TargetDesc::load("opencl").value_or_throw();
-    std::string text = read_text(fs::path(STOWAGE_SOURCE_DIR) / "examples" / "add_mul.stir");
-    original_ = write_bytecode(ir::compile_text(text, "add_mul.stir", target).value_or_throw().executable);
-    std::vector<int32_t> xs(256), ys(256), zs(256);
-    expected_.resize(256);
+    auto compile = [&](const std::string& example) {
+      std::string text = read_text(fs::path(STOWAGE_SOURCE_DIR) / "examples" / example);
+      return write_bytecode(ir::compile_text(text, example, target).value_or_throw().executable);
+    };
+    // add_mul: storage placed by hand, three inputs.
+    std::vector<int32_t> xs(256), ys(256), zs(256), sums(256);
     for (int i = 0; i < 256; ++i) {
       xs[i] = i - 50;
       ys[i] = 3 * i;
       zs[i] = i % 5 - 2;
-      expected_[i] = (xs[i] + ys[i]) * zs[i];
+      sums[i] = (xs[i] + ys[i]) * zs[i];
     }
+    add_mul_ = Seed{"add_mul", compile("add_mul.stir"), {}, raw_bytes(sums)};
     for (auto [name, data] : {std::pair{"x", &xs}, {"y", &ys}, {"z", &zs}}) {
-      std::vector<std::byte> raw(data->size() * 4);
-      std::memcpy(raw.data(), data->data(), raw.size());
-      ASSERT_TRUE(npy::write_file((dir_ / (std::string(name) + ".npy")).string(), {4, 64}, DType::kInt32, raw));
+      fs::path file = dir_ / (std::string(name) + ".npy");
+      ASSERT_TRUE(npy::write_file(file.string(), {4, 64}, DType::kInt32, raw_bytes(*data)));
+      add_mul_.inputs.emplace_back(name, file);
     }
+    // scale_bias: a file with tensor constant sections.
+    std::vector<float> x(64), y(64);
+    const float scale[4] = {0.5f, 2.0f, -1.0f, 4.0f}, bias[4] = {1.0f, 0.0f, 0.25f, -3.0f};
+    for (int i = 0; i < 64; ++i) {
+      x[i] = 0.5f * static_cast<float>(i) - 7.0f;
+      y[i] = x[i] * scale[i % 4] + bias[i % 4];
+    }
+    scale_bias_ = Seed{"scale_bias", compile("scale_bias.stir"), {}, raw_bytes(y)};
+    ASSERT_TRUE(npy::write_file((dir_ / "sb_x.npy").string(), {16, 4}, DType::kFloat32, raw_bytes(x)));
+    scale_bias_.inputs.emplace_back("x", dir_ / "sb_x.npy");
     // Sanitizer reports get an exit code of their own in the child processes.
     ::setenv("ASAN_OPTIONS", "exitcode=86:detect_leaks=1", 1);
     ::setenv("UBSAN_OPTIONS", "exitcode=86:halt_on_error=1", 1);
@@ -164,7 +142,8 @@ class MutationTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs vm-run on `bytes`; returns a description of what was wrong, or "".
-  std::string check_run(const std::vector<uint8_t>& bytes, bool allow_runtime_error, bool info_only = false) {
+  std::string check_run(const Seed& seed, const std::vector<uint8_t>& bytes, bool allow_runtime_error,
+                        bool info_only = false) {
     fs::path file = dir_ / "mutant.stw";
     fs::path out = dir_ / "out.npy";
     fs::remove(out);
@@ -176,16 +155,16 @@ class MutationTest : public ::testing::Test {
     if (info_only) {
       argv.push_back("--info");
     } else {
-      for (const char* name : {"x", "y", "z"}) {
+      for (const auto& [name, file] : seed.inputs) {
         argv.push_back("--input");
-        argv.push_back(std::string(name) + "=" + (dir_ / (std::string(name) + ".npy")).string());
+        argv.push_back(name + "=" + file.string());
       }
       argv.push_back("--output");
       argv.push_back(out.string());
     }
     RunResult r = run_process(argv, dir_ / "stdout.txt", dir_ / "stderr.txt", std::chrono::seconds(60));
     if (r.exited) ++exit_codes_[r.exit_code];
-    std::string problem = judge(r, out, allow_runtime_error, info_only);
+    std::string problem = judge(seed, r, out, allow_runtime_error, info_only);
     if (!problem.empty()) {
       // Keep the file that failed, for a debugger.
       fs::path kept = fs::path(STOWAGE_BINARY_DIR) / "mutation-failure.stw";
@@ -195,7 +174,8 @@ class MutationTest : public ::testing::Test {
     return problem;
   }
 
-  std::string judge(const RunResult& r, const fs::path& out, bool allow_runtime_error, bool info_only) {
+  std::string judge(const Seed& seed, const RunResult& r, const fs::path& out, bool allow_runtime_error,
+                    bool info_only) {
     if (r.timed_out) return "hang (killed after 60 s)";
     if (!r.exited) return "killed by signal " + std::to_string(r.signal);
     if (r.exit_code == kSanitizerExitCode) return "sanitizer report: " + r.stderr_text;
@@ -203,8 +183,7 @@ class MutationTest : public ::testing::Test {
     if (r.exit_code == 0) {
       auto result = npy::read_file(out.string());
       if (!result) return "exit 0 but no readable output: " + result.error().message();
-      if (result->data.size() != expected_.size() * 4 ||
-          std::memcmp(result->data.data(), expected_.data(), result->data.size()) != 0) {
+      if (result->data != seed.expected) {
         return allow_runtime_error ? "" : "exit 0 with a wrong result";
       }
       return "";
@@ -231,20 +210,25 @@ class MutationTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::vector<uint8_t> original_;
-  std::vector<int32_t> expected_;
+  Seed add_mul_;
+  Seed scale_bias_;
   std::map<int, int> exit_codes_;
 };
 
-TEST_F(MutationTest, TheUnmutatedFileRunsCorrectly) { EXPECT_EQ(check_run(original_, false), ""); }
+TEST_F(MutationTest, TheUnmutatedFilesRunCorrectly) {
+  EXPECT_EQ(check_run(add_mul_, add_mul_.file, false), "");
+  EXPECT_EQ(check_run(scale_bias_, scale_bias_.file, false), "");
+}
 
+// Half the mutants come from add_mul, half from scale_bias (constant sections).
 TEST_F(MutationTest, MutatedFilesAreRefusedOrRunCorrectly) {
   std::mt19937_64 rng(20261121);
   const int n = mutations();
   for (int i = 0; i < n; ++i) {
-    std::vector<uint8_t> mutant = mutate(original_, rng);
-    std::string problem = check_run(mutant, /*allow_runtime_error=*/false);
-    ASSERT_EQ(problem, "") << "mutant " << i;
+    const Seed& seed = i % 2 == 0 ? add_mul_ : scale_bias_;
+    std::vector<uint8_t> mutant = mutate(seed.file, rng);
+    std::string problem = check_run(seed, mutant, /*allow_runtime_error=*/false);
+    ASSERT_EQ(problem, "") << seed.name << " mutant " << i;
   }
   // Nearly every mutation is refused (a few leave the file as it was).
   EXPECT_EQ(exit_codes_[0] + exit_codes_[2], n);
@@ -255,10 +239,11 @@ TEST_F(MutationTest, MutationsWithValidChecksumsReachTheValidatorSafely) {
   std::mt19937_64 rng(1121);
   const int n = std::max(1, mutations() / 5);
   for (int i = 0; i < n; ++i) {
-    std::vector<uint8_t> mutant = mutate(original_, rng);
+    const Seed& seed = i % 2 == 0 ? add_mul_ : scale_bias_;
+    std::vector<uint8_t> mutant = mutate(seed.file, rng);
     if (mutant.size() >= bytecode::kHeaderSize) testing::reseal(mutant);
-    std::string problem = check_run(mutant, /*allow_runtime_error=*/true, /*info_only=*/true);
-    ASSERT_EQ(problem, "") << "mutant " << i;
+    std::string problem = check_run(seed, mutant, /*allow_runtime_error=*/true, /*info_only=*/true);
+    ASSERT_EQ(problem, "") << seed.name << " mutant " << i;
   }
 }
 
