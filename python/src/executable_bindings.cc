@@ -164,6 +164,17 @@ void bind_executable(py::module_& m) {
                              })
       .def_property_readonly("module", [](const ExecutableHandle& h) { return compiled_module(h); })
       .def_property_readonly("functions", [](const ExecutableHandle& h) { return describe_functions(*h.executable); })
+      .def_property_readonly("constant_bytes",
+                             [](const ExecutableHandle& h) {
+                               // scope -> bytes of the storages holding its constants (made once per VM)
+                               py::dict out;
+                               for (const ConstantStorage& s : h.executable->constant_storages) {
+                                 py::str scope(s.scope);
+                                 uint64_t before = out.contains(scope) ? out[scope].cast<uint64_t>() : 0;
+                                 out[scope] = before + s.nbytes;
+                               }
+                               return out;
+                             })
       .def_property_readonly("planner_report",
                              [](const ExecutableHandle& h) {
                                py::list rows;

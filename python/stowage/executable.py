@@ -80,22 +80,32 @@ class Executable:
         ``spilled``, ``spilled_bytes``, ``discontiguous`` (tensors with blocks
         here) and ``blocks`` added; for storage-level programs placed by hand they are
         read from the IR, and ``reuse_only_bytes`` and ``seconds`` are None.
+
+        Every scope also has ``constant_bytes``: the storages of its constants
+        (weights), made once per VM and not part of the figures above. A scope that
+        holds only constants has its activation figures at 0.
         """
         entry = self.entry_function()
         planned = [r for r in self._handle.planner_report if r["function"] == entry]
         if planned:
-            return {
-                r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned
-            }
-        report = {}
-        for scope in self.memory_layout()["scopes"]:
-            report[scope["scope"]] = {
-                "planned_bytes": scope["storage_bytes"],
-                "lower_bound": scope["peak_live_bytes"],
-                "naive_bytes": scope["tensor_bytes"],
-                "reuse_only_bytes": None,
-                "seconds": None,
-            }
+            report = {r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned}
+        else:
+            report = {}
+            for scope in self.memory_layout()["scopes"]:
+                report[scope["scope"]] = {
+                    "planned_bytes": scope["storage_bytes"],
+                    "lower_bound": scope["peak_live_bytes"],
+                    "naive_bytes": scope["tensor_bytes"],
+                    "reuse_only_bytes": None,
+                    "seconds": None,
+                }
+        constants = self._handle.constant_bytes
+        for scope, figures in report.items():
+            figures["constant_bytes"] = constants.get(scope, 0)
+        for scope, nbytes in constants.items():
+            if scope not in report:
+                report[scope] = {"planned_bytes": 0, "lower_bound": 0, "naive_bytes": 0, "reuse_only_bytes": 0,
+                                 "seconds": 0.0, "constant_bytes": nbytes}
         return report
 
     def __repr__(self):

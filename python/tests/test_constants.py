@@ -165,3 +165,11 @@ def test_a_host_argument_of_the_wrong_shape_is_named(device):
     vm = sw.VirtualMachine(sw.compile(build_vadd()), device=device)
     with pytest.raises(sw.InvalidInputError, match=r"argument 1 'y' must be Tensor\[\(4, 64\), int32\], got Tensor\[\(4, 32\), int32\]"):
         vm.invoke("main", np.zeros((4, 64), np.int32), np.zeros((4, 32), np.int32))
+
+
+def test_the_memory_report_shows_constants_apart():
+    w = np.arange(256, dtype=np.int32).reshape(4, 64)
+    report = sw.compile(build_weighted(w)).memory_report
+    assert report["global"]["constant_bytes"] == 1024
+    report = sw.compile(build_weighted(w, scope="global.vtcm")).memory_report
+    assert report["global.vtcm"]["constant_bytes"] == 1024 and report["global.vtcm"]["planned_bytes"] == 0

@@ -11,6 +11,7 @@ ADD_MUL_REPORT = {
         "lower_bound": 3072,  # a, b, c or c, d, e alive together
         "naive_bytes": 5120,  # five tensors of 1024 bytes
         "reuse_only_bytes": None,
+        "constant_bytes": 0,
         "seconds": None,
     }
 }
