@@ -173,3 +173,34 @@ def test_the_memory_report_shows_constants_apart():
     assert report["global"]["constant_bytes"] == 1024
     report = sw.compile(build_weighted(w, scope="global.vtcm")).memory_report
     assert report["global.vtcm"]["constant_bytes"] == 1024 and report["global.vtcm"]["planned_bytes"] == 0
+
+
+def _reseal(data):
+    """Recomputes both checksums of a patched bytecode file (docs/bytecode.md)."""
+    import struct
+    import zlib
+
+    data[48:52] = struct.pack("<I", zlib.crc32(bytes(data[64:])))
+    data[44:48] = b"\0\0\0\0"
+    data[44:48] = struct.pack("<I", zlib.crc32(bytes(data[:64])))
+    return bytes(data)
+
+
+def test_a_malformed_constant_section_is_refused_with_where():
+    import struct
+
+    w = np.arange(256, dtype=np.int32).reshape(4, 64)
+    data = bytearray(sw.compile(build_weighted(w)).to_bytes())
+    # The section table (24-byte entries at 64) gives the tensor constants section (kind 8).
+    count = struct.unpack_from("<I", data, 40)[0]
+    entries = [struct.unpack_from("<IIQQ", data, 64 + 24 * i) for i in range(count)]
+    section = next(offset for kind, _, offset, _ in entries if kind == 8)
+    # Storage 0: u64 count, str "global" (4 + 6), kind, pixel, reserved, nbytes, height, width, data offset.
+    data_offset_at = section + 8 + 10 + 4 + 24
+    struct.pack_into("<Q", data, data_offset_at, 8)
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.Executable.from_bytes(_reseal(data))
+    assert str(e.value) == (
+        f"bytecode: section 'tensor constants' at byte {data_offset_at}: constant storage 0: data offset 8 is not a "
+        "multiple of 64"
+    )
