@@ -1,6 +1,6 @@
 // Writes the conv2d benchmark programs for conv2d_run: per C, one bytecode file
 // with the convolution on textures and one with it on buffers (batch 1, C in =
-// C out, H x W, 3x3, pad 1, float32; kernels from src/backend/kernels/). Each file
+// C out, H x W, 3x3, pad 1, float32; kernels from examples/kernels/). Each file
 // has two functions of the same parameters (x [C/4, H, W, 4], w [C/4, C, 3, 3, 4])
 // and result (y [C/4, H, W, 4], copied into a buffer):
 //   conv_r0   copies x and w in, runs no convolution, copies y out;
@@ -8,7 +8,7 @@
 // so that (t(conv_rN) - t(conv_r0)) / N is the time of one convolution.
 //
 //   conv2d_programs --out DIR [--channels 16,32,64,128,256] [--size 64] [--reps 20]
-//                   [--slices S] [--kernels src/backend/kernels] [--target opencl]
+//                   [--slices S] [--kernels examples/kernels] [--target opencl]
 //
 // Every tensor sits at offset 0 of its own storage and the largest image (C = 256:
 // 4096 x 64 activations, 64 x 2304 weights) is within every target's limits, so the
@@ -38,13 +38,13 @@ struct Options {
   int64_t size = 64;
   int reps = 20;
   int slices = 0;  // 0: default_slices decides
-  std::string kernels = "src/backend/kernels";
+  std::string kernels = "examples/kernels";
   std::string target = "opencl";
 };
 
 enum class Variant { kTexture, kBuffer };
 
-// The kernels' launch contract (src/backend/kernels/conv2d_*.cl): local = [LX, LY, S]
+// The kernels' launch contract (examples/kernels/conv2d_*.cl): local = [LX, LY, S]
 // with LX * LY * S <= 128, S <= 8; grid = [ceil(W/4) rounded up to LX, H rounded up
 // to LY, Cout/8 * S].
 constexpr int64_t kConvMaxGroup = 128;
@@ -151,7 +151,7 @@ std::vector<int64_t> parse_list(const std::string& text) {
 void usage_error(const std::string& what) {
   fmt::print(stderr,
              "conv2d_programs: {}\nusage: conv2d_programs --out DIR [--channels 16,32,64,128,256] [--size 64] "
-             "[--reps 20] [--slices S] [--kernels src/backend/kernels] [--target opencl]\n",
+             "[--reps 20] [--slices S] [--kernels examples/kernels] [--target opencl]\n",
              what);
   std::exit(2);
 }

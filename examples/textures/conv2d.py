@@ -1,6 +1,6 @@
 """Writes the conv2d example programs (text IR): NCHW4c activations and OIHW4o
 weights either in textures (global.texture / global.texture-weight) or in
-buffers, with the kernels of src/backend/kernels/ carried in the module.
+buffers, with the kernels of examples/kernels/ carried in the module.
 
     python3 examples/textures/conv2d.py VARIANT C H W REPS [SLICES] > conv.stir
     VARIANT: texture | buffer; REPS: how many times the convolution runs;
@@ -9,7 +9,7 @@ buffers, with the kernels of src/backend/kernels/ carried in the module.
 import pathlib
 import sys
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "src" / "backend" / "kernels"
+KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 
 
 MAX_GROUP = 128  # the kernels' limit on work-items per group

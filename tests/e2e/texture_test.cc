@@ -1,7 +1,7 @@
 // Texture memory end to end, on the default device against references computed
 // here: the examples of examples/textures/ (the RFC's add-one; conv2d with NCHW4c
 // activations and OIHW4o weights in textures and in buffers), the conv2d kernels of
-// src/backend/kernels/ under every launch shape their contract allows, and
+// examples/kernels/ under every launch shape their contract allows, and
 // tensors of disjoint lifetimes sharing one image.
 #include <gtest/gtest.h>
 
@@ -113,7 +113,7 @@ TEST(TextureTest, Conv2dExamplesMatchTheReferenceAndEachOther) {
   }
 }
 
-// One conv2d launch of the kernels in src/backend/kernels/ at storage level.
+// One conv2d launch of the kernels in examples/kernels/ at storage level.
 struct ConvCase {
   int cin, cout, h, w;
   int lx, ly, slices;
@@ -154,7 +154,7 @@ std::string conv_program(bool texture, const ConvCase& k) {
       "  copy_tensor(yt, out)\n"
       "  return out\n"
       "}}\n",
-      read_source_file(texture ? "src/backend/kernels/conv2d_texture.cl" : "src/backend/kernels/conv2d_nchw4c.cl"),
+      read_source_file(texture ? "examples/kernels/conv2d_texture.cl" : "examples/kernels/conv2d_nchw4c.cl"),
       xshape, wshape, yshape, storages, xshape, wshape, yshape, texture ? "conv2d_texture" : "conv2d_nchw4c", k.cin,
       k.h, k.w, grid_x, grid_y, k.cout / 8 * k.slices, k.lx, k.ly, k.slices, co4 * k.h * k.w * 16, yshape);
 }
@@ -226,7 +226,7 @@ fn main(x: Tensor[(2, 16, 16, 4), float32], w: Tensor[(2, 8, 3, 3, 4), float32],
 )";
 
 TEST(TextureTest, TensorsOfDisjointLifetimesShareOneImage) {
-  const std::string text = "kernels conv \"\"\"\n" + read_source_file("src/backend/kernels/conv2d_texture.cl") +
+  const std::string text = "kernels conv \"\"\"\n" + read_source_file("examples/kernels/conv2d_texture.cl") +
                            "\"\"\"\n" + kSharedImageProgram;
   Executable exe = compile(text, "shared_image.stir");
   std::vector<float> x = random_floats(8 * 16 * 16, 7), w = random_floats(8 * 8 * 9, 8);
