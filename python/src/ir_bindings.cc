@@ -238,6 +238,11 @@ void bind_builders(py::module_& m) {
              return fb.empty_discontiguous(std::move(shape), dtype_arg("empty_discontiguous", "dtype", dtype),
                                            std::move(scope), std::move(table_scope), std::move(name));
            })
+      .def("view",
+           [](FunctionBuilder& fb, const std::string& tensor, int64_t offset, std::vector<int64_t> shape,
+              const std::string& dtype, std::string name) {
+             return fb.view(tensor, offset, std::move(shape), dtype_arg("view", "dtype", dtype), std::move(name));
+           })
       .def("kill_object", &FunctionBuilder::kill_object)
       .def("copy_tensor", &FunctionBuilder::copy_tensor)
       .def("call_kernel",

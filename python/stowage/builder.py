@@ -180,6 +180,25 @@ class Function:
             )
         )
 
+    def view(self, tensor, shape, offset=0, dtype=None, name=None):
+        """A tensor of ``shape`` (and ``dtype``, default the tensor's) sharing the
+        bytes of ``tensor`` from byte ``offset``, with no copy: a reshape, or a
+        slice a producer writes straight into. It must lie inside ``tensor``, at an
+        offset aligned for its scope, and is used only while ``tensor`` lives."""
+        op = "view"
+        tensor_name = self._name_of(op, "tensor", tensor)
+        if dtype is None:
+            dtype = self._var(tensor_name).dtype if not isinstance(tensor, Var) else tensor.dtype
+        return self._var(
+            self._fb.view(
+                tensor_name,
+                _checks.integer(op, "offset", offset),
+                _checks.extents(op, "shape", shape),
+                _checks.dtype_name(op, "dtype", dtype),
+                self._result_name(op, name),
+            )
+        )
+
     def kill_object(self, var):
         """Ends ``var``'s life: its bytes may be reused by later tensors."""
         self._fb.kill_object(self._name_of("kill_object", "var", var))

@@ -52,6 +52,7 @@ class FunctionValidator {
                                      std::string_view what) const;
   Status check_call_kernel(const Instruction& ins) const;
   Status check_call(const Instruction& ins) const;
+  Status check_view(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
   Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role) const;
   void apply_effects(const Instruction& ins);
@@ -248,6 +249,21 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
     case Opcode::kRet:
     case Opcode::kLoadConst:
     case Opcode::kLoadTensorConstant: return Status::ok();
+    case Opcode::kView: return check_view(ins);
+  }
+  return Status::ok();
+}
+
+// The viewed tensor's size is known only at run time: the VM checks the range.
+Status FunctionValidator::check_view(const Instruction& ins) const {
+  using Op = operands::View;
+  STOWAGE_TRY(check_shape_constant(ins, Op::kShape, "shape"));
+  if (exe_.minor_version < 2) {
+    return error_at(0, fmt::format("view needs version 1.2; the file declares 1.{}", exe_.minor_version));
+  }
+  const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
+  if (!checked_nbytes(shape, static_cast<DType>(ins.ops[Op::kDType]))) {
+    return error_at(slot_word(ins, Op::kShape), "the view's size overflows 64 bits");
   }
   return Status::ok();
 }

@@ -61,7 +61,7 @@ uint16_t Executable::required_minor_version() const {
   if (!constant_storages.empty() || !tensor_constants.empty()) return 2;
   for (const Function& f : functions) {
     for (const Instruction& ins : f.code) {
-      if (ins.op == Opcode::kLoadTensorConstant) return 2;
+      if (ins.op == Opcode::kLoadTensorConstant || ins.op == Opcode::kView) return 2;
     }
   }
   for (const Function& f : functions) {

@@ -281,6 +281,25 @@ std::string FunctionBuilder::alloc_discontiguous_tensor(const std::string& table
   return define(std::move(name), Type::tensor(std::move(shape), dtype));
 }
 
+std::string FunctionBuilder::view(const std::string& tensor, int64_t offset, std::vector<int64_t> shape, DType dtype,
+                                  std::string name) {
+  constexpr std::string_view op = "view";
+  check_open(op);
+  use_of_kind(op, "tensor", tensor, Type::Kind::kTensor);
+  if (offset < 0) fail(op, fmt::format("argument 'offset': {} is negative", offset));
+  check_extents(op, "shape", shape);
+  name = result_name(op, std::move(name));
+  Binding b;
+  b.result = name;
+  b.op = Op::kView;
+  b.vars = {tensor};
+  b.offset = offset;
+  b.shape = shape;
+  b.dtype = dtype;
+  add(std::move(b));
+  return define(std::move(name), Type::tensor(std::move(shape), dtype));
+}
+
 void FunctionBuilder::kill_object(const std::string& var) {
   check_open("kill_object");
   use("kill_object", "var", var);

@@ -28,6 +28,7 @@ OpForm form_of(Op op) {
     case Op::kCall: return {0, true, false, false, false, false, false, true, false};
     case Op::kAllocDiscontiguousTensor: return {2, false, true, false, false, true, false, false, false};
     case Op::kEmptyDiscontiguous: return {0, false, true, false, false, true, true, false, false};
+    case Op::kView: return {1, false, true, true, false, true, false, false, false};
   }
   return {};
 }
@@ -129,6 +130,7 @@ Problem FunctionVerifier::check_binding(const Binding& b) {
     case Op::kCall: problem = check_call(b); break;
     case Op::kAllocDiscontiguousTensor: problem = check_alloc_discontiguous(b); break;
     case Op::kEmptyDiscontiguous: problem = check_empty_discontiguous(b); break;
+    case Op::kView: problem = check_view(b); break;
   }
   if (problem) return problem;
   if (!b.result.empty()) define_result(b);
@@ -167,6 +169,12 @@ Problem FunctionVerifier::check_form(const Binding& b) {
 Problem FunctionVerifier::check_use(const std::string& name, bool is_kill) {
   const VarInfo* info = lookup(name);
   if (info == nullptr) return fmt::format("'{}' is not defined", name);
+  if (!info->view_of.empty()) {
+    const VarInfo& base = *lookup(info->view_of);
+    if (base.killed) {
+      return fmt::format("'{}' is a view of '{}', which was killed{}", name, info->view_of, at_loc(base.kill_loc));
+    }
+  }
   if (!info->killed) return std::nullopt;
   if (is_kill) return fmt::format("'{}' is killed twice (first{})", name, at_loc(info->kill_loc));
   return fmt::format("'{}' is used after its kill_object{}", name, at_loc(info->kill_loc));
@@ -235,6 +243,38 @@ Problem FunctionVerifier::check_copy(const Binding& b) {
   return std::nullopt;
 }
 
+// A view shares a byte range of a contiguous buffer tensor: inside it, aligned as the
+// scope's sub-buffers must be. It lives no longer than the tensor it views.
+Problem FunctionVerifier::check_view(const Binding& b) {
+  const std::string& name = b.vars[0];
+  const VarInfo& base = *lookup(name);
+  if (base.type.kind != Type::Kind::kTensor) return fmt::format("'{}' is {}, not a tensor", name, print_type(base.type));
+  if (base.discontiguous) return fmt::format("'{}' is a discontiguous tensor, which has no byte range to view", name);
+  if (base.scope != nullptr && base.scope->kind == ScopeKind::kImage2d) {
+    return fmt::format("'{}' is in image scope '{}'; only buffer tensors can be viewed", name, base.scope->name);
+  }
+  if (b.offset < 0) return fmt::format("offset {} is negative", b.offset);
+  for (int64_t extent : b.shape) {
+    if (extent < 0) return fmt::format("shape {} has a negative extent", print_shape_list(b.shape));
+  }
+  std::optional<uint64_t> nbytes = checked_nbytes(b.shape, b.dtype);
+  if (!nbytes) return fmt::format("shape {} of {} is larger than 2^64 bytes", print_shape_list(b.shape), dtype_name(b.dtype));
+  const uint64_t base_bytes = *checked_nbytes(base.type.shape, base.type.dtype);  // checked where it was defined
+  const auto offset = static_cast<uint64_t>(b.offset);
+  if (*nbytes > base_bytes || offset > base_bytes - *nbytes) {
+    return fmt::format("bytes [{}, {}) lie outside '{}', which has {} bytes", offset, offset + *nbytes, name,
+                       base_bytes);
+  }
+  const ScopeDesc* scope = base.scope != nullptr ? base.scope : target_.find_scope("global");
+  if (scope != nullptr && scope->alignment > 1 && offset % scope->alignment != 0) {
+    return fmt::format("offset {} is not a multiple of {}, the alignment of scope '{}'", offset, scope->alignment,
+                       scope->name);
+  }
+  result_info_.scope = base.scope;
+  result_info_.view_of = base.view_of.empty() ? name : base.view_of;
+  return std::nullopt;
+}
+
 Type FunctionVerifier::arg_type(const Arg& arg) const {
   switch (arg.kind) {
     case Arg::Kind::kInt: return Type::of(Type::Kind::kInt);
@@ -278,6 +318,7 @@ Type FunctionVerifier::result_type(const Binding& b) const {
     case Op::kAllocTensor:
     case Op::kAllocDiscontiguousTensor:
     case Op::kEmptyDiscontiguous:
+    case Op::kView:
     case Op::kEmpty: return Type::tensor(b.shape, b.dtype);
     case Op::kCall: return module_.find_function(b.callee)->ret_type;
     default: return Type::of(Type::Kind::kObject);

@@ -50,6 +50,7 @@ struct VarInfo {
   SourceLoc def_loc;
   bool is_param = false;
   bool is_constant = false;  // a module constant: read-only, never killed
+  std::string view_of;       // a view: the tensor whose bytes it shares (never itself a view)
   bool killed = false;
   SourceLoc kill_loc;
   const ScopeDesc* scope = nullptr;     // where the value lives, when known
@@ -99,6 +100,7 @@ class FunctionVerifier {
   Problem check_image_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
                              Placement& placement);
   Problem check_empty(const Binding& b);
+  Problem check_view(const Binding& b);
   // A range of `subject` (e.g. "block 2 of tensor 'a'") against the tensors live in `storage`.
   Problem check_live_overlap(const std::string& subject, const std::string& storage_name, const StorageInfo& storage,
                              uint64_t begin, uint64_t end) const;

@@ -4,7 +4,7 @@
 
 namespace stowage::ir {
 namespace {
-constexpr std::array<std::pair<Op, const char*>, 9> kOpNames = {{
+constexpr std::array<std::pair<Op, const char*>, 10> kOpNames = {{
     {Op::kAllocStorage, "alloc_storage"},
     {Op::kAllocTensor, "alloc_tensor"},
     {Op::kKillObject, "kill_object"},
@@ -14,6 +14,7 @@ constexpr std::array<std::pair<Op, const char*>, 9> kOpNames = {{
     {Op::kCall, "call"},
     {Op::kAllocDiscontiguousTensor, "alloc_discontiguous_tensor"},
     {Op::kEmptyDiscontiguous, "empty_discontiguous"},
+    {Op::kView, "view"},
 }};
 }  // namespace
 

@@ -405,6 +405,7 @@ class Parser {
         parse_keywords(b, {"device", "dtype", "scope"}, {"device", "dtype", "scope"});
         return;
       case Op::kAllocTensor:
+      case Op::kView:
         parse_var_operand(b);
         expect_operand_comma(b);
         b.offset = expect_int("an integer offset");

@@ -53,6 +53,7 @@ std::string print_operands(const Binding& b) {
       return fmt::format("{}, device={}, dtype={}, scope={}", print_shape_list(b.shape), b.device,
                          dtype_name(b.dtype), quote(b.scope));
     case Op::kAllocTensor:
+    case Op::kView:
       return fmt::format("{}, {}, {}, {}", vars, b.offset, print_shape_list(b.shape), dtype_name(b.dtype));
     case Op::kKillObject:
     case Op::kCopyTensor:

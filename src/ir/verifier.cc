@@ -157,7 +157,7 @@ bool is_valid_variable_name(std::string_view name) { return !name_problem(name).
 
 bool op_produces_value(Op op) {
   return op == Op::kAllocStorage || op == Op::kAllocTensor || op == Op::kEmpty || op == Op::kCall ||
-         op == Op::kAllocDiscontiguousTensor || op == Op::kEmptyDiscontiguous;
+         op == Op::kAllocDiscontiguousTensor || op == Op::kEmptyDiscontiguous || op == Op::kView;
 }
 
 Status verify_function(const Module& module, const Function& function, const TargetDesc& target,

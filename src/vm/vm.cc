@@ -282,6 +282,7 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
       result = std::move(regs[ins.ops[operands::Ret::kReg]]);
       returned = true;
       break;
+    case Opcode::kView: view(site, ins, regs); break;
     case Opcode::kLoadTensorConstant:
       regs[ins.ops[operands::LoadTensorConstant::kDst]] =
           Value::from(Tensor(constants[ins.ops[operands::LoadTensorConstant::kConstant]]));

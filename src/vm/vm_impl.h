@@ -100,6 +100,8 @@ struct VirtualMachine::Impl {
                           DType dtype, std::optional<uint64_t> nbytes, uint64_t offset, const Instruction& ins,
                           std::vector<Value>& regs);
   void alloc_discontiguous(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void view(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  opencl::MemHandle buffer_range(SiteState& site, const StorageObject& storage, uint64_t offset, uint64_t nbytes);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
   void copy_discontiguous(const TensorObject& src, const TensorObject& dst);
   void copy_with_image(const TensorObject& src, const TensorObject& dst);

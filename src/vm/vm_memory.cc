@@ -129,26 +129,63 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   tensor->storage = storage;
   tensor->offset = offset;
   tensor->context = context;
-  if (*nbytes == 0) {
-    // A zero-size tensor has no view; kernels never receive it as a buffer.
-  } else if (offset == 0 && *nbytes == storage->nbytes()) {
-    clRetainMemObject(storage->mem());
-    tensor->view = opencl::MemHandle(storage->mem());
-  } else if (site.view && site.view_parent == storage->mem() && site.view_offset == offset &&
-             site.view_size == *nbytes) {
-    tensor->view = site.view;
-  } else {
-    cl_buffer_region region{offset, *nbytes};
-    cl_int status = CL_SUCCESS;
-    cl_mem sub = clCreateSubBuffer(storage->mem(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
-    if (status != CL_SUCCESS) throw_cl(status, "clCreateSubBuffer");
-    ++sub_buffers_created;
-    site.view = opencl::MemHandle(sub);
-    site.view_parent = storage->mem();
-    site.view_offset = offset;
-    site.view_size = *nbytes;
-    tensor->view = site.view;
+  tensor->view = buffer_range(site, *storage, offset, *nbytes);
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  out.tensor = std::move(tensor);
+  regs[ins.ops[O::kDst]] = std::move(out);
+}
+
+// The cl_mem kernels receive for bytes [offset, offset + nbytes) of `storage`: the
+// buffer itself when that is all of it, else a sub-buffer this call site made last
+// time when it views the same range, else a new one. None for zero bytes: kernels
+// never receive an empty tensor as a buffer.
+opencl::MemHandle VirtualMachine::Impl::buffer_range(SiteState& site, const StorageObject& storage, uint64_t offset,
+                                                     uint64_t nbytes) {
+  if (nbytes == 0) return {};
+  if (offset == 0 && nbytes == storage.nbytes()) {
+    clRetainMemObject(storage.mem());
+    return opencl::MemHandle(storage.mem());
   }
+  if (site.view && site.view_parent == storage.mem() && site.view_offset == offset && site.view_size == nbytes) {
+    return site.view;
+  }
+  cl_buffer_region region{offset, nbytes};
+  cl_int status = CL_SUCCESS;
+  cl_mem sub = clCreateSubBuffer(storage.mem(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
+  if (status != CL_SUCCESS) throw_cl(status, "clCreateSubBuffer");
+  ++sub_buffers_created;
+  site.view = opencl::MemHandle(sub);
+  site.view_parent = storage.mem();
+  site.view_offset = offset;
+  site.view_size = nbytes;
+  return site.view;
+}
+
+void VirtualMachine::Impl::view(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
+  using O = operands::View;
+  const TensorObject& base = tensor_operand(regs, ins.ops[O::kTensor], "the viewed tensor");
+  if (!base.in_buffer()) {
+    throw_runtime(fmt::format("register {} holds a tensor {}; only a range of a buffer can be viewed",
+                              ins.ops[O::kTensor], base.on_host() ? "on the host" : base.in_image() ? "in an image"
+                                                                                                  : "made of blocks"));
+  }
+  const uint64_t offset = ins.ops[O::kOffset];
+  const auto dtype = static_cast<DType>(ins.ops[O::kDType]);
+  const std::vector<int64_t>& shape = exe->constants[ins.ops[O::kShape]].shape;
+  const uint64_t nbytes = *checked_nbytes(shape, dtype);  // the loader checked it
+  if (nbytes > base.nbytes || offset > base.nbytes - nbytes) {
+    throw_runtime(fmt::format("a view of {} bytes at offset {} does not fit the tensor's {} bytes", nbytes, offset,
+                              base.nbytes));
+  }
+  auto tensor = std::make_shared<TensorObject>();
+  tensor->shape = shape;
+  tensor->dtype = dtype;
+  tensor->nbytes = nbytes;
+  tensor->storage = base.storage;
+  tensor->offset = base.offset + offset;
+  tensor->context = context;
+  tensor->view = buffer_range(site, *base.storage, tensor->offset, nbytes);
   Value out;
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);

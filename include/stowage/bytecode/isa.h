@@ -61,7 +61,9 @@ inline constexpr uint32_t kMaxOperands = 8;
   /*       data offsets shape, shape, dtype, table entry bytes): the VM writes the tables  */ \
   X(kAllocDiscontiguous, 9, "alloc_discontiguous_tensor", kDef, kReg, kConst, kReg, kConst, kConst, kDType, kU32) \
   /* dst = load_tensor_constant(tensor constant): the VM's device copy, made once per VM */ \
-  X(kLoadTensorConstant, 10, "load_tensor_constant", kDef, kTensorConst)
+  X(kLoadTensorConstant, 10, "load_tensor_constant", kDef, kTensorConst) \
+  /* dst = view(tensor, byte offset, shape, dtype): a tensor sharing the tensor's bytes */ \
+  X(kView, 11, "view", kDef, kReg, kU64, kConst, kDType)
 
 enum class Opcode : uint8_t {
 #define STOWAGE_OPCODE_ENUM(name, value, ...) name = value,
@@ -114,6 +116,7 @@ struct Move { enum : uint8_t { kDst, kSrc }; };
 struct Ret { enum : uint8_t { kReg }; };
 struct LoadConst { enum : uint8_t { kDst, kConst }; };
 struct LoadTensorConstant { enum : uint8_t { kDst, kConstant }; };
+struct View { enum : uint8_t { kDst, kTensor, kOffset, kShape, kDType }; };
 struct AllocDiscontiguous {
   enum : uint8_t { kDst, kTableStorage, kTableOffsets, kDataStorage, kDataOffsets, kShape, kDType, kEntryBytes };
 };

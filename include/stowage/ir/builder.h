@@ -56,6 +56,10 @@ class FunctionBuilder {
   std::string alloc_discontiguous_tensor(const std::string& table_storage, std::vector<int64_t> table_offsets,
                                          const std::string& data_storage, std::vector<int64_t> data_offsets,
                                          std::vector<int64_t> shape, DType dtype, std::string name = "");
+  // A tensor sharing bytes [offset, offset + nbytes(shape, dtype)) of `tensor` (no
+  // copy): a reshape, or a slice that a producer writes straight into.
+  std::string view(const std::string& tensor, int64_t offset, std::vector<int64_t> shape, DType dtype,
+                   std::string name = "");
   void kill_object(const std::string& var);
   void copy_tensor(const std::string& src, const std::string& dst);
   // `args` are tensors or int/float/bool variables, or literals; `grid` has 1 to

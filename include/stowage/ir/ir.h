@@ -15,6 +15,7 @@
 //   alloc_discontiguous_tensor  Tensor   vars[0] table storage, table_offsets, vars[1] data
 //                                        storage, data_offsets, shape, dtype
 //   empty_discontiguous         Tensor   shape, dtype, scope (blocks), table_scope
+//   view                        Tensor   vars[0] tensor, offset (bytes), shape, dtype
 //
 // Module-level constants (ConstantTensor) are read by name in any function.
 //
@@ -76,6 +77,7 @@ enum class Op : uint8_t {
   kCall,
   kAllocDiscontiguousTensor,
   kEmptyDiscontiguous,
+  kView,
 };
 
 const char* op_name(Op op);

@@ -222,6 +222,14 @@ class FunctionLowering {
              {r, *storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
         return {};
       }
+      case Op::kView: {
+        auto tensor = reg_of(b.vars.at(0), &b);
+        if (!tensor) return tensor.error();
+        uint32_t shape = b_.shape_constant(b.shape);
+        uint32_t r = define(b.result);
+        emit(Opcode::kView, {r, *tensor, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+        return {};
+      }
       case Op::kKillObject: {
         auto r = reg_of(b.vars.at(0), &b);
         if (!r) return r.error();

@@ -13,6 +13,8 @@
 //    by tensors allocated later.
 //  * A tensor passed to `call` lives as long as the call's result (the callee may
 //    return it); one that may leave through the returned result is not packed.
+//  * A `view` shares the bytes of the tensor it views: that tensor lives as long
+//    as its views, and is not packed when a view of it is returned.
 //  * Parameters are not touched. The returned tensor is not packed: it gets a
 //    storage of its own, so that holding the result keeps nothing else alive.
 //  * Storages are allocated at the function's entry, one per scope in use.
@@ -152,6 +154,13 @@ class FunctionPlanner {
       for (const auto& v : b.vars) note_use(v);
       for (const auto& a : b.args) {
         if (a.kind == Arg::Kind::kVar) note_use(a.var);
+      }
+      // A view shares the bytes of what it views: its uses are that tensor's uses.
+      if (b.op == Op::kView) {
+        std::set<size_t> viewed;
+        if (auto it = index.find(b.vars[0]); it != index.end()) viewed.insert(it->second.begin(), it->second.end());
+        if (auto it = aliases.find(b.vars[0]); it != aliases.end()) viewed.insert(it->second.begin(), it->second.end());
+        if (!viewed.empty()) aliases[b.result] = std::move(viewed);
       }
       if (b.op == Op::kCall && !b.result.empty()) {
         std::set<size_t> passed;
