@@ -92,6 +92,14 @@ def load_module(path):
     return parse(text, path, constants=npz if os.path.exists(npz) else None)
 
 
+def from_onnx(model, shapes=None, texture=False, target="opencl"):
+    """An ONNX model (an ``onnx.ModelProto`` or a path) as a :class:`Module`; see
+    :func:`stowage.frontend.from_onnx`."""
+    from .frontend import from_onnx as convert
+
+    return convert(model, shapes=shapes, texture=texture, target=target)
+
+
 def targets():
     """Names of the shipped target descriptions, e.g. ["opencl"]."""
     return _stowage.target_names()
@@ -105,6 +113,7 @@ __all__ = [
     "Var",
     "Module",
     "parse",
+    "from_onnx",
     "save_module",
     "load_module",
     "compile",

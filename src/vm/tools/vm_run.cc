@@ -151,13 +151,27 @@ int run(const Options& opt) {
   if (index < 0) return fail(Error(ErrorKind::kInvalidInput, fmt::format("{}: no function '{}'", opt.file, opt.function)));
   const Function& f = exe->functions[static_cast<size_t>(index)];
 
+  // NAME=FILE.npy names a parameter; a bare FILE.npy takes the next parameter not named.
   std::map<std::string, std::string> input_files;
+  std::vector<std::string> positional;
   for (const auto& spec : opt.inputs) {
     auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(Error(ErrorKind::kInvalidInput, fmt::format("--input '{}' is not NAME=FILE.npy", spec)));
+    if (eq == std::string::npos) {
+      positional.push_back(spec);
+      continue;
     }
+    if (eq == 0) return fail(Error(ErrorKind::kInvalidInput, fmt::format("--input '{}' is not NAME=FILE.npy", spec)));
     input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  for (const auto& p : f.params) {
+    if (positional.empty()) break;
+    if (input_files.count(p.name) != 0) continue;
+    input_files[p.name] = positional.front();
+    positional.erase(positional.begin());
+  }
+  if (!positional.empty()) {
+    return fail(Error(ErrorKind::kInvalidInput, fmt::format("--input '{}': '{}' takes {} parameters, all given",
+                                                            positional.front(), f.name, f.params.size())));
   }
   std::vector<vm::Value> args;
   for (const auto& p : f.params) {
@@ -223,7 +237,8 @@ int main(int argc, char** argv) {
   Options opt;
   app.add_option("file", opt.file, "bytecode file (.stw)");
   app.add_option("--function,-f", opt.function, "function to run")->capture_default_str();
-  app.add_option("--input,-i", opt.inputs, "NAME=FILE.npy for each tensor parameter");
+  app.add_option("--input,-i", opt.inputs,
+                 "NAME=FILE.npy for a tensor parameter, or FILE.npy for the next parameter not named");
   app.add_option("--output,-o", opt.outputs, "where to write the result (.npy)")->expected(1);
   app.add_option("--device,-d", opt.device,
                  "opencl:N, gpu, cpu or part of a device name (default: STOWAGE_DEVICE, else the first suitable)");

@@ -1,0 +1,55 @@
+"""stowage-import: an ONNX model to a Stowage bytecode file.
+
+    stowage-import model.onnx -o model.stw [--target T] [--texture] [--shape NAME=1x3x224x224] [--report]
+
+Exit status: 0 written, 2 the model (or an argument) is invalid or uses what Stowage
+does not support, 1 anything else. Errors are one line on stderr.
+"""
+
+import argparse
+import sys
+
+from ..errors import InvalidInputError, StowageError, UnsupportedError
+
+
+def parse_shape(text):
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name or not dims:
+        raise InvalidInputError(f"--shape '{text}' is not NAME=D1xD2x...")
+    try:
+        return name, tuple(int(d) for d in dims.split("x"))
+    except ValueError:
+        raise InvalidInputError(f"--shape '{text}': '{dims}' is not extents joined by 'x'") from None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="stowage-import", description="Imports an ONNX model into a bytecode file.")
+    parser.add_argument("model", help="the .onnx file")
+    parser.add_argument("-o", "--output", required=True, help="the bytecode file to write (.stw)")
+    parser.add_argument("--target", default="opencl", help="a shipped target name or a target JSON file")
+    parser.add_argument("--texture", action="store_true", help="activations and convolution weights in textures")
+    parser.add_argument("--shape", action="append", default=[], help="NAME=1x3x224x224 for an input left dynamic")
+    parser.add_argument("--report", action="store_true", help="print the memory report")
+    args = parser.parse_args(argv)
+    from .. import compile as compile_module
+    from .onnx import from_onnx
+
+    try:
+        shapes = dict(parse_shape(s) for s in args.shape) or None
+        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target)
+        exe = compile_module(module, target=args.target)
+        exe.save(args.output)
+    except (InvalidInputError, UnsupportedError) as e:
+        print(f"stowage-import: error: {e}", file=sys.stderr)
+        return 2
+    except StowageError as e:
+        print(f"stowage-import: error: {e}", file=sys.stderr)
+        return 2 if type(e).__name__ in ("VerifyError", "FileError") else 1
+    if args.report:
+        for scope, figures in exe.memory_report.items():
+            print(f"{scope}: {figures}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Which ONNX nodes become one kernel, and in which order the groups are emitted.
+
+A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
+into its weights), then an Add of a tensor of the same shape (the residual), then an
+activation (Relu, Clip with constant bounds, HardSwish, Sigmoid, HardSigmoid). A
+Gemm absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too. A
+node is absorbed only when the value it takes is used by it alone and is no graph
+output. Groups are emitted in a topological order that keeps the graph's order where
+it can: a residual Add may come in the graph before the branch that feeds it.
+"""
+
+import heapq
+
+ACTIVATIONS = ("Relu", "Clip", "HardSwish", "Sigmoid", "HardSigmoid")
+ELEMENTWISE = ("Add", "Sub", "Mul", "Div")
+
+
+class Group:
+    """Nodes emitted as one: `main` and what its epilogue absorbed."""
+
+    def __init__(self, main):
+        self.main = main
+        self.bn = None  # BatchNormalization folded into a Conv
+        self.add = None  # the residual Add of a Conv
+        self.residual = ""  # the Add's other input
+        self.act = None  # the activation
+        self.nodes = [main]
+
+    @property
+    def index(self):
+        return self.main.index
+
+    @property
+    def output(self):
+        return self.nodes[-1].outputs[0]
+
+    def inputs(self):
+        """Names of values the group reads from outside itself."""
+        inside = {out for n in self.nodes for out in n.outputs}
+        names = []
+        for n in self.nodes:
+            for name in n.inputs:
+                if name and name not in inside and name not in names:
+                    names.append(name)
+        return names
+
+
+def only_consumer(graph, name, op_types):
+    """The single node that reads `name`, if it has one of `op_types` and `name` is
+    no graph output."""
+    if name in graph.output_names:
+        return None
+    consumers = graph.consumers.get(name, [])
+    if len(consumers) != 1 or consumers[0].op_type not in op_types:
+        return None
+    return consumers[0]
+
+
+def group_nodes(graph, is_static):
+    """The groups of `graph`'s nodes; `is_static(name)` tells a value known at import
+    (an initializer or a Constant's output) from a tensor computed at run time."""
+    absorbed = set()
+    groups = []
+    for node in graph.nodes:
+        if node.index in absorbed:
+            continue
+        group = Group(node)
+        out = node.outputs[0] if node.outputs else ""
+        if node.op_type == "Conv":
+            bn = only_consumer(graph, out, ("BatchNormalization",))
+            if bn is not None and all(is_static(n) for n in bn.inputs[1:5]) and len(bn.outputs) == 1:
+                group.bn = bn
+                group.nodes.append(bn)
+                out = bn.outputs[0]
+            add = only_consumer(graph, out, ("Add",))
+            if add is not None:
+                other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+                if other != out and not is_static(other):
+                    group.add, group.residual = add, other
+                    group.nodes.append(add)
+                    out = add.outputs[0]
+        if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
+            act = only_consumer(graph, out, ACTIVATIONS)
+            if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
+                group.act = act
+                group.nodes.append(act)
+        absorbed.update(n.index for n in group.nodes)
+        groups.append(group)
+    return schedule(graph, groups)
+
+
+def schedule(graph, groups):
+    """A topological order of `groups`, the graph's order wherever it allows."""
+    made_by = {}
+    for g in groups:
+        for n in g.nodes:
+            for out in n.outputs:
+                made_by[out] = g
+    waiting = {id(g): 0 for g in groups}
+    users = {id(g): [] for g in groups}
+    for g in groups:
+        for name in g.inputs():
+            producer = made_by.get(name)
+            if producer is not None and producer is not g:
+                waiting[id(g)] += 1
+                users[id(producer)].append(g)
+    ready = [(g.index, id(g), g) for g in groups if waiting[id(g)] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, _, g = heapq.heappop(ready)
+        order.append(g)
+        for user in users[id(g)]:
+            waiting[id(user)] -= 1
+            if waiting[id(user)] == 0:
+                heapq.heappush(ready, (user.index, id(user), user))
+    if len(order) != len(groups):
+        stuck = next(g for g in groups if waiting[id(g)] > 0)
+        raise stuck.main.invalid("the graph has a cycle, or a node reads a value no node makes")
+    return order
+
+
+def last_uses(graph, order):
+    """For each value, the position in `order` of the last group that reads it (graph
+    outputs: past the end)."""
+    last = {}
+    for pos, g in enumerate(order):
+        for name in g.inputs():
+            last[name] = pos
+    for name in graph.output_names:
+        last[name] = len(order)
+    return last
