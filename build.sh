@@ -101,7 +101,9 @@ test_python() {
   python3 -m venv --system-site-packages build/venv
   build/venv/bin/python -m pip install -q .
   log "running Python tests"
-  (cd build && venv/bin/python -m pytest -q -p no:cacheprovider "$root/python/tests")
+  # STOWAGE_VM_RUN: the command-line tests run the vm-run of the plain build.
+  (cd build && STOWAGE_VM_RUN="$root/build/src/vm-run" venv/bin/python -m pytest -q -p no:cacheprovider \
+    "$root/python/tests")
 }
 
 case "${1:-}" in

@@ -93,6 +93,15 @@ TEST(TargetTest, TheShippedTargetDescribesItsScopes) {
   EXPECT_EQ(target->find_scope("nowhere"), nullptr);
 }
 
+TEST(TargetTest, TheGpuTargetAlignsSubBuffersForEveryCommonGpu) {
+  auto target = TargetDesc::load("opencl-gpu");
+  ASSERT_TRUE(target) << target.error().message();
+  EXPECT_EQ(target->name, "opencl-gpu");
+  EXPECT_EQ(target->find_scope("global")->alignment, 512u);  // NVIDIA: 4096 bits
+  EXPECT_EQ(target->find_scope("global.vtcm")->alignment, 512u);
+  EXPECT_EQ(TargetDesc::builtin_names(), (std::vector<std::string>{"opencl", "opencl-gpu"}));
+}
+
 TEST(TargetTest, BadDescriptionsGetOneClearError) {
   auto not_json = TargetDesc::from_json("{", "t.json");
   ASSERT_FALSE(not_json);

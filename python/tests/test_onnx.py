@@ -1,0 +1,340 @@
+"""ONNX import: each operator alone against ONNX Runtime over shapes that cover its
+attributes, fusion and planning, and every kind of bad input with its message."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stowage as sw
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def make_model(nodes, inputs, output, initializers=(), opset=13):
+    """A model of `nodes`; inputs and output as (name, shape) of float32."""
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(output[0], TensorProto.FLOAT, output[1])],
+        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def reference(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def relative_error(got, want):
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
+
+
+_executables = {}
+
+
+def run(model, feeds, device, texture=False):
+    exe = sw.compile(sw.from_onnx(model, texture=texture))
+    vm = sw.VirtualMachine(exe, device=device)
+    inputs = [feeds[i.name] for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    return vm.invoke("main", *inputs).numpy(), vm
+
+
+def check(model, feeds, device, texture=False, tolerance=1e-4):
+    want = reference(model, feeds)
+    got, vm = run(model, feeds, device, texture)
+    assert got.shape == want.shape
+    assert relative_error(got, want) <= tolerance, relative_error(got, want)
+    return vm
+
+
+rng = np.random.default_rng(2026)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- convolution ------------------------------------------------------------
+
+CONV_CASES = [
+    # (N, C, H, W), (K, kh, kw), attributes
+    ((1, 3, 13, 11), (5, 3, 3), {}),
+    ((1, 3, 13, 11), (5, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 4, 12, 9), (6, 3, 3), {"strides": [2, 2], "pads": [1, 0, 2, 1]}),
+    ((1, 5, 17, 17), (7, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 6, 9, 10), (4, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((1, 8, 15, 15), (8, 3, 3), {"group": 8, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 4, 10, 10), (8, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),  # depthwise, multiplier 2
+    ((1, 17, 7, 9), (13, 1, 1), {}),
+    ((1, 16, 8, 8), (32, 1, 1), {"strides": [2, 2]}),
+    ((1, 3, 29, 31), (8, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    ((1, 3, 10, 10), (4, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ((1, 3, 10, 10), (4, 2, 2), {"auto_pad": "SAME_LOWER"}),
+]
+
+
+@pytest.mark.parametrize("shape,kernel,attrs", CONV_CASES)
+def test_conv(shape, kernel, attrs, device):
+    k, kh, kw = kernel
+    group = attrs.get("group", 1)
+    w = rand(k, shape[1] // group, kh, kw)
+    b = rand(k)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)
+    model = make_model([node], [("x", shape)], ("y", None), [("w", w), ("b", b)])
+    check(model, {"x": rand(*shape)}, device)
+
+
+def test_conv_bn_add_relu_is_one_kernel(device):
+    x_shape = (1, 8, 12, 12)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], epsilon=1e-5),
+        helper.make_node("Add", ["n", "x"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
+    inits = [("w", rand(8, 8, 3, 3)), ("s", rand(8) * 0.1 + 1), ("bb", rand(8)), ("m", rand(8)),
+             ("v", np.abs(rand(8)) + 0.5)]
+    model = make_model(nodes, [("x", x_shape)], ("y", None), inits)
+    vm = check(model, {"x": rand(*x_shape)}, device)
+    assert vm.profile()["kernel_launches"] == 1
+
+
+# ---- Gemm, MatMul ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_gemm(trans_b, device):
+    b = rand(10, 7) if trans_b else rand(7, 10)
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transB=trans_b, alpha=0.5, beta=2.0)
+    model = make_model([node], [("a", (3, 7))], ("y", None), [("b", b), ("c", rand(10))])
+    check(model, {"a": rand(3, 7)}, device)
+
+
+def test_matmul_broadcasts(device):
+    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    model = make_model([node], [("a", (2, 3, 5, 7))], ("y", None), [("b", rand(7, 4))])
+    check(model, {"a": rand(2, 3, 5, 7)}, device)
+
+
+# ---- elementwise -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 4, 5), (2, 3, 4, 5)), ((2, 3, 4, 5), (3, 1, 1)),
+                                             ((1, 3, 1, 5), (2, 1, 4, 1)), ((7,), (3, 7))])
+def test_binary(op, a_shape, b_shape, device):
+    node = helper.make_node(op, ["a", "b"], ["y"])
+    model = make_model([node], [("a", a_shape), ("b", b_shape)], ("y", None))
+    b = rand(*b_shape)
+    if op == "Div":
+        b = np.where(np.abs(b) < 0.1, 0.5, b).astype(np.float32)
+    check(model, {"a": rand(*a_shape), "b": b}, device)
+
+
+@pytest.mark.parametrize("op,attrs,inits", [
+    ("Relu", {}, []),
+    ("Clip", {}, [("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.7, np.float32))]),
+    ("Sigmoid", {}, []),
+    ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, []),
+    ("HardSwish", {}, []),
+])
+def test_unary(op, attrs, inits, device):
+    inputs = ["x"] + [name for name, _ in inits]
+    model = make_model([helper.make_node(op, inputs, ["y"], **attrs)], [("x", (2, 5, 7, 3))], ("y", None), inits,
+                       opset=14)
+    check(model, {"x": rand(2, 5, 7, 3) * 3}, device)
+
+
+def test_batch_normalization_alone(device):
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)
+    inits = [("s", rand(4)), ("b", rand(4)), ("m", rand(4)), ("v", np.abs(rand(4)) + 0.1)]
+    model = make_model([node], [("x", (2, 4, 5, 6))], ("y", None), inits)
+    check(model, {"x": rand(2, 4, 5, 6)}, device)
+
+
+# ---- pooling ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("MaxPool", {"kernel_shape": [2, 3], "strides": [1, 2], "pads": [0, 1, 1, 0]}),
+    ("MaxPool", {"kernel_shape": [2, 2], "dilations": [2, 2]}),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+    ("GlobalAveragePool", {}),
+])
+def test_pool(op, attrs, device):
+    model = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", (2, 3, 11, 13))], ("y", None))
+    check(model, {"x": rand(2, 3, 11, 13)}, device)
+
+
+# ---- shapes and data movement -----------------------------------------------------------
+
+
+def test_flatten_reshape_identity_dropout_are_views(device):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"], axis=1),
+        helper.make_node("Reshape", ["f", "shape"], ["s"]),
+        helper.make_node("Identity", ["s"], ["i"]),
+        helper.make_node("Dropout", ["i"], ["d"]),
+        helper.make_node("Relu", ["d"], ["y"]),
+    ]
+    model = make_model(nodes, [("x", (2, 3, 4, 5))], ("y", None), [("shape", np.array([6, -1, 5], np.int64))])
+    vm = check(model, {"x": rand(2, 3, 4, 5)}, device)
+    assert vm.profile()["kernel_launches"] == 2  # the views cost nothing
+
+
+@pytest.mark.parametrize("perm", [[0, 2, 3, 1], [3, 1, 0, 2]])
+def test_transpose(perm, device):
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=perm)], [("x", (2, 3, 4, 5))], ("y", None))
+    check(model, {"x": rand(2, 3, 4, 5)}, device)
+
+
+def test_concat_of_computed_inputs(device):
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w2"], ["b"]),
+        helper.make_node("Concat", ["a", "b"], ["y"], axis=1),
+    ]
+    model = make_model(nodes, [("x", (1, 3, 16, 16))], ("y", None),
+                       [("w1", rand(4, 3, 3, 3)), ("w2", rand(6, 3, 1, 1))])
+    check(model, {"x": rand(1, 3, 16, 16)}, device)
+
+
+def test_concat_with_a_parameter_copies(device):
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Concat", ["r", "x"], ["y"], axis=2)]
+    model = make_model(nodes, [("x", (2, 3, 4, 5))], ("y", None))
+    check(model, {"x": rand(2, 3, 4, 5)}, device)
+
+
+@pytest.mark.parametrize("axis,opset", [(-1, 13), (1, 13), (1, 11)])
+def test_softmax(axis, opset, device):
+    model = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], [("x", (2, 3, 4))], ("y", None),
+                       opset=opset)
+    check(model, {"x": rand(2, 3, 4) * 4}, device)
+
+
+def test_pad(device):
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode="constant")
+    inits = [("pads", np.array([0, 1, 2, 0, 0, 2, 1, 3], np.int64)), ("value", np.array(0.25, np.float32))]
+    model = make_model([node], [("x", (1, 2, 3, 4))], ("y", None), inits)
+    check(model, {"x": rand(1, 2, 3, 4)}, device)
+
+
+# ---- whole networks -----------------------------------------------------------------------
+
+
+def image(seed=7):
+    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype(np.float32)
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+@pytest.mark.parametrize("net", ["resnet18", "mobilenet_v2"])
+def test_networks_match_onnx_runtime(net, texture, device):
+    from stowage import models
+
+    model = getattr(models, net)()
+    check(model, {"input": image()}, device, texture=texture)
+
+
+@pytest.mark.slow
+def test_resnet50_matches_onnx_runtime(device):
+    from stowage import models
+
+    check(models.resnet50(), {"input": image()}, device)
+
+
+def test_the_command_writes_a_file_vm_run_runs(tmp_path, device):
+    """stowage-import, then vm-run with a bare .npy input (vm-run from STOWAGE_VM_RUN)."""
+    from stowage import models
+
+    vm_run = os.environ.get("STOWAGE_VM_RUN")
+    if not vm_run:
+        pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
+    onnx.save(models.resnet18(), tmp_path / "r18.onnx")
+    x = image(3)
+    np.save(tmp_path / "x.npy", x)
+    want = reference(onnx.load(tmp_path / "r18.onnx"), {"input": x})
+    for texture in (False, True):
+        out = tmp_path / ("t.stw" if texture else "b.stw")
+        cmd = [sys.executable, "-m", "stowage.frontend.cli", str(tmp_path / "r18.onnx"), "-o", str(out)]
+        subprocess.run(cmd + (["--texture"] if texture else []), check=True)
+        subprocess.run([vm_run, str(out), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"),
+                        "--device", device], check=True)
+        assert relative_error(np.load(tmp_path / "y.npy"), want) <= 1e-4
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+
+def refusal(model, cls=sw.UnsupportedError, **kwargs):
+    with pytest.raises(cls) as e:
+        sw.from_onnx(model, **kwargs)
+    return str(e.value)
+
+
+def test_unsupported_ops_and_attributes_name_the_node():
+    relu = helper.make_node("Relu", ["x"], ["r"], name="first")
+    model = make_model([relu, helper.make_node("Einsum", ["r"], ["y"], name="odd", equation="ii")],
+                       [("x", (3, 3))], ("y", None))
+    assert refusal(model) == "node 1 'odd' (Einsum): operator is not supported"
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    assert refusal(make_model([pool], [("x", (1, 1, 5, 5))], ("y", None))) == (
+        "node 0 'p' (MaxPool): ceil_mode=1 is not supported where it adds a window (here it would)"
+    )
+    reflect = helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")
+    model = make_model([reflect], [("x", (1, 1, 5, 5))], ("y", None), [("pads", np.zeros(8, np.int64))])
+    assert refusal(model) == "node 0 'pad' (Pad): mode=reflect is not supported (only constant)"
+    odd = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=1.0)
+    assert refusal(make_model([odd], [("x", (2,))], ("y", None))) == "node 0 'r' (Relu): attribute 'alpha' is not supported"
+    conv3d = helper.make_node("Conv", ["x", "w"], ["y"], name="c3")
+    model = make_model([conv3d], [("x", (1, 1, 4, 4, 4))], ("y", None), [("w", rand(1, 1, 2, 2, 2))])
+    assert refusal(model) == "node 0 'c3' (Conv): a 3D convolution: only 2D (NCHW) is supported"
+
+
+def test_opsets_outside_the_range_are_refused():
+    for opset in (10, 22):
+        model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", (2,))], ("y", None), opset=opset)
+        assert refusal(model) == f"the model uses opset {opset} of the default domain; supported: 11 to 21"
+
+
+def test_a_dynamic_shape_needs_shapes():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", ("batch", 4))], ("y", None))
+    assert refusal(model, sw.InvalidInputError) == (
+        "input 'x' has the dynamic shape ('batch', 4): give it with shapes={'x': (...)}"
+    )
+    module = sw.from_onnx(model, shapes={"x": (3, 4)})
+    assert "fn main(x: Tensor[(3, 4), float32])" in str(module)
+
+
+def test_files_that_are_not_onnx_models(tmp_path):
+    from stowage import models
+
+    good = models.resnet18().SerializeToString()
+    (tmp_path / "cut.onnx").write_bytes(good[: len(good) // 3])
+    (tmp_path / "text.onnx").write_text("hello, I am not a model\n")
+    for name in ("cut.onnx", "text.onnx"):
+        with pytest.raises(sw.InvalidInputError) as e:
+            sw.from_onnx(tmp_path / name)
+        assert str(e.value).startswith(f"{tmp_path / name}: not an ONNX model")
+    with pytest.raises(sw.FileError):
+        sw.from_onnx(tmp_path / "absent.onnx")
+
+
+def test_the_command_reports_errors_in_one_line(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07garbage")
+    proc = subprocess.run([sys.executable, "-m", "stowage.frontend.cli", str(tmp_path / "bad.onnx"), "-o",
+                           str(tmp_path / "o.stw")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("stowage-import: error: ")
