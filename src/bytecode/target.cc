@@ -1,5 +1,7 @@
 #include "stowage/bytecode/target.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -124,6 +126,7 @@ std::vector<std::string> TargetDesc::builtin_names() {
     std::string_view n = file.name;
     names.emplace_back(n.substr(0, n.size() - 5));
   }
+  std::sort(names.begin(), names.end());
   return names;
 }
 

@@ -1,5 +1,4 @@
 // Device choice, requirement checks, target descriptions and the program cache.
-#include <algorithm>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -100,9 +99,7 @@ TEST(TargetTest, TheGpuTargetAlignsSubBuffersForEveryCommonGpu) {
   EXPECT_EQ(target->name, "opencl-gpu");
   EXPECT_EQ(target->find_scope("global")->alignment, 512u);  // NVIDIA: 4096 bits
   EXPECT_EQ(target->find_scope("global.vtcm")->alignment, 512u);
-  std::vector<std::string> names = TargetDesc::builtin_names();
-  std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"opencl", "opencl-gpu"}));
+  EXPECT_EQ(TargetDesc::builtin_names(), (std::vector<std::string>{"opencl", "opencl-gpu"}));
 }
 
 TEST(TargetTest, BadDescriptionsGetOneClearError) {
@@ -118,7 +115,7 @@ TEST(TargetTest, BadDescriptionsGetOneClearError) {
   auto missing = TargetDesc::load("no-such-target");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message(),
-            "target 'no-such-target' is neither a shipped target (opencl) nor a readable file");
+            "target 'no-such-target' is neither a shipped target (opencl, opencl-gpu) nor a readable file");
 }
 
 TEST(ProgramCacheTest, ASecondContextLoadsTheBinaryFromDisk) {
