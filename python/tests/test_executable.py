@@ -37,7 +37,7 @@ def test_compile_text_and_target_errors(add_mul_module):
     assert sw.compile(str(add_mul_module)).module == add_mul_module
     with pytest.raises(sw.FileError) as e:
         sw.compile(add_mul_module, target="nope")
-    assert str(e.value) == "target 'nope' is neither a shipped target (opencl) nor a readable file"
+    assert str(e.value) == "target 'nope' is neither a shipped target (opencl, opencl-gpu) nor a readable file"
     with pytest.raises(sw.InvalidInputError) as e:
         sw.compile(42)
     assert str(e.value) == "compile: argument 'module': expected a Module or its text, got int"
