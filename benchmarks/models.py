@@ -1,0 +1,238 @@
+"""Whole networks in Stowage beside their peers, every figure measured in this run.
+
+For ResNet-18, ResNet-50 and MobileNetV2 (stowage.models: torchvision's architectures,
+seeded weights, batch 1, 1x3x224x224, fp32) it prints
+
+1. memory: the activations Stowage plans (their count, their bytes without reuse,
+   the lower bound: the most bytes alive at one moment in Stowage's order, and the
+   planned bytes in buffer and texture modes), beside PyTorch's activation peak
+   (CUDA's max_memory_allocated above the weights and the input, when torch and a
+   GPU are there) and TVM Relax's plan (from_onnx, then its GPU pipeline up to
+   StaticPlanBlockMemory: the sum of its alloc_storage sizes, when apache-tvm is
+   importable), and the ratios;
+2. latency (unless --memory-only): median and min time per inference of Stowage
+   (buffer and texture modes) on the chosen OpenCL device, kernel launches per
+   inference, and, when importable, PyTorch eager and CUDA-graph replay (TF32 off,
+   cuDNN benchmark mode) and ONNX Runtime, with the ratios to Stowage;
+3. import + compile time of each net.
+
+    python benchmarks/models.py [--nets resnet18,resnet50,mobilenet_v2] [--device D]
+        [--target opencl] [--runs 50] [--reps 7] [--memory-only]
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import stowage as sw
+from stowage import models
+
+NETS = ("resnet18", "resnet50", "mobilenet_v2")
+TORCHVISION = {"resnet18": "resnet18", "resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2"}
+
+
+def mb(nbytes):
+    return "-" if nbytes is None else f"{nbytes / 1e6:.2f}"
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+# ---- Stowage ---------------------------------------------------------------------
+
+
+def stowage_compile(model, texture, target):
+    start = time.perf_counter()
+    module = sw.from_onnx(model, texture=texture, target=target)
+    exe = sw.compile(module, target=target)
+    return exe, time.perf_counter() - start
+
+
+def activation_figures(exe):
+    """(tensors, naive bytes, lower bound, planned bytes) over the scopes holding activations."""
+    report = exe.memory_report
+    tensors = naive = bound = planned = 0
+    for figures in report.values():
+        tensors += figures.get("tensors") or 0
+        naive += figures["naive_bytes"] or 0
+        bound += figures["lower_bound"] or 0
+        planned += figures["planned_bytes"] or 0
+    return tensors, naive, bound, planned
+
+
+def time_runs(call, sync, runs, reps):
+    """Median and min seconds per call over `reps` repetitions of `runs` calls."""
+    call()
+    sync()
+    per_call = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(runs):
+            call()
+        sync()
+        per_call.append((time.perf_counter() - start) / runs)
+    return statistics.median(per_call), min(per_call)
+
+
+def stowage_latency(exe, x, device, runs, reps):
+    vm = sw.VirtualMachine(exe, device=device)
+    xd = vm.upload(x)
+    out = vm.invoke("main", xd)
+    vm.synchronize()
+    vm.reset_profile()
+    median, best = time_runs(lambda: vm.invoke("main", xd), vm.synchronize, runs, reps)
+    launches = vm.profile()["kernel_launches"] / ((reps * runs) + 1)
+    return median, best, launches, out.numpy()
+
+
+# ---- peers ---------------------------------------------------------------------------
+
+
+def torch_figures(net, x, runs, reps):
+    """(eager median, eager min, graph median, graph min, activation peak bytes), or None."""
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    model = getattr(torchvision.models, TORCHVISION[net])(weights=None).eval().cuda()
+    xt = torch.from_numpy(x).cuda()
+    with torch.no_grad():
+        model(xt)
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        model(xt)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        eager = time_runs(lambda: model(xt), torch.cuda.synchronize, runs, reps)
+        static_x = xt.clone()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                model(static_x)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            model(static_x)
+        replay = time_runs(graph.replay, torch.cuda.synchronize, runs, reps)
+    return eager[0], eager[1], replay[0], replay[1], peak
+
+
+def ort_latency(model, x, runs, reps):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return time_runs(lambda: session.run(None, {"input": x}), lambda: None, max(1, runs // 10), reps)
+
+
+def tvm_planned_bytes(model):
+    """The sum of TVM Relax's alloc_storage sizes after StaticPlanBlockMemory, or None."""
+    try:
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+    except ImportError:
+        return None
+    mod = from_onnx(model, keep_params_in_input=False)
+    target = tvm.target.Target("cuda")
+    from tvm.relax.backend.gpu_generic import pipeline
+
+    passes = [p for p in pipeline.library_dispatch_passes(target) + pipeline.legalize_passes(target)[:5]]
+    passes += pipeline.dataflow_lower_passes(target) + [relax.transform.StaticPlanBlockMemory()]
+    with target:
+        mod = tvm.transform.Sequential(passes)(mod)
+    sizes = []
+
+    @relax.expr_functor.visitor
+    class Storages(relax.PyExprVisitor):
+        def visit_call_(self, call):
+            if isinstance(call.op, tvm.ir.Op) and call.op.name == "relax.memory.alloc_storage":
+                sizes.append(int(call.args[0].values[0]))
+            super().visit_call_(call)
+
+    Storages().visit_expr(mod["main"])
+    return sum(sizes)
+
+
+# ---- the tables ----------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default=",".join(NETS))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--target", default="opencl")
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--memory-only", action="store_true")
+    args = parser.parse_args()
+    nets = [n for n in args.nets.split(",") if n]
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    rows = {}
+    for net in nets:
+        model = getattr(models, net)()
+        row = rows[net] = {}
+        exe_b, row["compile_s"] = stowage_compile(model, False, args.target)
+        exe_t, row["compile_texture_s"] = stowage_compile(model, True, args.target)
+        row["tensors"], row["naive"], row["bound"], row["planned"] = activation_figures(exe_b)
+        _, _, row["bound_texture"], row["planned_texture"] = activation_figures(exe_t)
+        row["tvm"] = tvm_planned_bytes(model)
+        if not args.memory_only:
+            row["stowage"] = stowage_latency(exe_b, x, args.device, args.runs, args.reps)
+            row["stowage_texture"] = stowage_latency(exe_t, x, args.device, args.runs, args.reps)
+            row["ort"] = ort_latency(model, x, args.runs, args.reps)
+        row["torch"] = torch_figures(net, x, args.runs, args.reps) if not args.memory_only else None
+        print(f"measured {net}", file=sys.stderr)
+
+    device = sw.devices()[0] if args.device is None else next(d for d in sw.devices() if d["spec"] == args.device)
+    print(f"# {' '.join(sys.argv)}")
+    print(f"# device: {device['name']} ({device['platform']}, driver {device['driver']}); target {args.target}\n")
+    print("| net | activations | sum, no reuse (MB) | lower bound (MB) | Stowage planned (MB) | planned / bound "
+          "| texture mode planned (MB) | TVM Relax planned (MB) | Stowage / TVM | PyTorch peak (MB) "
+          "| Stowage / PyTorch |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for net, r in rows.items():
+        peak = r["torch"][4] if r["torch"] else None
+        print(f"| {net} | {r['tensors']} | {mb(r['naive'])} | {mb(r['bound'])} | {mb(r['planned'])} | "
+              f"{ratio(r['planned'], r['bound'])} | {mb(r['planned_texture'])} | {mb(r['tvm'])} | "
+              f"{ratio(r['planned'], r['tvm'])} | {mb(peak)} | {ratio(r['planned'], peak)} |")
+    print()
+    print("| net | import + compile (s) | import + compile, texture (s) |")
+    print("| --- | ---: | ---: |")
+    for net, r in rows.items():
+        print(f"| {net} | {r['compile_s']:.2f} | {r['compile_texture_s']:.2f} |")
+    if args.memory_only:
+        return 0
+    print()
+    print("| net | Stowage median / min (ms) | launches | texture median / min (ms) | texture / buffer "
+          "| PyTorch eager median (ms) | eager / Stowage | CUDA graph median (ms) | Stowage / graph "
+          "| ONNX Runtime CPU median (ms) | ORT / Stowage |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for net, r in rows.items():
+        s, t = r["stowage"], r["stowage_texture"]
+        torch_row = r["torch"]
+        eager = torch_row[0] if torch_row else None
+        graph = torch_row[2] if torch_row else None
+        ort_median = r["ort"][0] if r["ort"] else None
+        ms = lambda v: "-" if v is None else f"{v * 1e3:.3f}"  # noqa: E731
+        print(f"| {net} | {ms(s[0])} / {ms(s[1])} | {s[2]:.0f} | {ms(t[0])} / {ms(t[1])} | {ratio(t[0], s[0])} | "
+              f"{ms(eager)} | {ratio(eager, s[0])} | {ms(graph)} | {ratio(s[0], graph)} | {ms(ort_median)} | "
+              f"{ratio(ort_median, s[0])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
