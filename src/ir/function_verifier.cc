@@ -10,27 +10,29 @@
 namespace stowage::ir::verify {
 namespace {
 
-// Which fields of a Binding an op reads (see the table in ir.h); the others must
+// Which fields of a Binding an op reads (its row in op_table.h); the others must
 // stay at their defaults so that the text form, which omits them, round-trips.
 struct OpForm {
-  size_t vars;
-  bool args, shape, offset, device, dtype, scope, callee, launch;
+  size_t vars = 0;
+  bool args, shape, offset, device, dtype, scope, table_scope, table_offsets, data_offsets, callee, launch;
 };
 
 OpForm form_of(Op op) {
-  switch (op) {
-    case Op::kAllocStorage: return {0, false, true, false, true, true, true, false, false};
-    case Op::kAllocTensor: return {1, false, true, true, false, true, false, false, false};
-    case Op::kKillObject: return {1, false, false, false, false, false, false, false, false};
-    case Op::kCopyTensor: return {2, false, false, false, false, false, false, false, false};
-    case Op::kCallKernel: return {0, true, false, false, false, false, false, true, true};
-    case Op::kEmpty: return {0, false, true, false, false, true, true, false, false};
-    case Op::kCall: return {0, true, false, false, false, false, false, true, false};
-    case Op::kAllocDiscontiguousTensor: return {2, false, true, false, false, true, false, false, false};
-    case Op::kEmptyDiscontiguous: return {0, false, true, false, false, true, true, false, false};
-    case Op::kView: return {1, false, true, true, false, true, false, false, false};
-  }
-  return {};
+  const OpInfo& info = op_info(op);
+  OpForm form{};
+  for (Operand o : info.operand_list()) form.vars += o == Operand::kVar ? 1 : 0;
+  form.args = info.has(Operand::kArgs);
+  form.shape = info.has(Operand::kShape) || info.has(Operand::kSize);
+  form.offset = info.has(Operand::kOffset);
+  form.device = info.has(Operand::kDeviceKw);
+  form.dtype = info.has(Operand::kDType) || info.has(Operand::kDTypeKw);
+  form.scope = info.has(Operand::kScopeKw) || info.has(Operand::kScopeOptKw);
+  form.table_scope = info.has(Operand::kTableScopeKw);
+  form.table_offsets = info.has(Operand::kTableOffsets);
+  form.data_offsets = info.has(Operand::kDataOffsets);
+  form.callee = info.has(Operand::kKernel) || info.has(Operand::kFunction);
+  form.launch = info.has(Operand::kGridKw);
+  return form;
 }
 
 bool is_tensor_or_storage(const Type& t) { return t.kind == Type::Kind::kTensor || t.kind == Type::Kind::kStorage; }
@@ -160,9 +162,9 @@ Problem FunctionVerifier::check_form(const Binding& b) {
   if (!form.callee && !b.callee.empty()) return unused("callee");
   if (!form.launch && !b.grid.empty()) return unused("grid");
   if (!form.launch && !b.local.empty()) return unused("local");
-  if (b.op != Op::kEmptyDiscontiguous && !b.table_scope.empty()) return unused("table_scope");
-  if (b.op != Op::kAllocDiscontiguousTensor && !b.table_offsets.empty()) return unused("table_offsets");
-  if (b.op != Op::kAllocDiscontiguousTensor && !b.data_offsets.empty()) return unused("data_offsets");
+  if (!form.table_scope && !b.table_scope.empty()) return unused("table_scope");
+  if (!form.table_offsets && !b.table_offsets.empty()) return unused("table_offsets");
+  if (!form.data_offsets && !b.data_offsets.empty()) return unused("data_offsets");
   return std::nullopt;
 }
 
@@ -313,16 +315,13 @@ Problem FunctionVerifier::check_call(const Binding& b) {
 }
 
 Type FunctionVerifier::result_type(const Binding& b) const {
-  switch (b.op) {
-    case Op::kAllocStorage: return Type::of(Type::Kind::kStorage);
-    case Op::kAllocTensor:
-    case Op::kAllocDiscontiguousTensor:
-    case Op::kEmptyDiscontiguous:
-    case Op::kView:
-    case Op::kEmpty: return Type::tensor(b.shape, b.dtype);
-    case Op::kCall: return module_.find_function(b.callee)->ret_type;
-    default: return Type::of(Type::Kind::kObject);
+  switch (op_info(b.op).result) {
+    case OpResult::kStorage: return Type::of(Type::Kind::kStorage);
+    case OpResult::kTensor: return Type::tensor(b.shape, b.dtype);
+    case OpResult::kCall: return module_.find_function(b.callee)->ret_type;
+    case OpResult::kNone: break;
   }
+  return Type::of(Type::Kind::kObject);
 }
 
 void FunctionVerifier::define_result(const Binding& b) {

@@ -4,32 +4,47 @@
 
 namespace stowage::ir {
 namespace {
-constexpr std::array<std::pair<Op, const char*>, 10> kOpNames = {{
-    {Op::kAllocStorage, "alloc_storage"},
-    {Op::kAllocTensor, "alloc_tensor"},
-    {Op::kKillObject, "kill_object"},
-    {Op::kCopyTensor, "copy_tensor"},
-    {Op::kCallKernel, "call_kernel"},
-    {Op::kEmpty, "empty"},
-    {Op::kCall, "call"},
-    {Op::kAllocDiscontiguousTensor, "alloc_discontiguous_tensor"},
-    {Op::kEmptyDiscontiguous, "empty_discontiguous"},
-    {Op::kView, "view"},
-}};
-}  // namespace
 
-const char* op_name(Op op) {
-  for (const auto& [o, name] : kOpNames) {
-    if (o == op) return name;
-  }
-  return "?";
+template <typename... O>
+constexpr OpInfo make_info(std::string_view name, OpResult result, O... operands) {
+  static_assert(sizeof...(operands) <= kMaxOpOperands);
+  return OpInfo{name, result, static_cast<uint8_t>(sizeof...(operands)), {operands...}};
 }
 
+using enum OpResult;
+using enum Operand;
+constexpr OpInfo kOps[] = {
+#define STOWAGE_IR_OP_INFO(name, text, result, ...) make_info(text, result, __VA_ARGS__),
+    STOWAGE_IR_OPS(STOWAGE_IR_OP_INFO)
+#undef STOWAGE_IR_OP_INFO
+};
+
+}  // namespace
+
+const OpInfo& op_info(Op op) { return kOps[static_cast<uint8_t>(op)]; }
+
+const char* op_name(Op op) { return op_info(op).name.data(); }
+
 std::optional<Op> parse_op(std::string_view name) {
-  for (const auto& [o, n] : kOpNames) {
-    if (name == n) return o;
+  for (size_t i = 0; i < std::size(kOps); ++i) {
+    if (kOps[i].name == name) return static_cast<Op>(i);
   }
   return std::nullopt;
+}
+
+bool is_keyword(Operand operand) { return !keyword_name(operand).empty(); }
+
+std::string_view keyword_name(Operand operand) {
+  switch (operand) {
+    case kDeviceKw: return "device";
+    case kDTypeKw: return "dtype";
+    case kScopeKw:
+    case kScopeOptKw: return "scope";
+    case kTableScopeKw: return "table_scope";
+    case kGridKw: return "grid";
+    case kLocalKw: return "local";
+    default: return "";
+  }
 }
 
 const Function* Module::find_function(std::string_view name) const {

@@ -358,13 +358,16 @@ class Parser {
     expect(TokenKind::kComma, fmt::format("',' between the operands of {}", op_name(b.op)));
   }
 
-  // `, key=value` pairs after the positional operands.
-  void parse_keywords(Binding& b, std::vector<std::string_view> allowed, std::vector<std::string_view> required) {
+  // `, key=value` pairs after the positional operands, for the keyword operands of the op.
+  void parse_keywords(Binding& b, const std::vector<Operand>& keywords) {
+    std::vector<std::string_view> allowed;
+    for (Operand k : keywords) allowed.push_back(keyword_name(k));
     std::vector<std::string_view> seen;
     while (at(TokenKind::kComma)) {
       advance();
       Token key = expect_ident(fmt::format("a keyword argument of {}", op_name(b.op)));
-      if (std::find(allowed.begin(), allowed.end(), key.text) == allowed.end()) {
+      auto found = std::find(allowed.begin(), allowed.end(), key.text);
+      if (found == allowed.end()) {
         fail(key.loc, fmt::format("unknown keyword argument {} of {} (it takes {})", text::quote_bytes(key.text),
                                   op_name(b.op), fmt::join(allowed, ", ")));
       }
@@ -373,100 +376,71 @@ class Parser {
       }
       seen.push_back(key.text);
       expect(TokenKind::kEquals, fmt::format("'=' after '{}'", key.text));
-      parse_keyword_value(b, key.text);
+      parse_keyword_value(b, keywords[static_cast<size_t>(found - allowed.begin())]);
     }
-    for (std::string_view key : required) {
-      if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
-        fail(tok_.loc, fmt::format("{} needs the keyword argument '{}'", op_name(b.op), key));
+    for (Operand k : keywords) {
+      bool required = k == Operand::kDeviceKw || k == Operand::kDTypeKw || k == Operand::kScopeKw ||
+                      k == Operand::kGridKw;
+      if (required && std::find(seen.begin(), seen.end(), keyword_name(k)) == seen.end()) {
+        fail(tok_.loc, fmt::format("{} needs the keyword argument '{}'", op_name(b.op), keyword_name(k)));
       }
     }
   }
 
-  void parse_keyword_value(Binding& b, std::string_view key) {
-    if (key == "device") {
-      b.device = expect_int("an integer device index");
-    } else if (key == "dtype") {
-      b.dtype = parse_dtype_word();
-    } else if (key == "scope") {
-      b.scope = expect(TokenKind::kString, "a quoted scope name").string_value;
-    } else if (key == "table_scope") {
-      b.table_scope = expect(TokenKind::kString, "a quoted scope name").string_value;
-    } else if (key == "grid") {
-      b.grid = parse_int_list("grid");
-    } else if (key == "local") {
-      b.local = parse_int_list("local size");
+  void parse_keyword_value(Binding& b, Operand keyword) {
+    switch (keyword) {
+      case Operand::kDeviceKw: b.device = expect_int("an integer device index"); return;
+      case Operand::kDTypeKw: b.dtype = parse_dtype_word(); return;
+      case Operand::kScopeKw:
+      case Operand::kScopeOptKw: b.scope = expect(TokenKind::kString, "a quoted scope name").string_value; return;
+      case Operand::kTableScopeKw:
+        b.table_scope = expect(TokenKind::kString, "a quoted scope name").string_value;
+        return;
+      case Operand::kGridKw: b.grid = parse_int_list("grid"); return;
+      case Operand::kLocalKw: b.local = parse_int_list("local size"); return;
+      default: return;
     }
   }
 
-  void parse_operands(Binding& b) {
-    switch (b.op) {
-      case Op::kAllocStorage:
-        b.shape = parse_int_list("storage size");
-        parse_keywords(b, {"device", "dtype", "scope"}, {"device", "dtype", "scope"});
-        return;
-      case Op::kAllocTensor:
-      case Op::kView:
-        parse_var_operand(b);
-        expect_operand_comma(b);
-        b.offset = expect_int("an integer offset");
-        expect_operand_comma(b);
-        b.shape = parse_int_list("shape");
-        expect_operand_comma(b);
-        b.dtype = parse_dtype_word();
-        return;
-      case Op::kKillObject:
-        parse_var_operand(b);
-        return;
-      case Op::kCopyTensor:
-        parse_var_operand(b);
-        expect_operand_comma(b);
-        parse_var_operand(b);
-        return;
-      case Op::kCallKernel:
-        b.callee = std::string(expect_ident("a kernel name").text);
-        expect_operand_comma(b);
-        b.args = parse_arg_list();
-        parse_keywords(b, {"grid", "local"}, {"grid"});
-        return;
-      case Op::kEmpty:
-        b.shape = parse_int_list("shape");
-        expect_operand_comma(b);
-        b.dtype = parse_dtype_word();
-        b.scope = "global";
-        parse_keywords(b, {"scope"}, {});
-        return;
-      case Op::kCall:
-        b.callee = std::string(expect_ident("a function name").text);
-        expect_operand_comma(b);
-        b.args = parse_arg_list();
-        return;
-      case Op::kAllocDiscontiguousTensor:
-        parse_var_operand(b);
-        expect_operand_comma(b);
+  void parse_positional(Binding& b, Operand operand) {
+    switch (operand) {
+      case Operand::kVar: parse_var_operand(b); return;
+      case Operand::kOffset: b.offset = expect_int("an integer offset"); return;
+      case Operand::kSize: b.shape = parse_int_list("storage size"); return;
+      case Operand::kShape: b.shape = parse_int_list("shape"); return;
+      case Operand::kDType: b.dtype = parse_dtype_word(); return;
+      case Operand::kKernel: b.callee = std::string(expect_ident("a kernel name").text); return;
+      case Operand::kFunction: b.callee = std::string(expect_ident("a function name").text); return;
+      case Operand::kArgs: b.args = parse_arg_list(); return;
+      case Operand::kTableOffsets:
         // Rank 2 has one table, written as an integer; rank N a list, breadth-first.
         if (at(TokenKind::kLBracket)) {
           b.table_offsets = parse_int_list("table offsets");
         } else {
           b.table_offsets = {expect_int("an integer table offset or a list of them")};
         }
-        expect_operand_comma(b);
-        parse_var_operand(b);
-        expect_operand_comma(b);
-        b.data_offsets = parse_int_list("data offsets");
-        expect_operand_comma(b);
-        b.shape = parse_int_list("shape");
-        expect_operand_comma(b);
-        b.dtype = parse_dtype_word();
         return;
-      case Op::kEmptyDiscontiguous:
-        b.shape = parse_int_list("shape");
-        expect_operand_comma(b);
-        b.dtype = parse_dtype_word();
-        b.scope = "global";
-        b.table_scope = "global";
-        parse_keywords(b, {"scope", "table_scope"}, {});
-        return;
+      case Operand::kDataOffsets: b.data_offsets = parse_int_list("data offsets"); return;
+      default: return;
     }
+  }
+
+  // The operands in the order of the op's row in op_table.h.
+  void parse_operands(Binding& b) {
+    std::vector<Operand> keywords;
+    bool first = true;
+    for (Operand operand : op_info(b.op).operand_list()) {
+      if (is_keyword(operand)) {
+        keywords.push_back(operand);
+        if (operand == Operand::kScopeOptKw) b.scope = "global";
+        if (operand == Operand::kTableScopeKw) b.table_scope = "global";
+        continue;
+      }
+      if (!first) expect_operand_comma(b);
+      first = false;
+      parse_positional(b, operand);
+    }
+    if (!keywords.empty()) parse_keywords(b, keywords);
   }
 
   Binding parse_binding() {

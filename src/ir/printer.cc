@@ -46,39 +46,47 @@ std::string print_args(const std::vector<Arg>& args) {
   return out + "]";
 }
 
-std::string print_operands(const Binding& b) {
-  std::string vars = fmt::format("{}", fmt::join(b.vars, ", "));
-  switch (b.op) {
-    case Op::kAllocStorage:
-      return fmt::format("{}, device={}, dtype={}, scope={}", print_shape_list(b.shape), b.device,
-                         dtype_name(b.dtype), quote(b.scope));
-    case Op::kAllocTensor:
-    case Op::kView:
-      return fmt::format("{}, {}, {}, {}", vars, b.offset, print_shape_list(b.shape), dtype_name(b.dtype));
-    case Op::kKillObject:
-    case Op::kCopyTensor:
-      return vars;
-    case Op::kCallKernel: {
-      std::string out = fmt::format("{}, {}, grid={}", b.callee, print_args(b.args), print_shape_list(b.grid));
-      if (!b.local.empty()) out += fmt::format(", local={}", print_shape_list(b.local));
-      return out;
-    }
-    case Op::kEmpty:
-      return fmt::format("{}, {}, scope={}", print_shape_list(b.shape), dtype_name(b.dtype), quote(b.scope));
-    case Op::kCall:
-      return fmt::format("{}, {}", b.callee, print_args(b.args));
-    case Op::kAllocDiscontiguousTensor: {
-      std::string tables = b.table_offsets.size() == 1 && b.shape.size() == 2 ? fmt::format("{}", b.table_offsets[0])
-                                                                                : print_shape_list(b.table_offsets);
-      return fmt::format("{}, {}, {}, {}, {}, {}", b.vars.empty() ? "" : b.vars[0], tables,
-                         b.vars.size() < 2 ? "" : b.vars[1], print_shape_list(b.data_offsets),
-                         print_shape_list(b.shape), dtype_name(b.dtype));
-    }
-    case Op::kEmptyDiscontiguous:
-      return fmt::format("{}, {}, scope={}, table_scope={}", print_shape_list(b.shape), dtype_name(b.dtype),
-                         quote(b.scope), quote(b.table_scope));
+std::string print_keyword(const Binding& b, Operand keyword) {
+  switch (keyword) {
+    case Operand::kDeviceKw: return fmt::format("device={}", b.device);
+    case Operand::kDTypeKw: return fmt::format("dtype={}", dtype_name(b.dtype));
+    case Operand::kScopeKw:
+    case Operand::kScopeOptKw: return fmt::format("scope={}", quote(b.scope));
+    case Operand::kTableScopeKw: return fmt::format("table_scope={}", quote(b.table_scope));
+    case Operand::kGridKw: return fmt::format("grid={}", print_shape_list(b.grid));
+    case Operand::kLocalKw: return b.local.empty() ? "" : fmt::format("local={}", print_shape_list(b.local));
+    default: return "";
   }
-  return vars;
+}
+
+// The operands in the order of the op's row in op_table.h.
+std::string print_operands(const Binding& b) {
+  std::string out;
+  size_t var = 0;
+  auto add = [&out](const std::string& part) {
+    if (part.empty()) return;
+    if (!out.empty()) out += ", ";
+    out += part;
+  };
+  for (Operand operand : op_info(b.op).operand_list()) {
+    switch (operand) {
+      case Operand::kVar: add(var < b.vars.size() ? b.vars[var] : ""); ++var; break;
+      case Operand::kOffset: add(fmt::format("{}", b.offset)); break;
+      case Operand::kSize:
+      case Operand::kShape: add(print_shape_list(b.shape)); break;
+      case Operand::kDType: add(std::string(dtype_name(b.dtype))); break;
+      case Operand::kKernel:
+      case Operand::kFunction: add(b.callee); break;
+      case Operand::kArgs: add(print_args(b.args)); break;
+      case Operand::kTableOffsets:
+        add(b.table_offsets.size() == 1 && b.shape.size() == 2 ? fmt::format("{}", b.table_offsets[0])
+                                                               : print_shape_list(b.table_offsets));
+        break;
+      case Operand::kDataOffsets: add(print_shape_list(b.data_offsets)); break;
+      default: add(print_keyword(b, operand)); break;
+    }
+  }
+  return out;
 }
 
 std::string print_unit(const KernelSourceUnit& unit) {

@@ -155,10 +155,7 @@ Status report_failure(const Function& fn, const verify::FunctionVerifier::Failur
 
 bool is_valid_variable_name(std::string_view name) { return !name_problem(name).has_value(); }
 
-bool op_produces_value(Op op) {
-  return op == Op::kAllocStorage || op == Op::kAllocTensor || op == Op::kEmpty || op == Op::kCall ||
-         op == Op::kAllocDiscontiguousTensor || op == Op::kEmptyDiscontiguous || op == Op::kView;
-}
+bool op_produces_value(Op op) { return op_info(op).result != OpResult::kNone; }
 
 Status verify_function(const Module& module, const Function& function, const TargetDesc& target,
                        std::string_view file_name) {

@@ -1,4 +1,5 @@
 // The IR text form: printing, parsing, round trips, locations and syntax errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -428,6 +429,29 @@ TEST(TextTest, TruncationsAndByteFlipsNeverCrash) {
       mutated[i] = c;
       expect_no_crash(mutated);
     }
+  }
+}
+
+}  // namespace
+}  // namespace stowage::ir
+
+namespace stowage::ir {
+namespace {
+
+// docs/ir.md's table of ops has a row for every op of op_table.h, in its order.
+TEST(OpTable, TheReferenceListsEveryOpInOrder) {
+  std::ifstream in(std::string(STOWAGE_SOURCE_DIR) + "/docs/ir.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  size_t last = 0;
+  for (size_t i = 0; i < kOpCount; ++i) {
+    const OpInfo& info = op_info(static_cast<Op>(i));
+    size_t at = doc.find(fmt::format("\n| {} | `", info.name));
+    ASSERT_NE(at, std::string::npos) << "no row for " << info.name;
+    EXPECT_GT(at, last) << info.name << " is out of order";
+    last = at;
+    EXPECT_EQ(parse_op(info.name), static_cast<Op>(i));
   }
 }
 

@@ -30,8 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "stowage/support/dtype.h"
 #include "stowage/bytecode/kernel_signature.h"
+#include "stowage/ir/op_table.h"
+#include "stowage/support/dtype.h"
 
 namespace stowage::ir {
 
@@ -67,19 +68,14 @@ struct Type {
   }
 };
 
+// The ops, in the order of their table (op_table.h).
 enum class Op : uint8_t {
-  kAllocStorage,
-  kAllocTensor,
-  kKillObject,
-  kCopyTensor,
-  kCallKernel,
-  kEmpty,
-  kCall,
-  kAllocDiscontiguousTensor,
-  kEmptyDiscontiguous,
-  kView,
+#define STOWAGE_IR_OP_ENUM(name, ...) name,
+  STOWAGE_IR_OPS(STOWAGE_IR_OP_ENUM)
+#undef STOWAGE_IR_OP_ENUM
 };
 
+const OpInfo& op_info(Op op);
 const char* op_name(Op op);
 std::optional<Op> parse_op(std::string_view name);
 
