@@ -30,6 +30,7 @@ struct Options {
   std::vector<std::string> outputs;
   std::string device;
   int repeat = 1;
+  int reps = 1;
   bool profile = false;
   bool info = false;
   bool list_devices = false;
@@ -201,13 +202,22 @@ int run(const Options& opt) {
   // Inputs go to the device once, however often the function runs.
   for (vm::Value& arg : args) arg = vm::Value::from((*machine)->upload(arg.as_tensor()));
   vm::Value result;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < opt.repeat; ++i) {
-    result = vm::Value();  // drop the last result so its storage is reused
-    result = (*machine)->invoke(opt.function, args);
+  // --reps R: R rounds of --repeat N invokes, each round timed to the device's end.
+  std::vector<double> per_invoke_us;
+  uint64_t launches_before = (*machine)->profile().kernel_launches;
+  std::chrono::duration<double, std::micro> took{};
+  for (int rep = 0; rep < opt.reps; ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < opt.repeat; ++i) {
+      result = vm::Value();  // drop the last result so its storage is reused
+      result = (*machine)->invoke(opt.function, args);
+    }
+    (*machine)->synchronize();
+    took = std::chrono::steady_clock::now() - start;
+    per_invoke_us.push_back(took.count() / opt.repeat);
   }
-  (*machine)->synchronize();
-  std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+  const double launches = static_cast<double>((*machine)->profile().kernel_launches - launches_before) /
+                          (static_cast<double>(opt.repeat) * opt.reps);
 
   if (result.kind == vm::Value::Kind::kTensor) {
     vm::Tensor out = result.as_tensor();
@@ -226,6 +236,15 @@ int run(const Options& opt) {
     fmt::print("{}: {} invocation{} in {:.1f} us ({:.2f} us each) on {}\n", f.name, opt.repeat,
                opt.repeat == 1 ? "" : "s", took.count(), took.count() / opt.repeat, (*machine)->device().summary());
   }
+  if (opt.reps > 1) {
+    std::vector<double> sorted = per_invoke_us;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted.size() % 2 == 1 ? sorted[sorted.size() / 2]
+                                           : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    fmt::print("timing: {} rounds of {} invocations: median {:.2f} us, min {:.2f} us per invocation; {:.1f} kernel "
+               "launches per invocation\n",
+               opt.reps, opt.repeat, median, sorted.front(), launches);
+  }
   if (opt.profile) print_profile((*machine)->profile(), opt.repeat);
   return 0;
 }
@@ -243,6 +262,8 @@ int main(int argc, char** argv) {
   app.add_option("--device,-d", opt.device,
                  "opencl:N, gpu, cpu or part of a device name (default: STOWAGE_DEVICE, else the first suitable)");
   app.add_option("--repeat,-r", opt.repeat, "invoke N times")->check(CLI::Range(1, 100000000));
+  app.add_option("--reps", opt.reps, "time R rounds of --repeat invocations; print their median and min")
+      ->check(CLI::Range(1, 1000000));
   app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
   app.add_flag("--info", opt.info, "print functions, kernels and requirements");
   app.add_flag("--list-devices", opt.list_devices, "print the OpenCL devices");
