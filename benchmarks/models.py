@@ -18,17 +18,32 @@ seeded weights, batch 1, 1x3x224x224, fp32) it prints
 
     python benchmarks/models.py [--nets resnet18,resnet50,mobilenet_v2] [--device D]
         [--target opencl] [--runs 50] [--reps 7] [--memory-only]
+
+On a machine where Stowage's compiler is not built (a GPU machine with the runtime
+alone), split the run: `--export DIR` compiles here and writes each net's .onnx and
+.stw files (buffer and texture) with the memory figures (Stowage's and TVM's, from
+that run) into DIR; `--from DIR --vm-run PATH` there times Stowage through
+`vm-run --reps` on those files beside PyTorch and ONNX Runtime (and measures
+PyTorch's activation peak) in one run, and prints both tables.
 """
 
+import json
+import os
+import subprocess
+
 import argparse
+import re
 import statistics
 import sys
 import time
 
 import numpy as np
 
-import stowage as sw
-from stowage import models
+try:  # the exported files are timed where only the runtime (vm-run) is built
+    import stowage as sw
+    from stowage import models
+except ImportError:
+    sw = models = None
 
 NETS = ("resnet18", "resnet50", "mobilenet_v2")
 TORCHVISION = {"resnet18": "resnet18", "resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2"}
@@ -129,12 +144,25 @@ def torch_figures(net, x, runs, reps):
     return eager[0], eager[1], replay[0], replay[1], peak
 
 
+def vm_run_latency(vm_run, stw, x_path, device, runs, reps):
+    """Median and min seconds per inference and launches per inference, from vm-run --reps."""
+    cmd = [vm_run, stw, "--input", x_path, "--repeat", str(runs), "--reps", str(reps)]
+    if device:
+        cmd += ["--device", device]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.search(r"median ([0-9.]+) us, min ([0-9.]+) us per invocation; ([0-9.]+) kernel launches", out)
+    if m is None:
+        raise RuntimeError(f"vm-run printed no timing: {out}")
+    return float(m.group(1)) * 1e-6, float(m.group(2)) * 1e-6, float(m.group(3))
+
+
 def ort_latency(model, x, runs, reps):
     try:
         import onnxruntime as ort
     except ImportError:
         return None
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    data = model if isinstance(model, (bytes, str)) else model.SerializeToString()
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     return time_runs(lambda: session.run(None, {"input": x}), lambda: None, max(1, runs // 10), reps)
 
 
@@ -170,17 +198,7 @@ def tvm_planned_bytes(model):
 # ---- the tables ----------------------------------------------------------------------
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nets", default=",".join(NETS))
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--target", default="opencl")
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--memory-only", action="store_true")
-    args = parser.parse_args()
-    nets = [n for n in args.nets.split(",") if n]
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+def measure_here(nets, args, x):
     rows = {}
     for net in nets:
         model = getattr(models, net)()
@@ -190,22 +208,57 @@ def main():
         row["tensors"], row["naive"], row["bound"], row["planned"] = activation_figures(exe_b)
         _, _, row["bound_texture"], row["planned_texture"] = activation_figures(exe_t)
         row["tvm"] = tvm_planned_bytes(model)
-        if not args.memory_only:
-            row["stowage"] = stowage_latency(exe_b, x, args.device, args.runs, args.reps)
-            row["stowage_texture"] = stowage_latency(exe_t, x, args.device, args.runs, args.reps)
+        if args.export:
+            os.makedirs(args.export, exist_ok=True)
+            with open(os.path.join(args.export, f"{net}.onnx"), "wb") as f:
+                f.write(model.SerializeToString())
+            exe_b.save(os.path.join(args.export, f"{net}.stw"))
+            exe_t.save(os.path.join(args.export, f"{net}.texture.stw"))
+        elif not args.memory_only:
+            row["stowage"] = stowage_latency(exe_b, x, args.device, args.runs, args.reps)[:3]
+            row["stowage_texture"] = stowage_latency(exe_t, x, args.device, args.runs, args.reps)[:3]
             row["ort"] = ort_latency(model, x, args.runs, args.reps)
-        row["torch"] = torch_figures(net, x, args.runs, args.reps) if not args.memory_only else None
+            row["torch"] = torch_figures(net, x, args.runs, args.reps)
         print(f"measured {net}", file=sys.stderr)
+    if args.export:
+        np.save(os.path.join(args.export, "input.npy"), x)
+        with open(os.path.join(args.export, "memory.json"), "w") as f:
+            json.dump({"target": args.target, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+    return rows
 
-    device = sw.devices()[0] if args.device is None else next(d for d in sw.devices() if d["spec"] == args.device)
+
+def measure_exported(nets, args, x):
+    with open(os.path.join(args.from_dir, "memory.json")) as f:
+        exported = json.load(f)
+    rows = {}
+    x_path = os.path.join(args.from_dir, "input.npy")
+    for net in nets:
+        row = rows[net] = dict(exported["rows"][net])
+        base = os.path.join(args.from_dir, net)
+        row["stowage"] = vm_run_latency(args.vm_run, base + ".stw", x_path, args.device, args.runs, args.reps)
+        row["stowage_texture"] = vm_run_latency(args.vm_run, base + ".texture.stw", x_path, args.device, args.runs,
+                                                args.reps)
+        with open(base + ".onnx", "rb") as f:
+            row["ort"] = ort_latency(f.read(), x, args.runs, args.reps)
+        row["torch"] = torch_figures(net, x, args.runs, args.reps)
+        print(f"measured {net}", file=sys.stderr)
+    print(f"# memory figures of Stowage and TVM Relax from: {exported['command']}")
+    return rows
+
+
+def print_tables(rows, args):
     print(f"# {' '.join(sys.argv)}")
-    print(f"# device: {device['name']} ({device['platform']}, driver {device['driver']}); target {args.target}\n")
+    if args.from_dir is None:
+        device = next((d for d in sw.devices() if args.device in (None, d["spec"])), None)
+        if device is not None:
+            print(f"# device: {device['name']} ({device['platform']}, driver {device['driver']})")
+    print(f"# target {args.target}\n")
     print("| net | activations | sum, no reuse (MB) | lower bound (MB) | Stowage planned (MB) | planned / bound "
           "| texture mode planned (MB) | TVM Relax planned (MB) | Stowage / TVM | PyTorch peak (MB) "
           "| Stowage / PyTorch |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for net, r in rows.items():
-        peak = r["torch"][4] if r["torch"] else None
+        peak = r["torch"][4] if r.get("torch") else None
         print(f"| {net} | {r['tensors']} | {mb(r['naive'])} | {mb(r['bound'])} | {mb(r['planned'])} | "
               f"{ratio(r['planned'], r['bound'])} | {mb(r['planned_texture'])} | {mb(r['tvm'])} | "
               f"{ratio(r['planned'], r['tvm'])} | {mb(peak)} | {ratio(r['planned'], peak)} |")
@@ -214,23 +267,41 @@ def main():
     print("| --- | ---: | ---: |")
     for net, r in rows.items():
         print(f"| {net} | {r['compile_s']:.2f} | {r['compile_texture_s']:.2f} |")
-    if args.memory_only:
-        return 0
+    if all("stowage" not in r for r in rows.values()):
+        return
     print()
     print("| net | Stowage median / min (ms) | launches | texture median / min (ms) | texture / buffer "
           "| PyTorch eager median (ms) | eager / Stowage | CUDA graph median (ms) | Stowage / graph "
           "| ONNX Runtime CPU median (ms) | ORT / Stowage |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    ms = lambda v: "-" if v is None else f"{v * 1e3:.3f}"  # noqa: E731
     for net, r in rows.items():
         s, t = r["stowage"], r["stowage_texture"]
-        torch_row = r["torch"]
+        torch_row = r.get("torch")
         eager = torch_row[0] if torch_row else None
         graph = torch_row[2] if torch_row else None
-        ort_median = r["ort"][0] if r["ort"] else None
-        ms = lambda v: "-" if v is None else f"{v * 1e3:.3f}"  # noqa: E731
+        ort_median = r["ort"][0] if r.get("ort") else None
         print(f"| {net} | {ms(s[0])} / {ms(s[1])} | {s[2]:.0f} | {ms(t[0])} / {ms(t[1])} | {ratio(t[0], s[0])} | "
               f"{ms(eager)} | {ratio(eager, s[0])} | {ms(graph)} | {ratio(s[0], graph)} | {ms(ort_median)} | "
               f"{ratio(ort_median, s[0])} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default=",".join(NETS))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--target", default="opencl")
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--memory-only", action="store_true")
+    parser.add_argument("--export", metavar="DIR", help="write the nets' files and memory figures for --from")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR", help="time the files --export wrote")
+    parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
+    args = parser.parse_args()
+    nets = [n for n in args.nets.split(",") if n]
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    rows = measure_exported(nets, args, x) if args.from_dir else measure_here(nets, args, x)
+    print_tables(rows, args)
     return 0
 
 
