@@ -105,11 +105,11 @@ class Case:
     parameters, ``emit(ops, *params)`` returns the result Var, ``reference`` the
     float64 expectation."""
 
-    def __init__(self, name, inputs, emit, reference, check=None):
-        self.name, self.inputs, self.emit, self.reference, self.check = name, inputs, emit, reference, check
+    def __init__(self, name, inputs, emit, reference, tuning=None):
+        self.name, self.inputs, self.emit, self.reference, self.tuning = name, inputs, emit, reference, tuning
 
 
-def conv_case(name, rng, x_shape, w_shape, bias=True, residual=False, in_place=False, **kw):
+def conv_case(name, rng, x_shape, w_shape, bias=True, residual=False, in_place=False, tuning=None, **kw):
     x = rand(rng, *x_shape)
     w = rand(rng, *w_shape, low=-0.5, high=0.5)
     b = rand(rng, w_shape[0]) if bias else None
@@ -123,7 +123,7 @@ def conv_case(name, rng, x_shape, w_shape, bias=True, residual=False, in_place=F
         return ops.conv2d(xv, w, b, residual=rv, in_place=in_place, **kw)
 
     res_used = np.maximum(res, 0) if in_place else res
-    return Case(name, inputs, emit, lambda: conv_ref(x, w, b, residual=res_used, **kw))
+    return Case(name, inputs, emit, lambda: conv_ref(x, w, b, residual=res_used, **kw), tuning)
 
 
 def conv_cases(rng):
@@ -152,9 +152,21 @@ def conv_cases(rng):
         conv_case("conv3x3_inplace_residual_relu", rng, (1, 5, 13, 11), (5, 5, 3, 3), pads=(1, 1, 1, 1),
                   residual=True, in_place=True, activation=("relu",)),
         conv_case("conv1x1_inplace_residual", rng, (1, 17, 13, 11), (6, 17, 1, 1), residual=True, in_place=True),
-        conv_case("conv3x3_k70_across_tiles", rng, (1, 32, 16, 16), (70, 32, 3, 3), pads=(1, 1, 1, 1)),
-        conv_case("conv3x3_64x64_large_tiles", rng, (1, 8, 64, 64), (64, 8, 3, 3), pads=(1, 1, 1, 1),
+        conv_case("conv3x3_k70_across_tiles_split2", rng, (1, 32, 16, 16), (70, 32, 3, 3), pads=(1, 1, 1, 1)),
+        conv_case("conv3x3_64x64_many_tiles", rng, (1, 8, 64, 64), (64, 8, 3, 3), pads=(1, 1, 1, 1),
                   activation=("relu",)),
+        conv_case("conv3x3_split_k_residual_b2", rng, (2, 67, 7, 5), (9, 67, 3, 3), pads=(1, 1, 1, 1), residual=True,
+                  activation=("hardswish",)),
+        conv_case("conv3x3_split_k_in_place_grouped", rng, (1, 130, 5, 6), (10, 65, 3, 3), group=2, pads=(1, 2, 0, 1),
+                  residual=True, in_place=True, activation=("relu",)),
+        conv_case("conv1x1_split_k", rng, (1, 300, 5, 5), (7, 300, 1, 1), activation=("sigmoid",)),
+        conv_case("conv_tiles_32x32_k8", rng, (2, 17, 13, 11), (40, 17, 3, 3), pads=(1, 1, 1, 1),
+                  tuning={"conv": {"CONV_TILE_M": 32, "CONV_TILE_N": 32, "CONV_TILE_K": 8, "CONV_WPT_M": 4,
+                                   "CONV_WPT_N": 4}}),
+        conv_case("conv_tiles_32x128_split", rng, (1, 40, 13, 11), (33, 40, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                  tuning={"conv": {"CONV_TILE_M": 32, "CONV_TILE_N": 128}}),
+        conv_case("conv1x1_gemm_tiles_32x64", rng, (1, 17, 13, 11), (40, 17, 1, 1), activation=("relu",),
+                  tuning={"gemm": {"GEMM_TILE_M": 32, "GEMM_WPT_M": 4}}),
     ]
 
 
@@ -342,8 +354,8 @@ def texture_cases(rng):
     converted at the edges; each ends in ops.output (an NCHW buffer)."""
     cases = []
 
-    def add(name, inputs, emit, ref):
-        cases.append(Case(name, inputs, lambda ops, *xs: ops.output(emit(ops, *xs)), ref))
+    def add(name, inputs, emit, ref, tuning=None):
+        cases.append(Case(name, inputs, lambda ops, *xs: ops.output(emit(ops, *xs)), ref, tuning))
 
     for name, x_shape, w_shape, kw in [
         ("tex_conv3x3_p1_odd_channels", (1, 3, 13, 11), (5, 3, 3, 3), dict(pads=(1, 1, 1, 1))),
@@ -365,6 +377,11 @@ def texture_cases(rng):
         b = rand(rng, w_shape[0])
         add(name, [x], lambda ops, xv, w=w, b=b, kw=kw: ops.conv2d(xv, w, b, **kw),
             lambda x=x, w=w, b=b, kw=kw: conv_ref(x, w, b, **kw))
+
+    x_t, w_t = rand(rng, 2, 17, 9, 7), rand(rng, 6, 17, 3, 3, low=-0.5, high=0.5)
+    add("tex_conv_px2_ob4_slices", [x_t], lambda ops, xv: ops.conv2d(xv, w_t, None, pads=(1, 0, 1, 2), strides=(1, 2)),
+        lambda: conv_ref(x_t, w_t, None, pads=(1, 0, 1, 2), strides=(1, 2)),
+        tuning={"conv_texture": {"TCONV_PX": 2, "TCONV_OB": 4}})
 
     # A residual block: conv-relu, conv + residual + relu, max pool, global average pool.
     x = rand(rng, 1, 6, 13, 11)
@@ -469,7 +486,7 @@ def build_module(cases, texture):
         try:
             with bb.function(f"case{i}") as f:
                 params = [f.param(f"x{j}", x.shape, "float32") for j, x in enumerate(case.inputs)]
-                ops = OpBuilder(bb, f, texture=texture)
+                ops = OpBuilder(bb, f, texture=texture, tuning=case.tuning)
                 y = case.emit(ops, *params)
                 f.ret(ops.output(y))
         except sw.StowageError as e:

@@ -13,15 +13,20 @@ EPI_BIAS = 1
 EPI_RESIDUAL = 2
 
 # Defaults of the tiling constants (conv.cl, gemm.cl, conv_texture.cl).
-CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 4, "CONV_WPT_N": 4,
+CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
-GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 4, "GEMM_WPT_N": 4}
+GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
-# The implicit-GEMM convolution takes 32x32 tiles when 64x64 ones would give
-# fewer work-groups than this (late layers of a network at batch 1): more
-# work-groups keep more compute units busy.
-SMALL_TILE_GROUPS = 64
-SMALL_CONV_TILES = {"CONV_TILE_M": 32, "CONV_TILE_N": 32}
+# Split-K of the implicit-GEMM convolution: a layer whose output tiles give fewer
+# work-groups than SPLIT_K_GROUPS (a GPU's compute units, about) cuts its
+# reduction into parts of at least SPLIT_K_MIN_STEPS steps of CONV_TILE_K, so that
+# tiles x parts approaches SPLIT_K_GROUPS. 1x1 convolutions that split take the
+# implicit-GEMM kernel instead of stowage_gemm.
+SPLIT_K_GROUPS = 128
+SPLIT_K_MIN_STEPS = 8
+# The texture convolution doubles its input-channel slices (at most 8, at most the
+# input blocks of a group) while its launch has fewer work-items than this.
+TEXTURE_SLICE_ITEMS = 65536
 
 
 def _setting(unit, defaults, name):
@@ -30,8 +35,31 @@ def _setting(unit, defaults, name):
 
 def _tiling(unit, defaults, prefix):
     """(tile rows, tile columns, work-group) of a tiled GEMM-like kernel."""
-    tm, tn = _setting(unit, defaults, prefix + "TILE_M"), _setting(unit, defaults, prefix + "TILE_N")
-    return tm, tn, (tn // _setting(unit, defaults, prefix + "WPT_N"), tm // _setting(unit, defaults, prefix + "WPT_M"), 1)
+    def get(name):
+        return _setting(unit, defaults, prefix + name)
+
+    return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
+
+
+def _k_split(tiles, k_total, tile_k):
+    """How many parts the convolution's reduction is cut into (1: none)."""
+    steps = shapes.ceil_div(k_total, tile_k)
+    want = min(shapes.ceil_div(SPLIT_K_GROUPS, tiles), steps // SPLIT_K_MIN_STEPS)
+    if tiles >= SPLIT_K_GROUPS or want < 2:
+        return 1
+    return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
+
+
+def _texture_conv_launch(d0, d1, blocks, input_blocks, max_group):
+    """(grid, local) of stowage_conv2d_image: [d0, d1] work-items per output block
+    step, blocks steps, and slices over the input blocks in local[2]."""
+    slices = 1
+    while slices < 8 and slices * 2 <= input_blocks and d0 * d1 * blocks * slices < TEXTURE_SLICE_ITEMS:
+        slices *= 2
+    slices = min(slices, max_group)
+    l0 = min(shapes.pow2_at_least(d0), 16, max_group // slices)
+    l1 = min(shapes.pow2_at_least(d1), max(max_group // (l0 * slices), 1))
+    return (shapes.round_up(d0, l0), shapes.round_up(d1, l1), blocks * slices), (l0, l1, slices)
 
 
 def _weight_array(op, weight, rank):
@@ -135,7 +163,8 @@ class MatrixOps(Core):
             wp[:k, :cg] = w
             w_img = self._const(wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
             ob = _setting(unit, TCONV_DEFAULTS, "TCONV_OB")
-            grid, local = shapes.launch_3d(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), limit=64)
+            grid, local = _texture_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
+                                               cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128))
             self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
                          p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
                          grid=grid, local=local)
@@ -175,25 +204,29 @@ class MatrixOps(Core):
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
         w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
-        if pointwise:
+        unit = self._unit("conv")
+        tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
+        tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
+        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"))
+        if pointwise and k_split == 1:
             hw = h * wd
             self._gemm_launch(w_t, x_buf, bias_var, res_var, dst, m=kg, n=hw, k=cg, sam=1, sak=kg, sbk=hw, sbn=1,
                               sbias=(1, 0), levels=[(n, 0, c * hw, k * hw, 0), (group, kg * cg, cg * hw, kg * hw, kg)],
                               alpha=1.0, flags=flags, act=act)
             return dst
-        unit = self._unit("conv", self._conv_tiles(kg, n * p * q, group))
-        tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
-        grid = (shapes.ceil_div(n * p * q, tn) * local[0], shapes.ceil_div(kg, tm) * local[1], group)
-        self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, n, c, h, wd, k, p, q,
-                     r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
+        grid = (tiles[0] * local[0], tiles[1] * local[1], group * k_split)
+        geometry = (n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group)
+        if k_split == 1:
+            self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, *geometry, 1, flags,
+                         *act, grid=grid, local=local)
+            return dst
+        partial = self._new_buffer((k_split, k, n * p * q))
+        self._launch(unit, "stowage_conv2d", x_buf, w_t, w_t, w_t, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
                      grid=grid, local=local)
+        sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
+        self._launch(unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
+                     n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
-
-    def _conv_tiles(self, m, n, group):
-        if "conv" in self.tuning:
-            return {}
-        groups_big = shapes.ceil_div(m, 64) * shapes.ceil_div(n, 64) * group
-        return SMALL_CONV_TILES if groups_big < SMALL_TILE_GROUPS else {}
 
     # ---- GEMM -------------------------------------------------------------------
 

@@ -29,10 +29,10 @@
 #define GEMM_TILE_K 16
 #endif
 #ifndef GEMM_WPT_M
-#define GEMM_WPT_M 4
+#define GEMM_WPT_M 8
 #endif
 #ifndef GEMM_WPT_N
-#define GEMM_WPT_N 4
+#define GEMM_WPT_N 8
 #endif
 
 #define GEMM_THREADS_M (GEMM_TILE_M / GEMM_WPT_M)
