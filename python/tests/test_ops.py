@@ -8,7 +8,7 @@ values that cancel to near zero (a float32 sum of K terms carries an absolute
 error of about K eps max|term|, which no relative bound can hold at zero).
 """
 
-import math
+import os
 
 import numpy as np
 import pytest
@@ -126,6 +126,22 @@ def conv_case(name, rng, x_shape, w_shape, bias=True, residual=False, in_place=F
     return Case(name, inputs, emit, lambda: conv_ref(x, w, b, residual=res_used, **kw), tuning)
 
 
+def conv_self_residual_case(rng):
+    """in_place=True with the convolution's own input as the residual: writing it
+    in place would race with the reads, so the result goes to a new tensor."""
+    x = rand(rng, 1, 6, 9, 7)
+    w = rand(rng, 6, 6, 3, 3, low=-0.5, high=0.5)
+
+    def emit(ops, xv):
+        h = ops.unary("relu", xv)
+        y = ops.conv2d(h, w, None, pads=(1, 1, 1, 1), residual=h, in_place=True)
+        assert y.name != h.name
+        return y
+
+    h = np.maximum(x, 0)
+    return Case("conv_in_place_own_input", [x], emit, lambda: conv_ref(h, w, pads=(1, 1, 1, 1), residual=h))
+
+
 def conv_cases(rng):
     return [
         conv_case("conv3x3_s1_p1_odd", rng, (1, 3, 13, 11), (5, 3, 3, 3), pads=(1, 1, 1, 1)),
@@ -152,6 +168,7 @@ def conv_cases(rng):
         conv_case("conv3x3_inplace_residual_relu", rng, (1, 5, 13, 11), (5, 5, 3, 3), pads=(1, 1, 1, 1),
                   residual=True, in_place=True, activation=("relu",)),
         conv_case("conv1x1_inplace_residual", rng, (1, 17, 13, 11), (6, 17, 1, 1), residual=True, in_place=True),
+        conv_self_residual_case(rng),
         conv_case("conv3x3_k70_across_tiles_split2", rng, (1, 32, 16, 16), (70, 32, 3, 3), pads=(1, 1, 1, 1)),
         conv_case("conv3x3_64x64_many_tiles", rng, (1, 8, 64, 64), (64, 8, 3, 3), pads=(1, 1, 1, 1),
                   activation=("relu",)),
@@ -544,3 +561,62 @@ def test_buffer_op(buffer_suite, name):
 def test_texture_op(texture_suite, name):
     y, ref = texture_suite.run(name)
     assert_close(y, ref)
+
+
+# ---- bad input ------------------------------------------------------------------------
+
+
+def _ops():
+    bb = sw.Builder()
+    f = bb.function("main")
+    return OpBuilder(bb, f), f
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 2, 3, 3), np.float32)),
+     "conv2d: weight [4, 2, 3, 3] does not fit input [1, 3, 8, 8] with group=1"),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), np.zeros(5, np.float32)),
+     "conv2d: argument 'bias': expected shape [4], got [5]"),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 9, 9), np.float32)),
+     "conv2d: the window (9x9, dilations [1, 1]) does not fit the padded input 8x8"),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), activation=("gelu",)),
+     "conv2d: argument 'activation': expected None or a tuple starting with one of relu"),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), in_place=True),
+     "conv2d: in_place=True needs a residual and no 'out'"),
+    (lambda ops, x: ops.binary("pow", x, x), "binary: unknown op 'pow'"),
+    (lambda ops, x: ops.binary("add", x, np.zeros((2, 8), np.float32)),
+     "binary: shapes [1, 3, 8, 8] and [1, 1, 2, 8] do not broadcast"),
+    (lambda ops, x: ops.unary("clip", x, lo=0), "unary: 'clip' takes no attribute lo (it takes min, max)"),
+    (lambda ops, x: ops.max_pool(x, (3, 3), strides=(1, 1), pads=(1, 1, 1)),
+     "max_pool: argument 'pads': expected 4 values >= 0 (top, left, bottom, right), got [1, 1, 1]"),
+    (lambda ops, x: ops.reshape(x, (5, -1)), "reshape: cannot reshape [1, 3, 8, 8] into [5, -1]"),
+    (lambda ops, x: ops.transpose(x, (0, 1, 1, 2)), "transpose: perm [0, 1, 1, 2] is not a permutation"),
+    (lambda ops, x: ops.softmax(x, 4), "softmax: axis 4 is outside [-4, 4)"),
+    (lambda ops, x: ops.concat([x, np.zeros((1, 3, 8, 7), np.float32)], 1),
+     "concat: input 1 has shape [1, 3, 8, 7], input 0 [1, 3, 8, 8]: only dimension 1 may differ"),
+    (lambda ops, x: ops.gemm(x, np.zeros((3, 3), np.float32)), "gemm: a and b must be 2-D"),
+    (lambda ops, x: ops.matmul(x, np.zeros((7, 2), np.float32)), "matmul: inner extents differ"),
+    (lambda ops, x: ops.pad(x, (0, 0, 1, 1)), "pad: argument 'pads': expected 8 values"),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), out=ops.function.empty((1, 4, 8, 8), "float32")),
+     "conv2d: argument 'out': shape [1, 4, 8, 8], the result's is [1, 4, 6, 6]"),
+])
+def test_bad_input_is_refused_with_the_op_and_the_reason(call, message):
+    ops, f = _ops()
+    x = f.param("x", (1, 3, 8, 8), "float32")
+    with pytest.raises(sw.InvalidInputError) as err:
+        call(ops, x)
+    assert message in str(err.value)
+
+
+def test_int_tensors_are_refused():
+    ops, f = _ops()
+    x = f.param("x", (4,), "int32")
+    with pytest.raises(sw.InvalidInputError, match="unary: argument 'x': 'x' is int32; the operators take float32"):
+        ops.unary("relu", x)
+
+
+def test_every_family_ships_a_kernel_file():
+    from stowage.ops import FAMILIES, kernel_dir
+
+    missing = [f for f in FAMILIES if not os.path.isfile(os.path.join(kernel_dir(), f + ".cl"))]
+    assert not missing, f"no .cl file in {kernel_dir()} for {missing}"
