@@ -107,7 +107,8 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
   }
 
   // Several slices: each writes its partial sums to local memory, then slice s adds
-  // up every slice's values of the outputs j = s, s + slices, ... in a fixed order.
+  // up every slice's values of the outputs j = o * TCONV_PX + i = s, s + slices, ...
+  // in a fixed order.
   if (slices > 1) {
 #pragma unroll
     for (int o = 0; o < TCONV_OB; ++o)
@@ -116,16 +117,20 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (!active) return;
-  for (int j = slice; j < TCONV_OB * TCONV_PX; j += slices) {
-    const int o = j / TCONV_PX, i = j - o * TCONV_PX;
-    const int ob = ob0 + o, q = q0 + i;
-    if (ob >= ob_end || q >= Q) continue;
-    float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
-    for (int sl = 1; sl < slices; ++sl) v += partial[(sl * TCONV_OB * TCONV_PX + j) * items + t];
-    if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
-    const int row = (img * K4 + ob) * P + p;
-    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-    write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+    // Unrolled, so that acc is indexed by constants and stays in registers.
+#pragma unroll
+  for (int o = 0; o < TCONV_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) {
+      const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
+      if (j % slices != slice || ob >= ob_end || q >= Q) continue;
+      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
+      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * TCONV_OB * TCONV_PX + j) * items + t];
+      if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
+      const int row = (img * K4 + ob) * P + p;
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+    }
   }
 }
 
