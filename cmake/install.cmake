@@ -1,5 +1,8 @@
 include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/stowage DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The operator library's OpenCL C kernels (their shared headers are in include/stowage/opencl).
+file(GLOB STOWAGE_OPERATOR_KERNELS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/kernels/*.cl)
+install(FILES ${STOWAGE_OPERATOR_KERNELS} DESTINATION ${CMAKE_INSTALL_DATADIR}/stowage/kernels)
 set(STOWAGE_INSTALLED_LIBRARIES stowage_support stowage_bytecode)
 if(TARGET stowage_runtime)
   list(APPEND STOWAGE_INSTALLED_LIBRARIES stowage_runtime)

@@ -1,0 +1,60 @@
+/* The fused epilogue of Stowage's operator kernels, and the naming of their
+ * specialisations (docs/operators.md).
+ *
+ * A kernel that ends in an epilogue takes `int flags, int act, float act_a,
+ * float act_b` and computes, per output value v (the accumulator):
+ *   v += bias            when flags & STOWAGE_EPI_BIAS      (one value per output channel)
+ *   v += residual        when flags & STOWAGE_EPI_RESIDUAL  (a tensor of the output's shape)
+ *   v  = activation(v)   act: STOWAGE_ACT_NONE, _RELU, _CLIP (min a, max b),
+ *                        _HARDSWISH (v * clamp(a v + b, 0, 1)), _SIGMOID,
+ *                        _HARDSIGMOID (clamp(a v + b, 0, 1))
+ * The activation is a runtime argument, so one program serves every epilogue;
+ * a unit compiled with `#define STOWAGE_FIXED_ACT <code>` in front ignores the
+ * argument and keeps only that activation's code.
+ *
+ * A unit specialised by other `#define`s in front of the source gets kernel
+ * names of its own (the Python layer renames its kernels, e.g. stowage_conv2d to
+ * stowage_conv2d_m32_n32), so that it can share a module with the default unit.
+ */
+#ifndef STOWAGE_EPILOGUE_CL_H
+#define STOWAGE_EPILOGUE_CL_H
+
+#define STOWAGE_EPI_BIAS 1
+#define STOWAGE_EPI_RESIDUAL 2
+
+#define STOWAGE_ACT_NONE 0
+#define STOWAGE_ACT_RELU 1
+#define STOWAGE_ACT_CLIP 2
+#define STOWAGE_ACT_HARDSWISH 3
+#define STOWAGE_ACT_SIGMOID 4
+#define STOWAGE_ACT_HARDSIGMOID 5
+
+#ifdef STOWAGE_FIXED_ACT
+#define STOWAGE_ACT_CODE(act) (STOWAGE_FIXED_ACT)
+#else
+#define STOWAGE_ACT_CODE(act) (act)
+#endif
+
+inline float stowage_activate(float v, int act, float a, float b) {
+  switch (STOWAGE_ACT_CODE(act)) {
+    case STOWAGE_ACT_RELU: return fmax(v, 0.0f);
+    case STOWAGE_ACT_CLIP: return fmin(fmax(v, a), b);
+    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma(a, v, b), 0.0f, 1.0f);
+    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
+    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma(a, v, b), 0.0f, 1.0f);
+    default: return v;
+  }
+}
+
+inline float4 stowage_activate4(float4 v, int act, float a, float b) {
+  switch (STOWAGE_ACT_CODE(act)) {
+    case STOWAGE_ACT_RELU: return fmax(v, (float4)(0.0f));
+    case STOWAGE_ACT_CLIP: return fmin(fmax(v, (float4)(a)), (float4)(b));
+    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
+    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
+    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
+    default: return v;
+  }
+}
+
+#endif

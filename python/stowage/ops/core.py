@@ -1,0 +1,235 @@
+"""The state every op of :class:`stowage.ops.OpBuilder` shares: the builder and
+function it emits into, kernel units, each value's logical shape and layout
+(NCHW buffer, or NCHW4c image in texture mode), and the conversions between
+layouts."""
+
+import math
+import numbers
+
+import numpy as np
+
+from ..builder import Var
+from ..errors import InvalidInputError
+from . import shapes, units
+
+TEXTURE_SCOPE = "global.texture"
+WEIGHT_TEXTURE_SCOPE = "global.texture-weight"
+BUFFER_ALIGNMENT = 128  # bytes, the "global" scope of the shipped targets
+
+# Image extents, in pixels, of the shipped targets (src/bytecode/targets/*.json).
+MAX_IMAGE = {"opencl": (16384, 16384)}  # (height, width)
+
+ACTIVATIONS = {"relu": 1, "clip": 2, "hardswish": 3, "sigmoid": 4, "hardsigmoid": 5}
+BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
+
+
+def parse_activation(op, activation):
+    """(code, a, b) for the kernels' epilogue from None or a tuple such as ("clip", 0.0, 6.0)."""
+    if activation is None:
+        return 0, 0.0, 0.0
+    if isinstance(activation, str):
+        activation = (activation,)
+    if not isinstance(activation, (tuple, list)) or not activation or activation[0] not in ACTIVATIONS:
+        raise InvalidInputError(
+            f"{op}: argument 'activation': expected None or a tuple starting with one of "
+            f"{', '.join(ACTIVATIONS)}, got {activation!r}")
+    name, params = activation[0], tuple(activation[1:])
+    expected = {"clip": 2, "hardsigmoid": 2}.get(name, 0)
+    if len(params) != expected:
+        raise InvalidInputError(f"{op}: activation '{name}' takes {expected} parameters, got {list(params)}")
+    if name == "clip":
+        lo = -math.inf if params[0] is None else float(params[0])
+        hi = math.inf if params[1] is None else float(params[1])
+        return ACTIVATIONS[name], lo, hi
+    if name == "hardswish":
+        return ACTIVATIONS[name], 1.0 / 6.0, 0.5
+    if name == "hardsigmoid":
+        return ACTIVATIONS[name], float(params[0]), float(params[1])
+    return ACTIVATIONS[name], 0.0, 0.0
+
+
+def apply_activation(values, act):
+    """The epilogue's activation in numpy (for operands known at build time)."""
+    code, a, b = act
+    v = values
+    if code == 1:
+        return np.maximum(v, 0)
+    if code == 2:
+        return np.minimum(np.maximum(v, a), b)
+    if code == 3:
+        return v * np.clip(a * v + b, 0, 1)
+    if code == 4:
+        return 1 / (1 + np.exp(-v))
+    if code == 5:
+        return np.clip(a * v + b, 0, 1)
+    return v
+
+
+class Core:
+    def __init__(self, builder, function, texture=False, target="opencl", tuning=None):
+        self.builder = builder
+        self.function = function
+        self.texture = bool(texture)
+        self.target = target
+        self.tuning = dict(tuning or {})
+        for family in self.tuning:
+            if family not in units.FAMILIES:
+                raise InvalidInputError(
+                    f"OpBuilder: argument 'tuning': unknown kernel family '{family}' "
+                    f"(known: {', '.join(units.FAMILIES)})")
+        self._logical = {}  # image Var name -> logical NCHW shape
+        self._twins = {}  # Var name -> Var holding the same value in the other layout
+        self._made = set()  # tensors this builder allocated (or views of them): may be overwritten
+        self._view_base = {}  # view name -> name of the tensor it views
+
+    # ---- units and launches -------------------------------------------------
+
+    def _unit(self, family, defines=None):
+        merged = dict(defines or {})
+        merged.update(self.tuning.get(family, {}))
+        return units.ensure(self.builder, units.Unit(family, merged))
+
+    def _launch(self, unit, kernel, *args, grid, local):
+        if min(grid) == 0:  # nothing to compute
+            return
+        self.function.call_kernel(unit.kernel(kernel), *args, grid=grid, local=local)
+
+    # ---- values -------------------------------------------------------------
+
+    def _is_const(self, x):
+        return isinstance(x, Var) and x._function is self.builder
+
+    def is_texture(self, x):
+        return isinstance(x, Var) and x.name in self._logical
+
+    def shape_of(self, x):
+        """The logical shape of a Var this builder made or was given, or of an array."""
+        if isinstance(x, Var):
+            if x.kind != "Tensor":
+                raise InvalidInputError(f"'{x.name}' is a {x.kind}, not a tensor")
+            return tuple(self._logical.get(x.name, x.shape))
+        if isinstance(x, numbers.Real):
+            return ()
+        return tuple(np.shape(x))
+
+    def _check_float(self, op, arg, x):
+        if isinstance(x, Var) and x.dtype != "float32":
+            raise InvalidInputError(f"{op}: argument '{arg}': '{x.name}' is {x.dtype}; the operators take float32")
+
+    def _const(self, array, scope="global"):
+        return self.builder.constant(np.ascontiguousarray(np.asarray(array, dtype=np.float32)), scope=scope)
+
+    def _new_buffer(self, shape):
+        shapes.check_elements("empty", shape)
+        v = self.function.empty(tuple(int(d) for d in shape), "float32")
+        self._made.add(v.name)
+        return v
+
+    def _max_image(self):
+        return MAX_IMAGE.get(self.target, MAX_IMAGE["opencl"])
+
+    def _fits_image(self, shape):
+        """Whether a logical NCHW shape fits an NCHW4c image of the target."""
+        if len(shape) != 4 or min(shape) < 1:
+            return False
+        n, c, h, w = shape
+        max_h, max_w = self._max_image()
+        return n * shapes.ceil_div(c, 4) * h <= max_h and w <= max_w
+
+    def _new_image(self, shape):
+        n, c, h, w = shape
+        v = self.function.empty((n, shapes.ceil_div(c, 4), h, w, 4), "float32", scope=TEXTURE_SCOPE)
+        self._logical[v.name] = tuple(shape)
+        return v
+
+    def _dest(self, op, out, shape):
+        """Where a buffer result goes: ``out`` (checked) or a new tensor."""
+        if out is None:
+            return self._new_buffer(shape)
+        if not isinstance(out, Var) or self._is_const(out) or self.is_texture(out):
+            raise InvalidInputError(f"{op}: argument 'out': expected a buffer tensor Var")
+        if self.shape_of(out) != tuple(shape):
+            raise InvalidInputError(f"{op}: argument 'out': shape {list(self.shape_of(out))}, the result's is "
+                                    f"{list(shape)}")
+        self._check_float(op, "out", out)
+        self._forget(out)
+        return out
+
+    def _forget(self, var):
+        """``var``'s value changes: a copy of it in the other layout is stale."""
+        twin = self._twins.pop(var.name, None)
+        if twin is not None:
+            self._twins.pop(twin.name, None)
+
+    def _operand(self, op, arg, x):
+        """x as a Var: arrays and numbers become constants."""
+        if isinstance(x, Var):
+            self._check_float(op, arg, x)
+            return x
+        if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool):
+            return self._const(np.asarray(x, dtype=np.float32))
+        raise InvalidInputError(f"{op}: argument '{arg}': expected a Var or a numpy array, got {type(x).__name__}")
+
+    def _buffer(self, op, arg, x):
+        """x as a contiguous NCHW buffer tensor (converting an image)."""
+        x = self._operand(op, arg, x)
+        if not self.is_texture(x):
+            return x
+        twin = self._twins.get(x.name)
+        if twin is None:
+            twin = self._new_buffer(self.shape_of(x))
+            self._image_to_buffer(x, twin)
+            self._twins[x.name], self._twins[twin.name] = twin, x
+        return twin
+
+    def _image(self, op, arg, x):
+        """x as an NCHW4c image (converting a buffer)."""
+        x = self._operand(op, arg, x)
+        if self.is_texture(x):
+            return x
+        twin = self._twins.get(x.name)
+        if twin is None:
+            shape = self.shape_of(x)
+            twin = self._new_image(shape)
+            n, c, h, w = shape
+            unit = self._unit("layout_texture")
+            grid, local = shapes.launch_3d(w, h, n * shapes.ceil_div(c, 4))
+            self._launch(unit, "stowage_nchw_to_image", x, twin, c, h, w, grid=grid, local=local)
+            self._twins[x.name], self._twins[twin.name] = twin, x
+        return twin
+
+    def _image_to_buffer(self, image, dst):
+        n, c, h, w = self.shape_of(image)
+        unit = self._unit("layout_texture")
+        grid, local = shapes.launch_3d(w, h, n * shapes.ceil_div(c, 4))
+        self._launch(unit, "stowage_image_to_nchw", image, dst, c, h, w, grid=grid, local=local)
+
+    def _deliver_image(self, op, image, out):
+        """An image result, or its NCHW copy written into ``out``."""
+        if out is None:
+            return image
+        dst = self._dest(op, out, self.shape_of(image))
+        self._image_to_buffer(image, dst)
+        return dst
+
+    def _deliver_const(self, op, array, out):
+        """A result known at build time: a constant, or copied into ``out``."""
+        c = self._const(array)
+        if out is None:
+            return c
+        dst = self._dest(op, out, np.shape(array))
+        self.function.copy_tensor(c, dst)
+        return dst
+
+    def _base(self, var):
+        name = var.name
+        while name in self._view_base:
+            name = self._view_base[name]
+        return name
+
+    def _view(self, tensor, shape, offset=0):
+        v = self.function.view(tensor, tuple(int(d) for d in shape), offset=offset)
+        self._view_base[v.name] = tensor.name
+        if tensor.name in self._made:
+            self._made.add(v.name)
+        return v

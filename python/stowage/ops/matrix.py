@@ -1,0 +1,329 @@
+"""Convolution, Gemm and MatMul: which kernel, its launch and its weight layout."""
+
+import itertools
+
+import numpy as np
+
+from ..builder import Var
+from ..errors import InvalidInputError
+from . import shapes
+from .core import WEIGHT_TEXTURE_SCOPE, Core, apply_activation, parse_activation
+
+EPI_BIAS = 1
+EPI_RESIDUAL = 2
+
+# Defaults of the tiling constants (conv.cl, gemm.cl, conv_texture.cl).
+CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
+                 "DW_PX": 4}
+GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
+TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
+# Split-K of the implicit-GEMM convolution: a layer whose output tiles give fewer
+# work-groups than SPLIT_K_GROUPS (a GPU's compute units, about) cuts its
+# reduction into parts of at least SPLIT_K_MIN_STEPS steps of CONV_TILE_K, so that
+# tiles x parts approaches SPLIT_K_GROUPS. 1x1 convolutions that split take the
+# implicit-GEMM kernel instead of stowage_gemm.
+SPLIT_K_GROUPS = 128
+SPLIT_K_MIN_STEPS = 8
+# The texture convolution doubles its input-channel slices (at most 8, at most the
+# input blocks of a group) while its launch has fewer work-items than this.
+TEXTURE_SLICE_ITEMS = 65536
+
+
+def _setting(unit, defaults, name):
+    return unit.defines.get(name, defaults[name])
+
+
+def _tiling(unit, defaults, prefix):
+    """(tile rows, tile columns, work-group) of a tiled GEMM-like kernel."""
+    def get(name):
+        return _setting(unit, defaults, prefix + name)
+
+    return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
+
+
+def _k_split(tiles, k_total, tile_k):
+    """How many parts the convolution's reduction is cut into (1: none)."""
+    steps = shapes.ceil_div(k_total, tile_k)
+    want = min(shapes.ceil_div(SPLIT_K_GROUPS, tiles), steps // SPLIT_K_MIN_STEPS)
+    if tiles >= SPLIT_K_GROUPS or want < 2:
+        return 1
+    return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
+
+
+def _texture_conv_launch(d0, d1, blocks, input_blocks, max_group):
+    """(grid, local) of stowage_conv2d_image: [d0, d1] work-items per output block
+    step, blocks steps, and slices over the input blocks in local[2]."""
+    slices = 1
+    while slices < 8 and slices * 2 <= input_blocks and d0 * d1 * blocks * slices < TEXTURE_SLICE_ITEMS:
+        slices *= 2
+    slices = min(slices, max_group)
+    l0 = min(shapes.pow2_at_least(d0), 16, max_group // slices)
+    l1 = min(shapes.pow2_at_least(d1), max(max_group // (l0 * slices), 1))
+    return (shapes.round_up(d0, l0), shapes.round_up(d1, l1), blocks * slices), (l0, l1, slices)
+
+
+def _weight_array(op, weight, rank):
+    if isinstance(weight, Var):
+        raise InvalidInputError(f"{op}: argument 'weight': expected a numpy array (weights are constants)")
+    w = np.asarray(weight, dtype=np.float32)
+    if w.ndim != rank:
+        raise InvalidInputError(f"{op}: argument 'weight': expected {rank} dimensions, got shape {list(w.shape)}")
+    return w
+
+
+class MatrixOps(Core):
+    # ---- convolution ----------------------------------------------------------
+
+    def conv2d(self, x, weight, bias=None, *, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1,
+               activation=None, residual=None, in_place=False, out=None):
+        op = "conv2d"
+        xs = self.shape_of(x)
+        if len(xs) != 4:
+            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, H, W], got shape {list(xs)}")
+        w = _weight_array(op, weight, 4)
+        n, c, h, wd = xs
+        k, cg, r, s = w.shape
+        group = int(group)
+        if group < 1 or c % group or k % group or cg != c // group:
+            raise InvalidInputError(f"{op}: weight {list(w.shape)} does not fit input {list(xs)} with group={group} "
+                                    f"(needs [K, C/group, R, S] with C and K multiples of group)")
+        b = None
+        if bias is not None:
+            b = np.asarray(bias, dtype=np.float32)
+            if b.shape != (k,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(b.shape)}")
+        strides = shapes.pair(op, "strides", strides)
+        dilations = shapes.pair(op, "dilations", dilations)
+        pads = tuple(int(p) for p in pads)
+        p, q = shapes.conv_output(op, h, wd, (r, s), strides, pads, dilations)
+        out_shape = (n, k, p, q)
+        shapes.check_elements(op, xs)
+        shapes.check_elements(op, out_shape)
+        act = parse_activation(op, activation)
+        if residual is not None:
+            if not isinstance(residual, Var):
+                raise InvalidInputError(f"{op}: argument 'residual': expected a Var")
+            if self.shape_of(residual) != out_shape:
+                raise InvalidInputError(f"{op}: argument 'residual': shape {list(self.shape_of(residual))}, the "
+                                        f"output's is {list(out_shape)}")
+        if in_place and (residual is None or out is not None):
+            raise InvalidInputError(f"{op}: in_place=True needs a residual and no 'out'")
+        geometry = dict(n=n, c=c, h=h, w=wd, k=k, p=p, q=q, r=r, s=s, strides=strides, pads=pads,
+                        dilations=dilations, group=group)
+        if self._conv_on_images(geometry):
+            return self._conv2d_image(x, w, b, geometry, act, residual, out)
+        return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out)
+
+    def _conv_on_images(self, g):
+        if not self.texture or not self._fits_image((g["n"], g["c"], g["h"], g["w"])):
+            return False
+        if not self._fits_image((g["n"], g["k"], g["p"], g["q"])):
+            return False
+        _, max_w = self._max_image()
+        c, k, group = g["c"], g["k"], g["group"]
+        if group == c == k:  # depthwise, multiplier 1
+            return g["r"] * g["s"] <= max_w
+        if group == 1:
+            return shapes.ceil_div(c, 4) * 4 * g["r"] * g["s"] <= max_w
+        cg, kg = c // group, k // group
+        return cg % 4 == 0 and kg % 4 == 0 and cg * g["r"] * g["s"] <= max_w
+
+    def _conv2d_image(self, x, w, b, g, act, residual, out):
+        op = "conv2d"
+        n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
+        group = g["group"]
+        c4, k4 = shapes.ceil_div(c, 4), shapes.ceil_div(k, 4)
+        x_img = self._image(op, "x", x)
+        bias4 = np.zeros(k4 * 4, np.float32)
+        flags = 0
+        if b is not None:
+            bias4[:k] = b
+            flags |= EPI_BIAS
+        res_img = x_img
+        if residual is not None:
+            res_img = self._image(op, "residual", residual)
+            flags |= EPI_RESIDUAL
+        y = self._new_image((n, k, p, q))
+        unit = self._unit("conv_texture")
+        px = _setting(unit, TCONV_DEFAULTS, "TCONV_PX")
+        geometry = (h, wd, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"])
+        if group == c == k:
+            wp = np.zeros((c4 * 4, r, s), np.float32)
+            wp[:c] = w[:, 0]
+            w_img = self._const(wp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4),
+                                scope=WEIGHT_TEXTURE_SCOPE)
+            grid, local = shapes.launch_3d(shapes.ceil_div(q, px), n * p, c4, limit=64)
+            self._launch(unit, "stowage_conv2d_depthwise_image", x_img, w_img, self._const(bias4), res_img, y, n, c,
+                         *geometry, flags, *act, grid=grid, local=local)
+        else:
+            cg, kg = c // group, k // group
+            cgp = c4 * 4 if group == 1 else cg
+            kg4 = k4 if group == 1 else kg // 4
+            wp = np.zeros((k4 * 4, cgp, r, s), np.float32)
+            wp[:k, :cg] = w
+            w_img = self._const(wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
+            ob = _setting(unit, TCONV_DEFAULTS, "TCONV_OB")
+            grid, local = _texture_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
+                                               cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128))
+            self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
+                         p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
+                         grid=grid, local=local)
+        return self._deliver_image(op, y, out)
+
+    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out):
+        op = "conv2d"
+        n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
+        group = g["group"]
+        x_buf = self._buffer(op, "x", x)
+        flags = 0
+        bias_var = None
+        if b is not None:
+            bias_var = self._const(b)
+            flags |= EPI_BIAS
+        res_var = None
+        if residual is not None:
+            res_var = self._buffer(op, "residual", residual)
+            flags |= EPI_RESIDUAL
+        if in_place and res_var.name in self._made and self._base(res_var) != self._base(x_buf):
+            dst = res_var
+            self._forget(res_var)
+            if residual is not res_var:  # the image it was converted from is stale now
+                self._forget(residual)
+        else:
+            dst = self._dest(op, out, (n, k, p, q))
+        cg, kg = c // group, k // group
+        pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
+        if cg == 1:  # depthwise, any multiplier
+            w_var = self._const(w.reshape(k, r * s))
+            unit = self._unit("conv")
+            px = _setting(unit, CONV_DEFAULTS, "DW_PX")
+            grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
+            self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var or w_var, res_var or w_var, dst,
+                         n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
+                         flags, *act, grid=grid, local=local)
+            return dst
+        # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
+        w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
+        unit = self._unit("conv")
+        tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
+        tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
+        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"))
+        if pointwise and k_split == 1:
+            hw = h * wd
+            self._gemm_launch(w_t, x_buf, bias_var, res_var, dst, m=kg, n=hw, k=cg, sam=1, sak=kg, sbk=hw, sbn=1,
+                              sbias=(1, 0), levels=[(n, 0, c * hw, k * hw, 0), (group, kg * cg, cg * hw, kg * hw, kg)],
+                              alpha=1.0, flags=flags, act=act)
+            return dst
+        grid = (tiles[0] * local[0], tiles[1] * local[1], group * k_split)
+        geometry = (n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group)
+        if k_split == 1:
+            self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, *geometry, 1, flags,
+                         *act, grid=grid, local=local)
+            return dst
+        partial = self._new_buffer((k_split, k, n * p * q))
+        self._launch(unit, "stowage_conv2d", x_buf, w_t, w_t, w_t, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
+                     grid=grid, local=local)
+        sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
+        self._launch(unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
+                     n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
+        return dst
+
+    # ---- GEMM -------------------------------------------------------------------
+
+    def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,
+                     bases=(0, 0, 0)):
+        """Launches stowage_gemm. ``levels``: the batch dimensions, outermost first,
+        each (count, a stride, b stride, y stride, bias stride); at most two per
+        launch, so more are unrolled into launches with base offsets."""
+        levels = [lv for lv in levels if lv[0] != 1]
+        while len(levels) < 2:
+            levels.insert(0, (1, 0, 0, 0, 0))
+        unit = self._unit("gemm")
+        tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
+        outer, (l1, l2) = levels[:-2], levels[-2:]
+        grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], l1[0] * l2[0])
+        for index in itertools.product(*(range(lv[0]) for lv in outer)):
+            base = [bases[0], bases[1], bases[2]]
+            for i, lv in zip(index, outer):
+                base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
+            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, m, n, k, sam, sak, sbk, sbn, *sbias,
+                         l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(alpha), flags,
+                         *act, grid=grid, local=local)
+
+    def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
+        op = "gemm"
+        sa, sb = self.shape_of(a), self.shape_of(b)
+        if len(sa) != 2 or len(sb) != 2:
+            raise InvalidInputError(f"{op}: a and b must be 2-D, got {list(sa)} and {list(sb)}")
+        m, ka = (sa[1], sa[0]) if trans_a else sa
+        kb, n = (sb[1], sb[0]) if trans_b else sb
+        if ka != kb:
+            raise InvalidInputError(f"{op}: inner extents differ: a {list(sa)} (trans_a={bool(trans_a)}), b {list(sb)} "
+                                    f"(trans_b={bool(trans_b)})")
+        act = parse_activation(op, activation)
+        if c is not None:
+            if len(self.shape_of(c)) > 2 or shapes.broadcast_shape(op, self.shape_of(c), (m, n)) != (m, n):
+                raise InvalidInputError(f"{op}: argument 'c': shape {list(self.shape_of(c))} does not broadcast to "
+                                        f"[{m}, {n}]")
+        if not isinstance(a, Var) and not isinstance(b, Var) and not isinstance(c, Var):
+            av = np.asarray(a, np.float64).T if trans_a else np.asarray(a, np.float64)
+            bv = np.asarray(b, np.float64).T if trans_b else np.asarray(b, np.float64)
+            value = alpha * av @ bv + (0 if c is None else beta * np.asarray(c, np.float64))
+            return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
+        a_var = self._buffer(op, "a", a)
+        sam, sak = (1, m) if trans_a else (ka, 1)
+        if isinstance(b, Var):
+            b_var = self._buffer(op, "b", b)
+            sbk, sbn = (1, kb) if trans_b else (n, 1)
+        else:
+            bv = np.asarray(b, np.float32)
+            b_var = self._const(bv.T if trans_b else bv)
+            sbk, sbn = n, 1
+        flags, bias_var, sbias = 0, None, (0, 0)
+        if c is not None:
+            flags |= EPI_BIAS
+            c_shape = (1,) * (2 - len(self.shape_of(c))) + self.shape_of(c)
+            sbias = shapes.broadcast_strides(c_shape, (m, n))
+            if isinstance(c, Var):
+                bias_var = self._buffer(op, "c", c)
+                if beta != 1.0:
+                    bias_var = self.binary("mul", bias_var, np.float32(beta))
+            else:
+                bias_var = self._const(np.asarray(c, np.float64) * beta)
+        dst = self._dest(op, out, (m, n))
+        self._gemm_launch(a_var, b_var, bias_var, None, dst, m=m, n=n, k=ka, sam=sam, sak=sak, sbk=sbk, sbn=sbn,
+                          sbias=sbias, levels=[], alpha=alpha, flags=flags, act=act)
+        return dst
+
+    def matmul(self, a, b, *, out=None):
+        op = "matmul"
+        sa, sb = self.shape_of(a), self.shape_of(b)
+        if len(sa) < 1 or len(sb) < 1:
+            raise InvalidInputError(f"{op}: operands must have at least 1 dimension, got {list(sa)} and {list(sb)}")
+        if not isinstance(a, Var) and not isinstance(b, Var):
+            return self._deliver_const(op, np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+                                       .astype(np.float32), out)
+        a2 = (1,) + sa if len(sa) == 1 else sa
+        b2 = sb + (1,) if len(sb) == 1 else sb
+        m, ka = a2[-2:]
+        kb, n = b2[-2:]
+        if ka != kb:
+            raise InvalidInputError(f"{op}: inner extents differ: {list(sa)} @ {list(sb)}")
+        batch = shapes.broadcast_shape(op, a2[:-2], b2[:-2])
+        out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
+        shapes.check_elements(op, batch + (m, n))
+        a_var = self._buffer(op, "a", a)
+        b_var = self._buffer(op, "b", b)
+        dst = self._dest(op, out, out_shape)
+        a_bs = shapes.broadcast_strides(a2[:-2] + (1,), batch + (1,))[:-1]
+        b_bs = shapes.broadcast_strides(b2[:-2] + (1,), batch + (1,))[:-1]
+        a_bs = tuple(s * m * ka for s in a_bs)
+        b_bs = tuple(s * kb * n for s in b_bs)
+        y_bs = tuple(s * m * n for s in shapes.contiguous_strides(batch))
+        levels = []
+        if batch:
+            dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
+            levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]
+        self._gemm_launch(a_var, b_var, None, None, dst, m=m, n=n, k=ka, sam=ka, sak=1, sbk=n, sbn=1, sbias=(0, 0),
+                          levels=levels, alpha=1.0, flags=0, act=(0, 0.0, 0.0))
+        return dst

@@ -1,0 +1,261 @@
+// Convolution on NCHW float32 buffers (docs/operators.md).
+//
+// stowage_conv2d: every stride, padding, dilation and group count, as an
+// implicit GEMM per group g:
+//   Y_g[m][n] = sum_k Wt_g[k][m] * X_g[k][n]
+//   m < Kg = K / groups               an output channel of the group
+//   n < N * P * Q                     an output pixel of one image of the batch
+//   k < Cg * R * S (Cg = C / groups)  an input channel and a kernel tap
+// X_g[k][n] is the input value tap k of pixel n reads (zero in the padding); it is
+// gathered into local memory, never materialised. The weights come transposed,
+// w[g][k][m] (the layout the Python layer makes), so a tile's loads are contiguous.
+//
+// Tiling: a work-group computes a CONV_TILE_M x CONV_TILE_N tile of Y_g, walking
+// k in steps of CONV_TILE_K through local memory; each work-item holds a
+// CONV_WPT_M x CONV_WPT_N register block (rows ty + i * THREADS_M, columns
+// tx + j * THREADS_N: neighbouring work-items store neighbouring pixels).
+// Split-K: with k_split > 1 the reduction is cut into k_split parts (whole
+// steps), each a work-group of its own, which write their partial sums to y as a
+// workspace [k_split, K, N * P * Q]; stowage_conv2d_split_sum then adds them in a
+// fixed order and applies the epilogue. It gives layers with few output tiles
+// (late layers at batch 1) enough work-groups to fill a GPU.
+// Launch: local = [CONV_TILE_N / CONV_WPT_N, CONV_TILE_M / CONV_WPT_M, 1],
+//   grid = [ceil(N*P*Q / CONV_TILE_N) * local0, ceil(Kg / CONV_TILE_M) * local1, groups * k_split].
+// stowage_conv2d_split_sum: grid = [N*P*Q, K], each rounded up to the work-group.
+//
+// stowage_conv2d_depthwise: groups == C (one input channel per group, any
+// multiplier K / C); w[k][r][s]. A work-item computes DW_PX neighbouring pixels of
+// one row of one output channel.
+// Launch: grid = [ceil(Q / DW_PX) rounded up to local0, P rounded up to local1, N * K].
+//
+// Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
+// output's shape), activation. res may be y itself (a residual updated in place):
+// each output is read and written by the same work-item. Indices are int: every
+// tensor has fewer than 2^31 elements (the Python layer checks).
+#include <stowage/epilogue.cl.h>
+
+#ifndef CONV_TILE_M
+#define CONV_TILE_M 64
+#endif
+#ifndef CONV_TILE_N
+#define CONV_TILE_N 64
+#endif
+#ifndef CONV_TILE_K
+#define CONV_TILE_K 16
+#endif
+#ifndef CONV_WPT_M
+#define CONV_WPT_M 8
+#endif
+#ifndef CONV_WPT_N
+#define CONV_WPT_N 8
+#endif
+#ifndef DW_PX
+#define DW_PX 4
+#endif
+
+#define CONV_THREADS_M (CONV_TILE_M / CONV_WPT_M)
+#define CONV_THREADS_N (CONV_TILE_N / CONV_WPT_N)
+#define CONV_THREADS (CONV_THREADS_M * CONV_THREADS_N)
+#define CONV_A_LOADS (CONV_TILE_K * CONV_TILE_M / CONV_THREADS)
+// Loading the input tile: work-item t owns the columns t % CONV_TILE_N + j * CONV_THREADS
+// (j < CONV_B_COLS) and the rows t / CONV_TILE_N + l * CONV_B_ROW_STEP (l < CONV_B_ROWS). It
+// decomposes its pixels once, and walks its rows' (channel, tap) incrementally:
+// no division in the main loop.
+#if CONV_THREADS >= CONV_TILE_N
+#define CONV_B_COLS 1
+#define CONV_B_ROW_STEP (CONV_THREADS / CONV_TILE_N)
+#else
+#define CONV_B_COLS (CONV_TILE_N / CONV_THREADS)
+#define CONV_B_ROW_STEP 1
+#endif
+#define CONV_B_ROWS (CONV_TILE_K / CONV_B_ROW_STEP)
+
+#if CONV_TILE_M % CONV_WPT_M != 0 || CONV_TILE_N % CONV_WPT_N != 0
+#error "CONV_TILE_M and CONV_TILE_N must be multiples of CONV_WPT_M and CONV_WPT_N"
+#endif
+#if CONV_THREADS % CONV_TILE_N != 0 && CONV_TILE_N % CONV_THREADS != 0
+#error "the work-group size and CONV_TILE_N must divide one another"
+#endif
+#if CONV_TILE_K % CONV_B_ROW_STEP != 0 || (CONV_TILE_K * CONV_TILE_M) % CONV_THREADS != 0
+#error "CONV_TILE_K must be a multiple of work-group / CONV_TILE_N, CONV_TILE_K * CONV_TILE_M of the work-group"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))) void stowage_conv2d(
+    __global const float* x, __global const float* w, __global const float* bias, __global const float* res,
+    __global float* y, int N, int C, int H, int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
+    int pad_top, int pad_left, int dil_h, int dil_w, int groups, int k_split, int flags, int act, float act_a,
+    float act_b) {
+  __local float a_tile[CONV_TILE_K][CONV_TILE_M];
+  __local float b_tile[CONV_TILE_K][CONV_TILE_N];
+  const int tx = get_local_id(0), ty = get_local_id(1);
+  const int tid = ty * CONV_THREADS_N + tx;
+  const int z = get_group_id(2), g = z / k_split, split = z - g * k_split;
+  const int Cg = C / groups, Kg = K / groups;
+  const int RS = R * S, Kred = Cg * RS;
+  const int PQ = P * Q, NPQ = N * PQ, HW = H * W, CHW = C * HW;
+  const int m0 = get_group_id(1) * CONV_TILE_M, n0 = get_group_id(0) * CONV_TILE_N;
+  const __global float* wg = w + g * Kred * Kg;
+  const __global float* xg = x + g * Cg * HW;
+  // This split's part of the reduction: whole steps of CONV_TILE_K.
+  const int split_steps = ((Kred + CONV_TILE_K - 1) / CONV_TILE_K + k_split - 1) / k_split;
+  const int k_begin = split * split_steps * CONV_TILE_K, k_end = min(Kred, k_begin + split_steps * CONV_TILE_K);
+
+  // The pixels this work-item loads: image offset and the top-left input position.
+  const int b_col = tid % CONV_TILE_N, b_row = tid / CONV_TILE_N;
+  int b_base[CONV_B_COLS], b_ih[CONV_B_COLS], b_iw[CONV_B_COLS];
+#pragma unroll
+  for (int j = 0; j < CONV_B_COLS; ++j) {
+    const int n = n0 + b_col + j * CONV_THREADS;
+    const int img = n / PQ, pq = n - img * PQ, p = pq / Q, q = pq - p * Q;
+    const bool inside = n < NPQ;
+    b_base[j] = inside ? img * CHW : 0;
+    b_ih[j] = inside ? p * stride_h - pad_top : -(1 << 30);  // outside: every row test fails
+    b_iw[j] = q * stride_w - pad_left;
+  }
+  // (channel, kernel row, kernel column) of this work-item's next row of the input tile.
+  int kc, kr, ks;
+  {
+    const int k = k_begin + b_row, rs = k % RS;
+    kc = k / RS;
+    kr = rs / S;
+    ks = rs - kr * S;
+  }
+
+  float acc[CONV_WPT_M][CONV_WPT_N];
+#pragma unroll
+  for (int i = 0; i < CONV_WPT_M; ++i)
+#pragma unroll
+    for (int j = 0; j < CONV_WPT_N; ++j) acc[i][j] = 0.0f;
+
+  for (int k0 = k_begin; k0 < k_end; k0 += CONV_TILE_K) {
+#pragma unroll
+    for (int l = 0; l < CONV_A_LOADS; ++l) {
+      const int e = tid + l * CONV_THREADS;
+      const int kk = e / CONV_TILE_M, mm = e % CONV_TILE_M;
+      const int k = k0 + kk, m = m0 + mm;
+      a_tile[kk][mm] = (k < k_end && m < Kg) ? wg[k * Kg + m] : 0.0f;
+    }
+#pragma unroll
+    for (int l = 0; l < CONV_B_ROWS; ++l) {
+      const int kk = b_row + l * CONV_B_ROW_STEP;
+      const bool k_inside = k0 + kk < k_end;
+      const int dy = kr * dil_h, dx = ks * dil_w, c_off = kc * HW;
+#pragma unroll
+      for (int j = 0; j < CONV_B_COLS; ++j) {
+        const int ih = b_ih[j] + dy, iw = b_iw[j] + dx;
+        const bool inside = k_inside && ih >= 0 && ih < H && iw >= 0 && iw < W;
+        b_tile[kk][b_col + j * CONV_THREADS] = inside ? xg[b_base[j] + c_off + ih * W + iw] : 0.0f;
+      }
+      ks += CONV_B_ROW_STEP;
+      while (ks >= S) {
+        ks -= S;
+        if (++kr == R) {
+          kr = 0;
+          ++kc;
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int kk = 0; kk < CONV_TILE_K; ++kk) {
+      float a[CONV_WPT_M], b[CONV_WPT_N];
+#pragma unroll
+      for (int i = 0; i < CONV_WPT_M; ++i) a[i] = a_tile[kk][ty + i * CONV_THREADS_M];
+#pragma unroll
+      for (int j = 0; j < CONV_WPT_N; ++j) b[j] = b_tile[kk][tx + j * CONV_THREADS_N];
+#pragma unroll
+      for (int i = 0; i < CONV_WPT_M; ++i)
+#pragma unroll
+        for (int j = 0; j < CONV_WPT_N; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  if (k_split > 1) {  // partial sums: y is the [k_split, K, N * P * Q] workspace
+#pragma unroll
+    for (int i = 0; i < CONV_WPT_M; ++i) {
+      const int m = m0 + ty + i * CONV_THREADS_M;
+      if (m >= Kg) continue;
+      __global float* row = y + (split * K + g * Kg + m) * NPQ;
+#pragma unroll
+      for (int j = 0; j < CONV_WPT_N; ++j) {
+        const int n = n0 + tx + j * CONV_THREADS_N;
+        if (n < NPQ) row[n] = acc[i][j];
+      }
+    }
+    return;
+  }
+  int out_base[CONV_WPT_N];
+#pragma unroll
+  for (int j = 0; j < CONV_WPT_N; ++j) {
+    const int n = n0 + tx + j * CONV_THREADS_N;
+    const int img = n / PQ;
+    out_base[j] = n < NPQ ? img * K * PQ + (n - img * PQ) : -1;
+  }
+#pragma unroll
+  for (int i = 0; i < CONV_WPT_M; ++i) {
+    const int m = m0 + ty + i * CONV_THREADS_M;
+    if (m >= Kg) continue;
+    const int k = g * Kg + m;
+    const float bv = (flags & STOWAGE_EPI_BIAS) ? bias[k] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < CONV_WPT_N; ++j) {
+      if (out_base[j] < 0) continue;
+      const int idx = out_base[j] + k * PQ;
+      float v = acc[i][j] + bv;
+      if (flags & STOWAGE_EPI_RESIDUAL) v += res[idx];
+      y[idx] = stowage_activate(v, act, act_a, act_b);
+    }
+  }
+}
+
+__kernel void stowage_conv2d_depthwise(__global const float* x, __global const float* w, __global const float* bias,
+                                       __global const float* res, __global float* y, int N, int C, int H, int W, int K,
+                                       int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
+                                       int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
+                                       float act_b) {
+  const int q0 = get_global_id(0) * DW_PX, p = get_global_id(1), nk = get_global_id(2);
+  if (q0 >= Q || p >= P) return;
+  const int img = nk / K, k = nk - img * K, c = k / (K / C);
+  const __global float* xc = x + (img * C + c) * H * W;
+  const __global float* wk = w + k * R * S;
+  float acc[DW_PX];
+#pragma unroll
+  for (int i = 0; i < DW_PX; ++i) acc[i] = 0.0f;
+  const int iw0 = q0 * stride_w - pad_left;
+  for (int r = 0; r < R; ++r) {
+    const int ih = p * stride_h - pad_top + r * dil_h;
+    if (ih < 0 || ih >= H) continue;
+    const __global float* row = xc + ih * W;
+    for (int s = 0; s < S; ++s) {
+      const float wv = wk[r * S + s];
+#pragma unroll
+      for (int i = 0; i < DW_PX; ++i) {
+        const int iw = iw0 + i * stride_w + s * dil_w;
+        if (iw >= 0 && iw < W) acc[i] = fma(wv, row[iw], acc[i]);
+      }
+    }
+  }
+  const float bv = (flags & STOWAGE_EPI_BIAS) ? bias[k] : 0.0f;
+  const int base = (img * K + k) * P * Q + p * Q;
+#pragma unroll
+  for (int i = 0; i < DW_PX; ++i) {
+    if (q0 + i >= Q) break;
+    float v = acc[i] + bv;
+    if (flags & STOWAGE_EPI_RESIDUAL) v += res[base + q0 + i];
+    y[base + q0 + i] = stowage_activate(v, act, act_a, act_b);
+  }
+}
+
+__kernel void stowage_conv2d_split_sum(__global const float* partial, __global const float* bias,
+                                       __global const float* res, __global float* y, int k_split, int K, int NPQ,
+                                       int PQ, int flags, int act, float act_a, float act_b) {
+  const int n = get_global_id(0), k = get_global_id(1);
+  if (n >= NPQ || k >= K) return;
+  float v = 0.0f;
+  for (int s = 0; s < k_split; ++s) v += partial[(s * K + k) * NPQ + n];
+  const int img = n / PQ, idx = (img * K + k) * PQ + (n - img * PQ);
+  if (flags & STOWAGE_EPI_BIAS) v += bias[k];
+  if (flags & STOWAGE_EPI_RESIDUAL) v += res[idx];
+  y[idx] = stowage_activate(v, act, act_a, act_b);
+}

@@ -1,0 +1,172 @@
+// Convolution on NCHW4c images (docs/operators.md, docs/textures.md).
+//
+// Activations live in `global.texture` images as [N, C4, H, W, 4] (C4 = ceil(C/4);
+// the pixel at column w, row (n * C4 + c4) * H + h holds channels 4 c4 .. 4 c4 + 3,
+// zeros past C). Results keep that convention: lanes of channels >= K are written 0.
+//
+// stowage_conv2d_image: groups == 1, or groups whose input and output channel
+//   counts (C / groups, K / groups) are multiples of 4. Weights in a
+//   `global.texture-weight` image [K4, Cgp, R, S, 4] (height K4, width Cgp R S;
+//   Cgp = C4 * 4 for one group, else C / groups): the pixel at row kb, column
+//   (ci * R + r) * S + s holds w[4 kb .. 4 kb + 3][ci][r][s], zeros where the
+//   channel does not exist. bias: K4 float4s (zero-padded). A work-item computes
+//   TCONV_PX neighbouring pixels of one output row for TCONV_OB blocks of 4
+//   output channels of one group, over the input blocks of its slice: the
+//   local[2] slices of a work-group take every local[2]-th input block and add
+//   their partial sums through local memory at the end (more work-items for
+//   layers with few outputs, without shrinking the register blocking).
+//   Launch: local = [l0, l1, slices] with l0 l1 slices <= TCONV_MAX_GROUP (else
+//   the kernel writes NaN); grid = [ceil(Q / TCONV_PX) rounded up to l0, N * P
+//   rounded up to l1, groups * ceil(Kg4 / TCONV_OB) * slices] with Kg4 = K4 for
+//   one group, else K / groups / 4.
+// stowage_conv2d_depthwise_image: groups == C == K (one channel per group, multiplier
+//   1). Weights in a `global.texture-weight` image [C4, 1, R, S, 4] (height C4,
+//   width R S). A work-item computes TCONV_PX pixels of one row for one block.
+//   Launch: grid = [ceil(Q / TCONV_PX) rounded up to local0, N * P rounded up to local1, C4].
+//
+// Both end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
+// shape; pass x when there is none: an image cannot be read and written by one
+// launch, so a residual is never updated in place here).
+#include <stowage/epilogue.cl.h>
+#include <stowage/image.cl.h>
+
+#ifndef TCONV_PX
+#define TCONV_PX 4
+#endif
+#ifndef TCONV_OB
+#define TCONV_OB 2
+#endif
+#ifndef TCONV_MAX_GROUP
+#define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
+#endif
+
+__kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w, __global const float4* bias,
+                                   read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
+                                   int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
+                                   int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
+  __local float4 partial[TCONV_MAX_GROUP * TCONV_OB * TCONV_PX];
+  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
+  const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), blk = get_group_id(2);
+  const bool active = q0 < Q && np < N * P;  // the others only join the barriers
+  const int C4 = (C + 3) / 4, K4 = (K + 3) / 4;
+  const int Kg4 = groups == 1 ? K4 : K / groups / 4;
+  const int Cg4 = groups == 1 ? C4 : C / groups / 4;
+  const int steps = (Kg4 + TCONV_OB - 1) / TCONV_OB;
+  const int g = blk / steps;
+  const int ob0 = g * Kg4 + (blk - g * steps) * TCONV_OB, ob_end = (g + 1) * Kg4;
+  const int img = np / P, p = np - img * P;
+  const int RS = R * S;
+  if (items * slices > TCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
+    if (active && slice == 0)
+      for (int o = 0; o < TCONV_OB && ob0 + o < ob_end; ++o)
+        for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
+          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p), (float4)(NAN));
+    return;
+  }
+
+  float4 acc[TCONV_OB][TCONV_PX];
+#pragma unroll
+  for (int o = 0; o < TCONV_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+
+  // Slice `slice` of the work-group takes the input blocks slice, slice + slices, ...
+  for (int cb = slice; active && cb < Cg4; cb += slices) {
+    const int plane_row = (img * C4 + g * Cg4 + cb) * H;
+    for (int r = 0; r < R; ++r) {
+      const int ih = p * stride_h - pad_top + r * dil_h;
+      if (ih < 0 || ih >= H) continue;
+      for (int s = 0; s < S; ++s) {
+        float4 in[TCONV_PX];
+#pragma unroll
+        for (int i = 0; i < TCONV_PX; ++i) {
+          const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
+          in[i] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)) : (float4)(0.0f);
+        }
+        const int col = (cb * 4 * R + r) * S + s;
+#pragma unroll
+        for (int o = 0; o < TCONV_OB; ++o) {
+          const int ob = ob0 + o;
+          if (ob >= ob_end) break;
+          const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
+          const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + RS, ob));
+          const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2 * RS, ob));
+          const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3 * RS, ob));
+#pragma unroll
+          for (int i = 0; i < TCONV_PX; ++i) {
+            float4 a = acc[o][i];
+            a = fma((float4)(in[i].x), w0, a);
+            a = fma((float4)(in[i].y), w1, a);
+            a = fma((float4)(in[i].z), w2, a);
+            acc[o][i] = fma((float4)(in[i].w), w3, a);
+          }
+        }
+      }
+    }
+  }
+
+  // Several slices: each writes its partial sums to local memory, then slice s adds
+  // up every slice's values of the outputs j = o * TCONV_PX + i = s, s + slices, ...
+  // in a fixed order.
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < TCONV_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) partial[((slice * TCONV_OB + o) * TCONV_PX + i) * items + t] = acc[o][i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!active) return;
+    // Unrolled, so that acc is indexed by constants and stays in registers.
+#pragma unroll
+  for (int o = 0; o < TCONV_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) {
+      const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
+      if (j % slices != slice || ob >= ob_end || q >= Q) continue;
+      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
+      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * TCONV_OB * TCONV_PX + j) * items + t];
+      if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
+      const int row = (img * K4 + ob) * P + p;
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+    }
+  }
+}
+
+__kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only image2d_t w, __global const float4* bias,
+                                             read_only image2d_t res, write_only image2d_t y, int N, int C, int H,
+                                             int W, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
+                                             int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
+                                             float act_b) {
+  const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), cb = get_global_id(2);
+  if (q0 >= Q || np >= N * P) return;
+  const int C4 = (C + 3) / 4;
+  const int img = np / P, p = np - img * P;
+  const int plane_row = (img * C4 + cb) * H;
+  float4 acc[TCONV_PX];
+#pragma unroll
+  for (int i = 0; i < TCONV_PX; ++i) acc[i] = (float4)(0.0f);
+  for (int r = 0; r < R; ++r) {
+    const int ih = p * stride_h - pad_top + r * dil_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int s = 0; s < S; ++s) {
+      const float4 wv = read_imagef(w, kStowageSampler, (int2)(r * S + s, cb));
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) {
+        const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
+        if (iw >= 0 && iw < W) acc[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, acc[i]);
+      }
+    }
+  }
+  const float4 bv = (flags & STOWAGE_EPI_BIAS) ? bias[cb] : (float4)(0.0f);
+  const int row = (img * C4 + cb) * P + p;
+#pragma unroll
+  for (int i = 0; i < TCONV_PX; ++i) {
+    const int q = q0 + i;
+    if (q >= Q) break;
+    float4 v = acc[i] + bv;
+    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+    write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), cb, C));
+  }
+}

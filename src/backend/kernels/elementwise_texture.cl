@@ -1,0 +1,55 @@
+// Elementwise operators on NCHW4c images (docs/operators.md): tensors
+// [N, C, H, W] in `global.texture` images [N, C4, H, W, 4]. Every kernel runs one
+// work-item per pixel, ends in the activation of <stowage/epilogue.cl.h> and
+// writes zeros into the lanes of channels >= C.
+//   Launch: grid = [W rounded up to local0, N * C4 * H rounded up to local1].
+//
+// stowage_binary_image: y = act(a op b), a and b of y's shape (op codes of elementwise.cl).
+// stowage_unary_image: y = act(x).
+// stowage_channel_affine_image: y = act(x * scale[c] + shift[c]) with scale and
+//   shift C4 float4s (BatchNormalization, or a binary op with a per-channel constant).
+#include <stowage/epilogue.cl.h>
+#include <stowage/image.cl.h>
+
+inline float4 stowage_binary_op4(float4 a, float4 b, int op) {
+  switch (op) {
+    case 1:
+      return a - b;
+    case 2:
+      return a * b;
+    case 3:
+      return a / b;
+    default:
+      return a + b;
+  }
+}
+
+__kernel void stowage_binary_image(read_only image2d_t a, read_only image2d_t b, write_only image2d_t y, int rows,
+                                   int H, int W, int C, int op, int act, float act_a, float act_b) {
+  const int col = get_global_id(0), row = get_global_id(1);
+  if (col >= W || row >= rows) return;
+  const int c4 = (row / H) % ((C + 3) / 4);
+  const float4 va = read_imagef(a, kStowageSampler, (int2)(col, row));
+  const float4 vb = read_imagef(b, kStowageSampler, (int2)(col, row));
+  const float4 v = stowage_activate4(stowage_binary_op4(va, vb, op), act, act_a, act_b);
+  write_imagef(y, (int2)(col, row), stowage_mask_channels(v, c4, C));
+}
+
+__kernel void stowage_unary_image(read_only image2d_t x, write_only image2d_t y, int rows, int H, int W, int C, int act,
+                                  float act_a, float act_b) {
+  const int col = get_global_id(0), row = get_global_id(1);
+  if (col >= W || row >= rows) return;
+  const int c4 = (row / H) % ((C + 3) / 4);
+  const float4 v = stowage_activate4(read_imagef(x, kStowageSampler, (int2)(col, row)), act, act_a, act_b);
+  write_imagef(y, (int2)(col, row), stowage_mask_channels(v, c4, C));
+}
+
+__kernel void stowage_channel_affine_image(read_only image2d_t x, __global const float4* scale,
+                                           __global const float4* shift, write_only image2d_t y, int rows, int H, int W,
+                                           int C, int act, float act_a, float act_b) {
+  const int col = get_global_id(0), row = get_global_id(1);
+  if (col >= W || row >= rows) return;
+  const int c4 = (row / H) % ((C + 3) / 4);
+  const float4 v = fma(read_imagef(x, kStowageSampler, (int2)(col, row)), scale[c4], shift[c4]);
+  write_imagef(y, (int2)(col, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), c4, C));
+}

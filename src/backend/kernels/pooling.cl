@@ -1,0 +1,77 @@
+// Pooling on NCHW float32 buffers (docs/operators.md). Input [N, C, H, W],
+// output [N, C, P, Q]; the window of output (p, q) starts at input row
+// p * stride_h - pad_top and column q * stride_w - pad_left.
+//
+// stowage_max_pool2d: the largest value of the window (taps dil_h, dil_w apart)
+//   inside the input; padding is ignored.
+// stowage_avg_pool2d: the mean of the window. count_include_pad = 0 divides by
+//   the taps inside the input, 1 by the taps inside the padded input
+//   [-pad_top, H + pad_bottom) x [-pad_left, W + pad_right).
+//   Launch (both): grid = [Q rounded up to local0, P rounded up to local1, N * C].
+// stowage_global_avg_pool: y[i] = mean of x[i * HW .. i * HW + HW), i < rows, one
+//   work-group of GAP_LOCAL work-items per row, summed in a fixed order.
+//   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, rows].
+#ifndef GAP_LOCAL
+#define GAP_LOCAL 64
+#endif
+#if GAP_LOCAL & (GAP_LOCAL - 1)
+#error "GAP_LOCAL must be a power of two"
+#endif
+
+__kernel void stowage_max_pool2d(__global const float* x, __global float* y, int H, int W, int P, int Q, int kernel_h,
+                                 int kernel_w, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
+                                 int dil_w) {
+  const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+  if (q >= Q || p >= P) return;
+  const __global float* xp = x + plane * H * W;
+  const int h0 = p * stride_h - pad_top, w0 = q * stride_w - pad_left;
+  float best = -INFINITY;
+  for (int r = 0; r < kernel_h; ++r) {
+    const int ih = h0 + r * dil_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int s = 0; s < kernel_w; ++s) {
+      const int iw = w0 + s * dil_w;
+      if (iw >= 0 && iw < W) best = fmax(best, xp[ih * W + iw]);
+    }
+  }
+  y[(plane * P + p) * Q + q] = best;
+}
+
+__kernel void stowage_avg_pool2d(__global const float* x, __global float* y, int H, int W, int P, int Q, int kernel_h,
+                                 int kernel_w, int stride_h, int stride_w, int pad_top, int pad_left, int pad_bottom,
+                                 int pad_right, int count_include_pad) {
+  const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+  if (q >= Q || p >= P) return;
+  const __global float* xp = x + plane * H * W;
+  const int h0 = p * stride_h - pad_top, w0 = q * stride_w - pad_left;
+  const int h_lo = max(h0, 0), h_hi = min(h0 + kernel_h, H);
+  const int w_lo = max(w0, 0), w_hi = min(w0 + kernel_w, W);
+  float sum = 0.0f;
+  for (int ih = h_lo; ih < h_hi; ++ih)
+    for (int iw = w_lo; iw < w_hi; ++iw) sum += xp[ih * W + iw];
+  int count;
+  if (count_include_pad) {
+    count = (min(h0 + kernel_h, H + pad_bottom) - max(h0, -pad_top)) *
+            (min(w0 + kernel_w, W + pad_right) - max(w0, -pad_left));
+  } else {
+    count = (h_hi - h_lo) * (w_hi - w_lo);
+  }
+  y[(plane * P + p) * Q + q] = count > 0 ? sum / (float)count : 0.0f;
+}
+
+__kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_global_avg_pool(__global const float* x,
+                                                                                             __global float* y,
+                                                                                             int HW) {
+  __local float partial[GAP_LOCAL];
+  const int t = get_local_id(0), row = get_group_id(1);
+  const __global float* xr = x + row * HW;
+  float sum = 0.0f;
+  for (int i = t; i < HW; i += GAP_LOCAL) sum += xr[i];
+  partial[t] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = GAP_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step) partial[t] += partial[t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0) y[row] = partial[0] / (float)HW;
+}

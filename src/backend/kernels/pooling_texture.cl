@@ -1,0 +1,76 @@
+// Pooling on NCHW4c images (docs/operators.md): the buffer kernels of
+// pooling.cl on `global.texture` images [N, C4, H, W, 4], 4 channels a pixel.
+//
+// stowage_max_pool2d_image, stowage_avg_pool2d_image: arguments as in pooling.cl,
+//   with planes = N * C4 image planes of H rows.
+//   Launch: grid = [Q rounded up to local0, P rounded up to local1, N * C4].
+// stowage_global_avg_pool_image: y [N, C4, 1, 1, 4] (height N * C4, width 1), the
+//   mean of each plane's H * W pixels; one work-group of GAP_LOCAL work-items a
+//   plane, summed in a fixed order.
+//   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, N * C4].
+// Padded channels stay zero: every operation maps zeros to zeros.
+#include <stowage/image.cl.h>
+
+#ifndef GAP_LOCAL
+#define GAP_LOCAL 64
+#endif
+#if GAP_LOCAL & (GAP_LOCAL - 1)
+#error "GAP_LOCAL must be a power of two"
+#endif
+
+__kernel void stowage_max_pool2d_image(read_only image2d_t x, write_only image2d_t y, int H, int W, int P, int Q,
+                                       int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_top,
+                                       int pad_left, int dil_h, int dil_w) {
+  const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+  if (q >= Q || p >= P) return;
+  const int h0 = p * stride_h - pad_top, w0 = q * stride_w - pad_left;
+  float4 best = (float4)(-INFINITY);
+  for (int r = 0; r < kernel_h; ++r) {
+    const int ih = h0 + r * dil_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int s = 0; s < kernel_w; ++s) {
+      const int iw = w0 + s * dil_w;
+      if (iw >= 0 && iw < W) best = fmax(best, read_imagef(x, kStowageSampler, (int2)(iw, plane * H + ih)));
+    }
+  }
+  write_imagef(y, (int2)(q, plane * P + p), best);
+}
+
+__kernel void stowage_avg_pool2d_image(read_only image2d_t x, write_only image2d_t y, int H, int W, int P, int Q,
+                                       int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_top,
+                                       int pad_left, int pad_bottom, int pad_right, int count_include_pad) {
+  const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
+  if (q >= Q || p >= P) return;
+  const int h0 = p * stride_h - pad_top, w0 = q * stride_w - pad_left;
+  const int h_lo = max(h0, 0), h_hi = min(h0 + kernel_h, H);
+  const int w_lo = max(w0, 0), w_hi = min(w0 + kernel_w, W);
+  float4 sum = (float4)(0.0f);
+  for (int ih = h_lo; ih < h_hi; ++ih)
+    for (int iw = w_lo; iw < w_hi; ++iw) sum += read_imagef(x, kStowageSampler, (int2)(iw, plane * H + ih));
+  int count;
+  if (count_include_pad) {
+    count = (min(h0 + kernel_h, H + pad_bottom) - max(h0, -pad_top)) *
+            (min(w0 + kernel_w, W + pad_right) - max(w0, -pad_left));
+  } else {
+    count = (h_hi - h_lo) * (w_hi - w_lo);
+  }
+  write_imagef(y, (int2)(q, plane * P + p), count > 0 ? sum / (float)count : (float4)(0.0f));
+}
+
+__kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_global_avg_pool_image(
+    read_only image2d_t x, write_only image2d_t y, int H, int W) {
+  __local float4 partial[GAP_LOCAL];
+  const int t = get_local_id(0), plane = get_group_id(1);
+  float4 sum = (float4)(0.0f);
+  for (int i = t; i < H * W; i += GAP_LOCAL) {
+    const int h = i / W;
+    sum += read_imagef(x, kStowageSampler, (int2)(i - h * W, plane * H + h));
+  }
+  partial[t] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = GAP_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step) partial[t] += partial[t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0) write_imagef(y, (int2)(0, plane), partial[0] / (float)(H * W));
+}
