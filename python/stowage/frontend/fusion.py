@@ -45,13 +45,13 @@ class Group:
         return names
 
 
-def only_consumer(graph, name, op_types):
-    """The single node that reads `name`, if it has one of `op_types` and `name` is
-    no graph output."""
+def only_consumer(graph, name, op_types, absorbed):
+    """The single node that reads `name`, if it has one of `op_types`, no other group
+    took it already, and `name` is no graph output."""
     if name in graph.output_names:
         return None
     consumers = graph.consumers.get(name, [])
-    if len(consumers) != 1 or consumers[0].op_type not in op_types:
+    if len(consumers) != 1 or consumers[0].op_type not in op_types or consumers[0].index in absorbed:
         return None
     return consumers[0]
 
@@ -67,12 +67,12 @@ def group_nodes(graph, is_static):
         group = Group(node)
         out = node.outputs[0] if node.outputs else ""
         if node.op_type == "Conv":
-            bn = only_consumer(graph, out, ("BatchNormalization",))
+            bn = only_consumer(graph, out, ("BatchNormalization",), absorbed)
             if bn is not None and all(is_static(n) for n in bn.inputs[1:5]) and len(bn.outputs) == 1:
                 group.bn = bn
                 group.nodes.append(bn)
                 out = bn.outputs[0]
-            add = only_consumer(graph, out, ("Add",))
+            add = only_consumer(graph, out, ("Add",), absorbed)
             if add is not None:
                 other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
                 if other != out and not is_static(other):
@@ -80,7 +80,7 @@ def group_nodes(graph, is_static):
                     group.nodes.append(add)
                     out = add.outputs[0]
         if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
-            act = only_consumer(graph, out, ACTIVATIONS)
+            act = only_consumer(graph, out, ACTIVATIONS, absorbed)
             if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
                 group.act = act
                 group.nodes.append(act)

@@ -242,7 +242,7 @@ def pool_window(imp, node, x):
 
 
 def max_pool(imp, node):
-    node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order"))
+    node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"))
     if len([o for o in node.outputs if o]) > 1:
         raise node.unsupported("the Indices output is not supported")
     x = imp.tensor(node, 0)
