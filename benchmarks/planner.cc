@@ -1,24 +1,23 @@
-// The offset planner against its lower bound and against planners without
-// offset packing, as a printed table.
+// The offset planner on MiniMalloc's eleven instances, real networks and random
+// instances, against its lower bound and planners without offset packing, as a
+// printed table.
 //
 //   planner [--data DIR] [--only NAME,...] [--random N,...] [--seed S]
-//           [--max-steps N] [--time-limit S] [--fit]
+//           [--time-limit S] [--minimise]
 //
 // Instances: the planning CSV files in DIR (default benchmarks/data/planning,
-// relative to the working directory), the activations of resnet18, resnet50
-// and mobilenetv2 (see planning_instances.h), and random instances of the
-// given sizes (default 1000,10000,100000), named randomN. --only keeps the
-// named ones (a CSV file is named by its first dot-separated part: A, example).
-// The height is minimised (no capacity), except with --fit, where each CSV
-// instance is packed within the capacity its file name gives (A.1048576.csv:
-// 1048576 bytes) and the search stops at the first packing that fits. The
-// time is the packer's alone.
-#include <algorithm>
+// relative to the working directory; a file is named by its first
+// dot-separated part: A, example), those of DIR/nets (resnet18, resnet50,
+// mobilenetv2), and random instances of the given sizes (default
+// 1000,10000,100000), named randomN. --only keeps the named ones. A file whose
+// name gives a capacity (A.1048576.csv: 1048576 bytes) is packed within it,
+// stopping at the first packing that fits, as `stowc plan-csv F --capacity N`
+// does; with --minimise, and for the others, the height is minimised. Each
+// instance has the time limit (default 10 s, as plan-csv). The time is the
+// packer's alone, measured in this run.
 #include <charconv>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -29,15 +28,15 @@
 
 namespace {
 
-using stowage::ir::PackItem;
+using stowage::bench::NamedInstance;
 
 struct Args {
   std::string data = "benchmarks/data/planning";
   std::set<std::string> only;
   std::vector<uint32_t> random_sizes = {1000, 10000, 100000};
   uint64_t seed = 1;
-  bool fit = false;
-  stowage::ir::PackOptions options;
+  bool minimise = false;
+  double time_limit_seconds = stowage::ir::PackOptions::kDefaultTimeLimitSeconds;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -57,8 +56,8 @@ bool parse(const std::string& text, T& value) {
 bool parse_args(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--fit") {
-      args.fit = true;
+    if (flag == "--minimise") {
+      args.minimise = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -80,10 +79,8 @@ bool parse_args(int argc, char** argv, Args& args) {
       }
     } else if (flag == "--seed") {
       ok = parse(value, args.seed);
-    } else if (flag == "--max-steps") {
-      ok = parse(value, args.options.max_steps);
     } else if (flag == "--time-limit") {
-      ok = parse(value, args.options.time_limit_seconds);
+      ok = parse(value, args.time_limit_seconds) && args.time_limit_seconds >= 0;
     } else {
       std::fprintf(stderr, "error: unknown option %s\n", flag.c_str());
       return false;
@@ -96,55 +93,23 @@ bool parse_args(int argc, char** argv, Args& args) {
   return true;
 }
 
-struct Instance {
-  std::string name;
-  std::vector<PackItem> items;
-  std::optional<uint64_t> capacity;  // from the file name
-};
-
-std::vector<Instance> csv_instances(const std::string& dir) {
-  std::vector<std::filesystem::path> paths;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.path().extension() == ".csv") paths.push_back(entry.path());
-  if (error) std::fprintf(stderr, "warning: %s: %s\n", dir.c_str(), error.message().c_str());
-  std::sort(paths.begin(), paths.end());
-  std::vector<Instance> result;
-  for (const auto& path : paths) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto items = stowage::ir::read_planning_csv(text.str(), path.string());
-    if (!items) {
-      std::fprintf(stderr, "warning: %s\n", items.error().message().c_str());
-      continue;
-    }
-    const std::string file = path.filename().string();
-    const size_t first_dot = file.find('.'), last_dot = file.rfind('.');
-    uint64_t capacity = 0;
-    std::optional<uint64_t> named;
-    if (first_dot < last_dot && parse(file.substr(first_dot + 1, last_dot - first_dot - 1), capacity)) named = capacity;
-    result.push_back({file.substr(0, first_dot), items.take(), named});
-  }
-  return result;
-}
-
-void print_row(const Instance& instance, stowage::ir::PackOptions options, bool fit) {
-  if (fit) options.capacity = instance.capacity;
+void print_row(const NamedInstance& instance, const Args& args) {
+  stowage::ir::PackOptions options;
+  options.time_limit_seconds = args.time_limit_seconds;
+  if (!args.minimise) options.capacity = instance.capacity;
   auto result = stowage::ir::pack(instance.items, options);
   if (!result) {
     std::printf("| %s | error: %s |\n", instance.name.c_str(), result.error().message().c_str());
     return;
   }
   const double ratio = result->lower_bound == 0 ? 1.0 : double(result->height) / double(result->lower_bound);
-  std::string fits = "-";
-  if (options.capacity) fits = std::to_string(*options.capacity) + (result->fits ? " yes" : " no");
-  std::printf("| %s | %zu | %llu | %llu | %.4f%s | %llu | %llu | %.1f | %llu | %s |\n", instance.name.c_str(),
-              instance.items.size(), (unsigned long long)result->lower_bound, (unsigned long long)result->height,
-              ratio, result->proven_optimal ? " (opt)" : "",
+  std::string capacity = "-";
+  if (options.capacity) capacity = std::to_string(*options.capacity) + (result->fits ? " yes" : " **no**");
+  std::printf("| %s | %zu | %s | %llu | %llu | %.4f%s | %.1f | %llu | %llu |\n", instance.name.c_str(),
+              instance.items.size(), capacity.c_str(), (unsigned long long)result->lower_bound,
+              (unsigned long long)result->height, ratio, result->proven_optimal ? " (opt)" : "", result->seconds * 1e3,
               (unsigned long long)stowage::ir::reuse_only_total(instance.items),
-              (unsigned long long)stowage::ir::naive_total(instance.items), result->seconds * 1e3,
-              (unsigned long long)result->steps, fits.c_str());
+              (unsigned long long)stowage::ir::naive_total(instance.items));
   std::fflush(stdout);
 }
 
@@ -153,17 +118,22 @@ void print_row(const Instance& instance, stowage::ir::PackOptions options, bool 
 int main(int argc, char** argv) {
   Args args;
   if (!parse_args(argc, argv, args)) return 2;
-  std::vector<Instance> instances = csv_instances(args.data);
-  instances.push_back({"resnet18", stowage::bench::resnet_activations(18), std::nullopt});
-  instances.push_back({"resnet50", stowage::bench::resnet_activations(50), std::nullopt});
-  instances.push_back({"mobilenetv2", stowage::bench::mobilenet_v2_activations(), std::nullopt});
+  std::vector<NamedInstance> instances;
+  for (const std::string& dir : {args.data, args.data + "/nets"}) {
+    auto read = stowage::bench::read_instances(dir);
+    if (!read) {
+      std::fprintf(stderr, "error: %s\n", read.error().message().c_str());
+      return 2;
+    }
+    for (NamedInstance& instance : *read) instances.push_back(std::move(instance));
+  }
   for (uint32_t n : args.random_sizes)
     instances.push_back({"random" + std::to_string(n), stowage::bench::random_instance(n, args.seed), std::nullopt});
 
-  std::printf("| instance | buffers | lower bound | planned height | height/LB | reuse-only total | naive total | "
-              "time ms | steps | capacity, fits |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const Instance& instance : instances)
-    if (args.only.empty() || args.only.count(instance.name)) print_row(instance, args.options, args.fit);
+  std::printf("| instance | buffers | capacity, fits | lower bound | bytes (height) | height/LB | time ms | "
+              "reuse-only total | naive total |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const NamedInstance& instance : instances)
+    if (args.only.empty() || args.only.count(instance.name)) print_row(instance, args);
   return 0;
 }

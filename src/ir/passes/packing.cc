@@ -101,7 +101,8 @@ void minimise_group(packing::ExactSearch& search, const Instance& in, GroupState
     // The lower bound itself first, with most of the budget: real instances
     // often reach it. Then bisection, half of what is left per attempt.
     const uint64_t target = first ? low : low + (high - low) / 2;
-    StepCounter slice = steps.slice(std::max<uint64_t>(first ? steps.left() / 4 * 3 : steps.left() / 2, 1));
+    const double share = first ? 0.75 : 0.5;
+    StepCounter slice = steps.slice(std::max<uint64_t>(static_cast<uint64_t>(steps.left() * share), 1), share);
     first = false;
     std::vector<uint64_t> offsets;
     const SearchOutcome outcome = search.within(target, slice, offsets);
@@ -118,19 +119,20 @@ void minimise_group(packing::ExactSearch& search, const Instance& in, GroupState
   }
 }
 
-// Looks for a packing of the group within `capacity`; when there is none,
-// lowers its height as far as the budget allows, to say what would fit.
-void fit_group(const Instance& in, GroupState& group, uint64_t capacity, StepCounter& steps) {
+// Looks for a packing of the group within `capacity`; when there is none and
+// `lower` is set, lowers its height as far as the budget allows, to say how
+// close a packing comes.
+void fit_group(const Instance& in, GroupState& group, uint64_t capacity, bool lower, StepCounter& steps) {
   packing::ExactSearch search(in);
   std::vector<uint64_t> offsets;
   const SearchOutcome outcome = search.within(capacity, steps, offsets);
   if (outcome == SearchOutcome::kFound) {
     group.placement.height = packing::height_of(in, offsets);
     group.placement.offsets = std::move(offsets);
-  } else if (outcome == SearchOutcome::kInfeasible) {
-    group.proven_low = std::max(group.proven_low, capacity + 1);
-    minimise_group(search, in, group, capacity + 1, steps);
+    return;
   }
+  if (outcome == SearchOutcome::kInfeasible) group.proven_low = std::max(group.proven_low, capacity + 1);
+  if (lower) minimise_group(search, in, group, group.proven_low, steps);
 }
 
 }  // namespace
@@ -140,7 +142,7 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
   if (Status status = validate(items); !status) return status.error();
   const auto limit = std::chrono::duration_cast<StepCounter::Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, std::min(options.time_limit_seconds, 1e9))));
-  StepCounter steps(options.max_steps, start + limit);
+  StepCounter steps(options.max_steps.value_or(std::numeric_limits<uint64_t>::max()), start + limit);
 
   PackResult result;
   result.offsets.assign(items.size(), 0);
@@ -176,9 +178,9 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
       // Share what is left among this group and the later ones above the goal.
       const auto above = std::count_if(order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                                        [&](size_t g) { return states[g].placement.height > goal; });
-      StepCounter share = steps.slice(steps.left() / static_cast<uint64_t>(above));
+      StepCounter share = steps.slice(steps.left() / static_cast<uint64_t>(above), 1.0 / static_cast<double>(above));
       if (options.capacity) {
-        fit_group(in, state, *options.capacity, share);
+        fit_group(in, state, *options.capacity, options.lower_when_over, share);
       } else {
         packing::ExactSearch search(in);
         minimise_group(search, in, state, settled, share);
@@ -198,6 +200,7 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
   }
   result.proven_optimal = result.height <= proven_low;
   result.fits = !options.capacity || result.height <= *options.capacity;
+  result.proven_unfit = options.capacity && proven_low > *options.capacity;
   result.steps = steps.used();
   result.stopped_by_time = steps.time_up();
 
