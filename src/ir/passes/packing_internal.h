@@ -110,12 +110,10 @@ struct Placement {
 
 uint64_t height_of(const Instance& instance, std::span<const uint64_t> offsets);
 
-// Greedy placement: items in the given order, each at an aligned gap among the
-// already placed items it overlaps in time; `best_fit` picks the tightest gap
-// that holds it, otherwise the lowest. Always completes; charges one step per item.
-Placement place_greedily(const Instance& instance, std::span<const uint32_t> order, bool best_fit);
-
-// The greedy placements tried for a first solution, the best one kept.
+// The greedy start: items in a few orders, each at an aligned gap among the
+// already placed items it overlaps in time (the tightest that holds it, or the
+// lowest), the best placement kept. Always completes; charges one step per
+// item and order.
 Placement best_greedy_placement(const Instance& instance, StepCounter& steps);
 
 enum class SearchOutcome {
