@@ -5,17 +5,22 @@
 // (offset, rank), so each canonical packing is built once. Any packing can be
 // turned into a canonical one no higher by letting items fall, so the search is
 // complete. Each node places one of the unplaced items at its lowest feasible
-// offset; what prunes the tree (see `enter` and `feasible`):
+// offset; what prunes the tree (see `enter` and `floors_fit`):
 //  - monotone offsets: an item may only follow one of lower (offset, rank);
 //  - dominance: an item whose lowest offset lies at or above the top of another
 //    unplaced item's lowest spot would leave a gap that item could fall into;
-//  - section bounds: in each section the unplaced items need their sum of
-//    bytes above the lowest offset any of them (or any later item) can take;
+//  - section bounds: in each section (every set of items alive at one moment)
+//    the unplaced items need their bytes between the capacity and the lowest
+//    offset any of them, or any later item, can take; checked incrementally;
 //  - decomposition: once no unplaced item spans the border between two
-//    sections, the two sides are solved as independent problems.
-// The same problem is tried under several static rankings of the items, with a
-// step limit that doubles each round (restarts tame the heavy tails of
-// depth-first search); a search that ends without hitting its limit is a proof.
+//    sections, the two sides are independent pieces, each searched in its own
+//    canonical order;
+//  - the memo (SubproblemMemo): a piece is a set of items with the lowest
+//    offset each may take; one shown to have no packing rules out the same
+//    items starting as high or higher, and a packing found is reused.
+// Runs under several static rankings alternate with short runs that shuffle
+// the first choice (see `within`); a run that ends without hitting its step
+// limit is a proof.
 #include <algorithm>
 #include <limits>
 
