@@ -3,7 +3,7 @@
 // printed table.
 //
 //   planner [--data DIR] [--only NAME,...] [--random N,...] [--seed S]
-//           [--time-limit S] [--minimise]
+//           [--time-limit S] [--minimise] [--window LO,HI]
 //
 // Instances: the planning CSV files in DIR (default benchmarks/data/planning,
 // relative to the working directory; a file is named by its first
@@ -15,7 +15,9 @@
 // does; with --minimise, and for the others, the height is minimised. Each
 // instance has the time limit (default 10 s, as plan-csv). The times are the
 // packer's alone, measured in this run: wall-clock ("time ms", what the time
-// limit counts) and this thread's processor time ("cpu ms").
+// limit counts) and this thread's processor time ("cpu ms"). --window keeps,
+// of every instance, the buffers alive at some moment of [LO, HI) (whole), to
+// study a part of an instance on its own.
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -38,6 +40,7 @@ struct Args {
   std::vector<uint32_t> random_sizes = {1000, 10000, 100000};
   uint64_t seed = 1;
   bool minimise = false;
+  std::optional<std::pair<int64_t, int64_t>> window;
   double time_limit_seconds = stowage::ir::PackOptions::kDefaultTimeLimitSeconds;
 };
 
@@ -81,6 +84,11 @@ bool parse_args(int argc, char** argv, Args& args) {
       }
     } else if (flag == "--seed") {
       ok = parse(value, args.seed);
+    } else if (flag == "--window") {
+      const std::vector<std::string> bounds = split(value);
+      int64_t lo = 0, hi = 0;
+      ok = bounds.size() == 2 && parse(bounds[0], lo) && parse(bounds[1], hi) && lo < hi;
+      if (ok) args.window = {lo, hi};
     } else if (flag == "--time-limit") {
       ok = parse(value, args.time_limit_seconds) && args.time_limit_seconds >= 0;
     } else {
@@ -146,7 +154,14 @@ int main(int argc, char** argv) {
   std::printf("| instance | buffers | capacity, fits | lower bound | bytes (height) | height/LB | time ms | cpu ms | "
               "reuse-only total | naive total |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const NamedInstance& instance : instances)
-    if (args.only.empty() || args.only.count(instance.name)) print_row(instance, args);
+  for (NamedInstance& instance : instances) {
+    if (!args.only.empty() && !args.only.count(instance.name)) continue;
+    if (args.window) {
+      std::erase_if(instance.items, [&](const stowage::ir::PackItem& item) {
+        return !(item.lower < args.window->second && args.window->first < item.upper);
+      });
+    }
+    print_row(instance, args);
+  }
   return 0;
 }
