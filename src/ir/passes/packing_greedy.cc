@@ -1,6 +1,9 @@
 // The greedy start of the packer: items one at a time, largest first, each in
 // a gap left by the items already placed that overlap it in time.
 #include <algorithm>
+#include <array>
+#include <future>
+#include <thread>
 #include <limits>
 
 #include "packing_internal.h"
@@ -97,6 +100,9 @@ class PlacedIndex {
   std::vector<uint32_t> tree_;
 };
 
+// Groups from this many items pack their greedy passes on two threads.
+constexpr uint32_t kParallelGreedyItems = 16384;
+
 struct Occupied {
   uint64_t begin, end;
   // Gaps are found walking up from 0: the order of ranges that begin together does not matter.
@@ -165,13 +171,21 @@ Placement best_greedy_placement(const Instance& in, StepCounter& steps) {
                    [&](uint32_t a, uint32_t b) { return crowd[a] > crowd[b]; });
 
   const TimeIndex time(in);
+  // The passes are independent: on a large group, the crowding ones run on a
+  // second thread. The best is chosen in the same order either way.
+  auto crowding_passes = [&] {
+    std::array<Placement, 2> placements;
+    for (bool best_fit : {false, true}) placements[best_fit] = place_greedily(in, time, by_crowding, best_fit);
+    return placements;
+  };
+  std::future<std::array<Placement, 2>> others;
+  const bool parallel = n >= kParallelGreedyItems && std::thread::hardware_concurrency() > 1;
+  if (parallel) others = std::async(std::launch::async, crowding_passes);
   Placement best = place_greedily(in, time, by_size, /*best_fit=*/true);
-  steps.charge(n);
-  for (bool best_fit : {false, true}) {
-    Placement other = place_greedily(in, time, by_crowding, best_fit);
-    steps.charge(n);
+  std::array<Placement, 2> crowding = parallel ? others.get() : crowding_passes();
+  steps.charge(3 * uint64_t{n});
+  for (Placement& other : crowding)
     if (other.height < best.height) best = std::move(other);
-  }
   return best;
 }
 
