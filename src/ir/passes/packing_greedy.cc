@@ -73,6 +73,13 @@ class PlacedIndex {
   void for_each_overlapping(uint32_t item, Visit&& visit) const {
     const uint32_t after = time_.alive_after[item], first = time_.first[item], end = time_.end[item];
     if (first >= end) return;
+    // A short range: scan its leaves, in memory order.
+    if (end - first <= kScanLimit) {
+      const uint32_t* leaf = tree_.data() + leaves_;
+      for (uint32_t p = first; p < end; ++p)
+        if (leaf[p] > after) visit(time_.by_lower[p]);
+      return;
+    }
     // Depth first, left child on top: at most two pending nodes per level.
     uint32_t stack[2 * kMaxLevels];
     int top = 0;
@@ -95,6 +102,8 @@ class PlacedIndex {
 
  private:
   static constexpr int kMaxLevels = 34;  // leaves_ <= 2^32
+  // Up to this many leaves, a plain scan beats the tree's walk.
+  static constexpr uint32_t kScanLimit = 2048;
   const TimeIndex& time_;
   uint32_t leaves_ = 1;
   std::vector<uint32_t> tree_;
