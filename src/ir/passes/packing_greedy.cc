@@ -20,7 +20,8 @@ struct TimeIndex {
     const uint32_t n = in.count();
     by_lower.resize(n);
     for (uint32_t i = 0; i < n; ++i) by_lower[i] = i;
-    std::stable_sort(by_lower.begin(), by_lower.end(), [&](uint32_t a, uint32_t b) { return in.lower[a] < in.lower[b]; });
+    std::stable_sort(by_lower.begin(), by_lower.end(),
+                     [&](uint32_t a, uint32_t b) { return in.lower[a] < in.lower[b]; });
     position.resize(n);
     std::vector<int64_t> sorted_lower(n), uppers(in.upper);
     for (uint32_t p = 0; p < n; ++p) {
@@ -36,8 +37,10 @@ struct TimeIndex {
     end.resize(n);
     for (uint32_t i = 0; i < n; ++i) {
       // Ranks from 1: a placed item j overlaps i when death[j] > alive_after[i].
-      death[i] = static_cast<uint32_t>(std::lower_bound(uppers.begin(), uppers.end(), in.upper[i]) - uppers.begin()) + 1;
-      alive_after[i] = static_cast<uint32_t>(std::upper_bound(uppers.begin(), uppers.end(), in.lower[i]) - uppers.begin());
+      const auto rank_of_death = std::lower_bound(uppers.begin(), uppers.end(), in.upper[i]);
+      death[i] = static_cast<uint32_t>(rank_of_death - uppers.begin()) + 1;
+      const auto dead_by_birth = std::upper_bound(uppers.begin(), uppers.end(), in.lower[i]);
+      alive_after[i] = static_cast<uint32_t>(dead_by_birth - uppers.begin());
       end[i] = static_cast<uint32_t>(std::lower_bound(sorted_lower.begin(), sorted_lower.end(), in.upper[i]) -
                                      sorted_lower.begin());
       const int64_t earliest =

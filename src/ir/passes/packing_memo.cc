@@ -56,7 +56,8 @@ void SubproblemMemo::add(std::span<const uint32_t> items, std::span<const uint64
   std::vector<uint32_t>& bucket = by_items_[hash_items(items)];
   if (bucket.size() >= kMaxPerItemSet) return;
   bucket.push_back(static_cast<uint32_t>(entries_.size()));
-  entries_.push_back(Entry{item_pool_.size(), value_pool_.size(), static_cast<uint32_t>(items.size()), capacity, solved});
+  entries_.push_back(
+      Entry{item_pool_.size(), value_pool_.size(), static_cast<uint32_t>(items.size()), capacity, solved});
   item_pool_.insert(item_pool_.end(), items.begin(), items.end());
   value_pool_.insert(value_pool_.end(), values.begin(), values.end());
 }

@@ -340,15 +340,14 @@ class Search {
     // their bytes, all to be placed at or above the candidate's offset.
     // Dominance: below the lowest top.
     auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(f.base);
-    candidates_.erase(std::remove_if(first, candidates_.end(),
-                                     [&](uint32_t i) {
-                                       const uint64_t at = lowest_[i];
-                                       if (at >= lowest_top) return true;
-                                       const uint64_t outside = std::max(prefix[in_.first_section[i] - part.section_begin],
-                                                                         suffix[in_.end_section[i] - part.section_begin]);
-                                       return at + outside > capacity_;
-                                     }),
-                      candidates_.end());
+    const auto cannot_come_next = [&](uint32_t i) {
+      const uint64_t at = lowest_[i];
+      if (at >= lowest_top) return true;
+      const uint64_t outside = std::max(prefix[in_.first_section[i] - part.section_begin],
+                                        suffix[in_.end_section[i] - part.section_begin]);
+      return at + outside > capacity_;
+    };
+    candidates_.erase(std::remove_if(first, candidates_.end(), cannot_come_next), candidates_.end());
     std::sort(first, candidates_.end(), [&](uint32_t a, uint32_t b) {
       return before(lowest_[a], rank_of_[a], lowest_[b], rank_of_[b]);
     });

@@ -379,7 +379,8 @@ class FunctionPlanner {
       auto bytes = storage_bytes(t.nbytes, scope->alignment);
       uint64_t need = bytes ? *bytes : UINT64_MAX;
       for (const auto& [at, other] : kept[scope]) need = checked_add(need, other).value_or(UINT64_MAX);
-      if (auto it = own.find(scope); it != own.end()) need = checked_add(need, it->second[t.binding]).value_or(UINT64_MAX);
+      if (auto it = own.find(scope); it != own.end())
+        need = checked_add(need, it->second[t.binding]).value_or(UINT64_MAX);
       if (need <= scope->capacity) {
         kept[scope].push_back({t.binding, *bytes});
         continue;
@@ -660,7 +661,8 @@ class FunctionPlanner {
         } else if (t.returned || (naive && !t.image)) {
           storage = t.returned ? fresh_name("result") : t.storage;
           auto bytes = storage_bytes(t.nbytes, alignment);
-          if (!bytes) return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", t.nbytes));
+          if (!bytes)
+            return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", t.nbytes));
           out.push_back(alloc_storage(storage, *bytes, t.scope_name));
         }
         Binding a;
@@ -695,7 +697,8 @@ class FunctionPlanner {
       for (const PlannedTensor* part : {&tables, &blocks}) {
         uint64_t alignment = std::max<uint64_t>(part->scope->alignment, 1);
         auto bytes = storage_bytes(part->nbytes, alignment);
-        if (!bytes) return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", part->nbytes));
+        if (!bytes)
+          return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", part->nbytes));
         out.push_back(alloc_storage(part->storage, *bytes, part->scope_name));
       }
     }
