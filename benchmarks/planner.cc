@@ -1,24 +1,28 @@
-// The offset planner against its lower bound and against planners without
-// offset packing, as a printed table.
+// The offset planner on MiniMalloc's eleven instances, real networks and random
+// instances, against its lower bound and planners without offset packing, as a
+// printed table.
 //
 //   planner [--data DIR] [--only NAME,...] [--random N,...] [--seed S]
-//           [--max-steps N] [--time-limit S] [--fit]
+//           [--time-limit S] [--minimise] [--window LO,HI]
 //
 // Instances: the planning CSV files in DIR (default benchmarks/data/planning,
-// relative to the working directory), the activations of resnet18, resnet50
-// and mobilenetv2 (see planning_instances.h), and random instances of the
-// given sizes (default 1000,10000,100000), named randomN. --only keeps the
-// named ones (a CSV file is named by its first dot-separated part: A, example).
-// The height is minimised (no capacity), except with --fit, where each CSV
-// instance is packed within the capacity its file name gives (A.1048576.csv:
-// 1048576 bytes) and the search stops at the first packing that fits. The
-// time is the packer's alone.
-#include <algorithm>
+// relative to the working directory; a file is named by its first
+// dot-separated part: A, example), those of DIR/nets (resnet18, resnet50,
+// mobilenetv2), and random instances of the given sizes (default
+// 1000,10000,100000), named randomN. --only keeps the named ones. A file whose
+// name gives a capacity (A.1048576.csv: 1048576 bytes) is packed within it,
+// stopping at the first packing that fits, as `stowc plan-csv F --capacity N`
+// does; with --minimise, and for the others, the height is minimised. Each
+// instance has the time limit (default 10 s, as plan-csv). The times are the
+// packer's alone, measured in this run: wall-clock ("time ms", what the time
+// limit counts) and the processor time of all threads ("cpu ms"; the greedy
+// start of a group of 16,384 items or more runs on two threads). --window keeps,
+// of every instance, the buffers alive at some moment of [LO, HI) (whole), to
+// study a part of an instance on its own.
 #include <charconv>
 #include <cstdio>
-#include <filesystem>
+#include <ctime>
 #include <optional>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -29,15 +33,16 @@
 
 namespace {
 
-using stowage::ir::PackItem;
+using stowage::bench::NamedInstance;
 
 struct Args {
   std::string data = "benchmarks/data/planning";
   std::set<std::string> only;
   std::vector<uint32_t> random_sizes = {1000, 10000, 100000};
   uint64_t seed = 1;
-  bool fit = false;
-  stowage::ir::PackOptions options;
+  bool minimise = false;
+  std::optional<std::pair<int64_t, int64_t>> window;
+  double time_limit_seconds = stowage::ir::PackOptions::kDefaultTimeLimitSeconds;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -57,8 +62,8 @@ bool parse(const std::string& text, T& value) {
 bool parse_args(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--fit") {
-      args.fit = true;
+    if (flag == "--minimise") {
+      args.minimise = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -80,10 +85,13 @@ bool parse_args(int argc, char** argv, Args& args) {
       }
     } else if (flag == "--seed") {
       ok = parse(value, args.seed);
-    } else if (flag == "--max-steps") {
-      ok = parse(value, args.options.max_steps);
+    } else if (flag == "--window") {
+      const std::vector<std::string> bounds = split(value);
+      int64_t lo = 0, hi = 0;
+      ok = bounds.size() == 2 && parse(bounds[0], lo) && parse(bounds[1], hi) && lo < hi;
+      if (ok) args.window = {lo, hi};
     } else if (flag == "--time-limit") {
-      ok = parse(value, args.options.time_limit_seconds);
+      ok = parse(value, args.time_limit_seconds) && args.time_limit_seconds >= 0;
     } else {
       std::fprintf(stderr, "error: unknown option %s\n", flag.c_str());
       return false;
@@ -96,55 +104,34 @@ bool parse_args(int argc, char** argv, Args& args) {
   return true;
 }
 
-struct Instance {
-  std::string name;
-  std::vector<PackItem> items;
-  std::optional<uint64_t> capacity;  // from the file name
-};
-
-std::vector<Instance> csv_instances(const std::string& dir) {
-  std::vector<std::filesystem::path> paths;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.path().extension() == ".csv") paths.push_back(entry.path());
-  if (error) std::fprintf(stderr, "warning: %s: %s\n", dir.c_str(), error.message().c_str());
-  std::sort(paths.begin(), paths.end());
-  std::vector<Instance> result;
-  for (const auto& path : paths) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto items = stowage::ir::read_planning_csv(text.str(), path.string());
-    if (!items) {
-      std::fprintf(stderr, "warning: %s\n", items.error().message().c_str());
-      continue;
-    }
-    const std::string file = path.filename().string();
-    const size_t first_dot = file.find('.'), last_dot = file.rfind('.');
-    uint64_t capacity = 0;
-    std::optional<uint64_t> named;
-    if (first_dot < last_dot && parse(file.substr(first_dot + 1, last_dot - first_dot - 1), capacity)) named = capacity;
-    result.push_back({file.substr(0, first_dot), items.take(), named});
-  }
-  return result;
+// The processor time of all the process's threads: beside the wall time, a
+// figure other work on a shared machine disturbs less.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
-void print_row(const Instance& instance, stowage::ir::PackOptions options, bool fit) {
-  if (fit) options.capacity = instance.capacity;
+void print_row(const NamedInstance& instance, const Args& args) {
+  stowage::ir::PackOptions options;
+  options.time_limit_seconds = args.time_limit_seconds;
+  if (!args.minimise) options.capacity = instance.capacity;
+  const double cpu_start = cpu_seconds();
   auto result = stowage::ir::pack(instance.items, options);
+  const double cpu = cpu_seconds() - cpu_start;
   if (!result) {
     std::printf("| %s | error: %s |\n", instance.name.c_str(), result.error().message().c_str());
     return;
   }
   const double ratio = result->lower_bound == 0 ? 1.0 : double(result->height) / double(result->lower_bound);
-  std::string fits = "-";
-  if (options.capacity) fits = std::to_string(*options.capacity) + (result->fits ? " yes" : " no");
-  std::printf("| %s | %zu | %llu | %llu | %.4f%s | %llu | %llu | %.1f | %llu | %s |\n", instance.name.c_str(),
-              instance.items.size(), (unsigned long long)result->lower_bound, (unsigned long long)result->height,
-              ratio, result->proven_optimal ? " (opt)" : "",
+  std::string capacity = "-";
+  if (options.capacity) capacity = std::to_string(*options.capacity) + (result->fits ? " yes" : " **no**");
+  std::printf("| %s | %zu | %s | %llu | %llu | %.4f%s | %.1f | %.1f | %llu | %llu |\n", instance.name.c_str(),
+              instance.items.size(), capacity.c_str(), (unsigned long long)result->lower_bound,
+              (unsigned long long)result->height, ratio, result->proven_optimal ? " (opt)" : "", result->seconds * 1e3,
+              cpu * 1e3,
               (unsigned long long)stowage::ir::reuse_only_total(instance.items),
-              (unsigned long long)stowage::ir::naive_total(instance.items), result->seconds * 1e3,
-              (unsigned long long)result->steps, fits.c_str());
+              (unsigned long long)stowage::ir::naive_total(instance.items));
   std::fflush(stdout);
 }
 
@@ -153,17 +140,29 @@ void print_row(const Instance& instance, stowage::ir::PackOptions options, bool 
 int main(int argc, char** argv) {
   Args args;
   if (!parse_args(argc, argv, args)) return 2;
-  std::vector<Instance> instances = csv_instances(args.data);
-  instances.push_back({"resnet18", stowage::bench::resnet_activations(18), std::nullopt});
-  instances.push_back({"resnet50", stowage::bench::resnet_activations(50), std::nullopt});
-  instances.push_back({"mobilenetv2", stowage::bench::mobilenet_v2_activations(), std::nullopt});
+  std::vector<NamedInstance> instances;
+  for (const std::string& dir : {args.data, args.data + "/nets"}) {
+    auto read = stowage::bench::read_instances(dir);
+    if (!read) {
+      std::fprintf(stderr, "error: %s\n", read.error().message().c_str());
+      return 2;
+    }
+    for (NamedInstance& instance : *read) instances.push_back(std::move(instance));
+  }
   for (uint32_t n : args.random_sizes)
     instances.push_back({"random" + std::to_string(n), stowage::bench::random_instance(n, args.seed), std::nullopt});
 
-  std::printf("| instance | buffers | lower bound | planned height | height/LB | reuse-only total | naive total | "
-              "time ms | steps | capacity, fits |\n");
+  std::printf("| instance | buffers | capacity, fits | lower bound | bytes (height) | height/LB | time ms | cpu ms | "
+              "reuse-only total | naive total |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const Instance& instance : instances)
-    if (args.only.empty() || args.only.count(instance.name)) print_row(instance, args.options, args.fit);
+  for (NamedInstance& instance : instances) {
+    if (!args.only.empty() && !args.only.count(instance.name)) continue;
+    if (args.window) {
+      std::erase_if(instance.items, [&](const stowage::ir::PackItem& item) {
+        return !(item.lower < args.window->second && args.window->first < item.upper);
+      });
+    }
+    print_row(instance, args);
+  }
   return 0;
 }

@@ -1,18 +1,15 @@
-// Packing instances for the planner benchmark and tests: activation tensors of
-// real networks, built from their exact layer shapes, and seeded random ones.
-//
-// Networks run at batch 1 on a 224x224 RGB image in float32, one op after the
-// other in the order of their reference implementations (torchvision).
-// Convolution, batch norm and activation are one op (batch norm folded into
-// the convolution, the activation fused, as inference compilers do); a
-// residual add is its own op, with ResNet's ReLU fused into it. Every op
-// writes one new tensor. A tensor is alive from the op that writes it to the
-// last op that reads it, both included: item [producer, last reader + 1). The
-// network's input and its output (the logits) are parameters and results,
-// which the planner does not pack, so only intermediate tensors are items.
+// Packing instances for the planner benchmark and tests: the planning CSV files
+// of benchmarks/data/planning (MiniMalloc's instances and the activations of
+// real networks, see its NOTICE.md) and seeded random ones.
 #pragma once
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,119 +17,50 @@
 
 namespace stowage::bench {
 
-// Records ops in execution order and the tensors they read and write.
-class ActivationGraph {
- public:
-  struct Tensor {
-    int64_t height, width, channels;
-  };
-  // The network input: not an item.
-  int input(int64_t height, int64_t width, int64_t channels) {
-    return add_tensor("input", {height, width, channels}, -1);
-  }
-  // An op reading `inputs` and writing a new tensor of the given shape.
-  int op(const std::string& name, std::initializer_list<int> inputs, Tensor shape) {
-    const int step = steps_++;
-    for (int t : inputs) last_use_[t] = step;
-    return add_tensor(name, shape, step);
-  }
-  int conv(const std::string& name, int x, int64_t channels, int64_t stride) {
-    const Tensor& in = shapes_[x];
-    return op(name, {x}, {(in.height + stride - 1) / stride, (in.width + stride - 1) / stride, channels});
-  }
-  const Tensor& shape(int t) const { return shapes_[t]; }
-
-  // The intermediate tensors as items (`output` is excluded, as is the input).
-  std::vector<ir::PackItem> items(int output) const {
-    std::vector<ir::PackItem> result;
-    for (size_t t = 0; t < shapes_.size(); ++t) {
-      if (producer_[t] < 0 || static_cast<int>(t) == output) continue;
-      const Tensor& s = shapes_[t];
-      const int64_t last = last_use_[t] < 0 ? producer_[t] : last_use_[t];
-      result.push_back({names_[t], producer_[t], last + 1,
-                        static_cast<uint64_t>(s.height * s.width * s.channels) * sizeof(float), 1});
-    }
-    return result;
-  }
-
- private:
-  int add_tensor(const std::string& name, Tensor shape, int producer) {
-    names_.push_back(name + "." + std::to_string(names_.size()));
-    shapes_.push_back(shape);
-    producer_.push_back(producer);
-    last_use_.push_back(-1);
-    return static_cast<int>(shapes_.size()) - 1;
-  }
-  int steps_ = 0;
-  std::vector<std::string> names_;
-  std::vector<Tensor> shapes_;
-  std::vector<int> producer_, last_use_;
+struct NamedInstance {
+  std::string name;  // the file name up to its first dot: A, resnet18
+  std::vector<ir::PackItem> items;
+  std::optional<uint64_t> capacity;  // the number before ".csv" in NAME.CAPACITY.csv
 };
 
-// ResNet-18 (basic blocks) or ResNet-50 (bottlenecks), torchvision layout.
-inline std::vector<ir::PackItem> resnet_activations(int depth) {
-  ActivationGraph g;
-  int x = g.input(224, 224, 3);
-  x = g.conv("conv1", x, 64, 2);                                           // 112x112x64
-  x = g.op("maxpool", {x}, {56, 56, 64});
-  const bool bottleneck = depth >= 50;
-  const std::vector<int> blocks = bottleneck ? std::vector<int>{3, 4, 6, 3} : std::vector<int>{2, 2, 2, 2};
-  int64_t in_channels = 64;
-  for (int layer = 0; layer < 4; ++layer) {
-    const int64_t width = int64_t{64} << layer;
-    const int64_t out_channels = bottleneck ? 4 * width : width;
-    for (int b = 0; b < blocks[layer]; ++b) {
-      const int64_t stride = (layer > 0 && b == 0) ? 2 : 1;
-      const std::string name = "layer" + std::to_string(layer + 1) + "." + std::to_string(b);
-      int out;
-      if (bottleneck) {
-        int t = g.conv(name + ".conv1", x, width, 1);
-        t = g.conv(name + ".conv2", t, width, stride);
-        out = g.conv(name + ".conv3", t, out_channels, 1);
-      } else {
-        int t = g.conv(name + ".conv1", x, width, stride);
-        out = g.conv(name + ".conv2", t, out_channels, 1);
-      }
-      int identity = x;
-      if (stride != 1 || in_channels != out_channels) identity = g.conv(name + ".downsample", x, out_channels, stride);
-      x = g.op(name + ".add_relu", {out, identity}, g.shape(out));
-      in_channels = out_channels;
-    }
+// Reads one planning CSV file; the error names the file (and the line).
+inline Expected<NamedInstance> read_instance(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(ErrorKind::kIo, path.string() + ": cannot open the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  Expected<std::vector<ir::PackItem>> items = ir::read_planning_csv(text.str(), path.string());
+  if (!items) return items.error();
+  const std::string file = path.filename().string();
+  const size_t first_dot = file.find('.'), last_dot = file.rfind('.');
+  NamedInstance result{file.substr(0, first_dot), items.take(), std::nullopt};
+  if (first_dot < last_dot) {
+    const std::string number = file.substr(first_dot + 1, last_dot - first_dot - 1);
+    uint64_t capacity = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), capacity);
+    if (error == std::errc() && end == number.data() + number.size() && !number.empty()) result.capacity = capacity;
   }
-  x = g.op("avgpool", {x}, {1, 1, in_channels});
-  const int logits = g.op("fc", {x}, {1, 1, 1000});
-  return g.items(logits);
+  return result;
 }
 
-// MobileNetV2 (width 1.0), torchvision layout.
-inline std::vector<ir::PackItem> mobilenet_v2_activations() {
-  ActivationGraph g;
-  int x = g.input(224, 224, 3);
-  x = g.conv("features.0", x, 32, 2);  // 112x112x32
-  struct Stage {
-    int64_t expand, channels, repeats, stride;
-  };
-  const Stage stages[] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                          {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
-  int64_t in_channels = 32;
-  int index = 1;
-  for (const Stage& stage : stages) {
-    for (int r = 0; r < stage.repeats; ++r, ++index) {
-      const int64_t stride = r == 0 ? stage.stride : 1;
-      const std::string name = "features." + std::to_string(index);
-      int t = x;
-      if (stage.expand != 1) t = g.conv(name + ".expand", t, in_channels * stage.expand, 1);
-      t = g.conv(name + ".depthwise", t, g.shape(t).channels, stride);
-      t = g.conv(name + ".project", t, stage.channels, 1);
-      if (stride == 1 && in_channels == stage.channels) t = g.op(name + ".add", {t, x}, g.shape(t));
-      x = t;
-      in_channels = stage.channels;
-    }
+// The planning CSV files of `dir` in name order (`*.names.csv`, which name the
+// tensors of a network's file, left out).
+inline Expected<std::vector<NamedInstance>> read_instances(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> paths;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".csv" && !name.ends_with(".names.csv")) paths.push_back(entry.path());
   }
-  x = g.conv("features.18", x, 1280, 1);  // 7x7x1280
-  x = g.op("avgpool", {x}, {1, 1, 1280});
-  const int logits = g.op("classifier", {x}, {1, 1, 1000});
-  return g.items(logits);
+  if (error) return Error(ErrorKind::kIo, dir.string() + ": " + error.message());
+  std::sort(paths.begin(), paths.end());
+  std::vector<NamedInstance> result;
+  for (const auto& path : paths) {
+    Expected<NamedInstance> instance = read_instance(path);
+    if (!instance) return instance.error();
+    result.push_back(instance.take());
+  }
+  return result;
 }
 
 // A seeded random instance with its own generator (splitmix64) and integer

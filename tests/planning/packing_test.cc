@@ -94,10 +94,13 @@ uint64_t exhaustive_optimum(const std::vector<PackItem>& items) {
   return height;
 }
 
-PackOptions steps_only(uint64_t max_steps = PackOptions::kDefaultMaxSteps) {
+// No time limit in effect (the tests assert results, never timings): the
+// search ends by itself, or at `max_steps` when given, and is then
+// deterministic.
+PackOptions steps_only(std::optional<uint64_t> max_steps = std::nullopt) {
   PackOptions options;
   options.max_steps = max_steps;
-  options.time_limit_seconds = 600;  // the step budget decides, even under sanitizers
+  options.time_limit_seconds = 3600;
   return options;
 }
 
@@ -123,11 +126,19 @@ struct HardInstance {
 
 class HardInstances : public testing::TestWithParam<HardInstance> {};
 
-// The lower bounds of the instances' README; A, G and K need perfect packings.
+// The lower bounds of the data's NOTICE.md; where it is the capacity, a
+// packing that fits is perfect. I is left out: the packer finds no packing of
+// it within its capacity (see docs/planning.md).
 INSTANTIATE_TEST_SUITE_P(MiniMallocBenchmarks, HardInstances,
                          testing::Values(HardInstance{"A.1048576.csv", 154, 1048576},
+                                         HardInstance{"B.1048576.csv", 170, 1048576},
                                          HardInstance{"C.1048576.csv", 203, 1039360},
+                                         HardInstance{"D.1048576.csv", 213, 986112},
+                                         HardInstance{"E.1048576.csv", 215, 1048576},
+                                         HardInstance{"F.1048576.csv", 296, 1048576},
                                          HardInstance{"G.1048576.csv", 308, 1048576},
+                                         HardInstance{"H.1048576.csv", 316, 1048576},
+                                         HardInstance{"J.1048576.csv", 409, 989184},
                                          HardInstance{"K.1048576.csv", 454, 1048576}),
                          [](const auto& info) { return std::string(1, info.param.file[0]); });
 
@@ -146,7 +157,21 @@ TEST_P(HardInstances, FitsTheCapacity) {
   expect_valid(items, *result, 1048576);
 }
 
-TEST_P(HardInstances, MinimisingReachesTheLowerBound) {
+// Where the lower bound is the capacity, minimising reaches it (elsewhere the
+// optimum is not known).
+class PerfectInstances : public testing::TestWithParam<HardInstance> {};
+
+INSTANTIATE_TEST_SUITE_P(MiniMallocBenchmarks, PerfectInstances,
+                         testing::Values(HardInstance{"A.1048576.csv", 154, 1048576},
+                                         HardInstance{"B.1048576.csv", 170, 1048576},
+                                         HardInstance{"E.1048576.csv", 215, 1048576},
+                                         HardInstance{"F.1048576.csv", 296, 1048576},
+                                         HardInstance{"G.1048576.csv", 308, 1048576},
+                                         HardInstance{"H.1048576.csv", 316, 1048576},
+                                         HardInstance{"K.1048576.csv", 454, 1048576}),
+                         [](const auto& info) { return std::string(1, info.param.file[0]); });
+
+TEST_P(PerfectInstances, MinimisingReachesTheLowerBound) {
   const std::vector<PackItem> items = load(GetParam().file);
   Expected<PackResult> result = pack(items, steps_only());
   ASSERT_TRUE(result.has_value());
@@ -339,24 +364,20 @@ TEST(Packing, HundredThousandBuffersPackValidly) {
   expect_valid(items, *result, std::nullopt);
 }
 
-TEST(Packing, NetworkActivationsWithinOnePercent) {
-  const std::pair<const char*, std::vector<PackItem>> networks[] = {
-      {"resnet18", bench::resnet_activations(18)},
-      {"resnet50", bench::resnet_activations(50)},
-      {"mobilenetv2", bench::mobilenet_v2_activations()}};
-  for (const auto& [name, items] : networks) {
+TEST(Packing, NetworkActivationsAtTheLowerBound) {
+  const std::pair<const char*, size_t> networks[] = {{"resnet18", 49}, {"resnet50", 122}, {"mobilenetv2", 100}};
+  for (const auto& [name, buffers] : networks) {
+    const std::vector<PackItem> items = load(std::string("nets/") + name + ".csv");
+    ASSERT_EQ(items.size(), buffers) << name;
     Expected<PackResult> result = pack(items, steps_only());
     ASSERT_TRUE(result.has_value()) << name;
-    EXPECT_LE(result->height * 100, result->lower_bound * 101) << name;
+    EXPECT_EQ(result->height, live_bytes_lower_bound(items)) << name;
+    EXPECT_TRUE(result->proven_optimal) << name;
     EXPECT_LT(result->height, reuse_only_total(items)) << name;
     expect_valid(items, *result, std::nullopt);
   }
-  // The shapes: ResNet-18 has 30 intermediate tensors, the first 112x112x64.
-  const std::vector<PackItem> resnet18 = bench::resnet_activations(18);
-  ASSERT_EQ(resnet18.size(), 30u);
-  EXPECT_EQ(resnet18[0].size, 112u * 112 * 64 * 4);
-  EXPECT_EQ(bench::resnet_activations(50).size(), 71u);
-  EXPECT_EQ(bench::mobilenet_v2_activations().size(), 63u);
+  // ResNet-18's first activation: 1x64x112x112 float32.
+  EXPECT_EQ(load("nets/resnet18.csv")[0].size, 112u * 112 * 64 * 4);
 }
 
 TEST(CheckPacking, ReportsTheFirstViolation) {

@@ -8,6 +8,7 @@
 // and what it guarantees is described at the top of src/ir/passes/packing.cc.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -31,15 +32,19 @@ struct PackOptions {
   // Without a capacity, `pack` minimises the height. With one, it stops at the
   // first packing whose height is within it.
   std::optional<uint64_t> capacity;
-  // The work is budgeted in steps (see packing.cc: roughly one per item
-  // placed, more on large instances). With the same step budget the result is
-  // the same, bit for bit, on every run and machine, as long as the time limit
-  // is not hit: the time limit is only a safety stop, and
-  // `PackResult::stopped_by_time` says when it cut a search short.
-  uint64_t max_steps = kDefaultMaxSteps;
-  double time_limit_seconds = 10;
+  // With a capacity that no packing was found within: go on lowering the
+  // height until the time limit, to say how close the best packing comes
+  // (true), or return at once (false).
+  bool lower_when_over = true;
+  // The budget. When it runs out, the best packing found so far is returned;
+  // `PackResult::stopped_by_time` says so.
+  double time_limit_seconds = kDefaultTimeLimitSeconds;
+  // A cap on the work, in steps (see packing.cc), for reproducible experiments:
+  // with the same cap, and a time limit that is not reached, the offsets are
+  // the same on every run and machine. None by default.
+  std::optional<uint64_t> max_steps;
 
-  static constexpr uint64_t kDefaultMaxSteps = 12'000'000;
+  static constexpr double kDefaultTimeLimitSeconds = 10;
 };
 
 struct PackResult {
@@ -48,8 +53,9 @@ struct PackResult {
   uint64_t lower_bound = 0;       // no packing can have a smaller height
   bool fits = false;              // height <= capacity (always true without one)
   bool proven_optimal = false;    // no packing has a smaller height
-  bool stopped_by_time = false;   // the time limit, not the step budget, ended the search
-  uint64_t steps = 0;             // steps taken, counted as for max_steps
+  bool proven_unfit = false;      // with a capacity: shown that no packing fits it
+  bool stopped_by_time = false;   // the time limit ended the search
+  uint64_t steps = 0;             // work done, counted as for max_steps
   double seconds = 0;
 };
 
@@ -69,6 +75,10 @@ struct BlockRequest {
   uint64_t alignment = 1;  // each block's offset must be a multiple of it; at least 1
 };
 
+// The most blocks one placement takes, all requests together: it lists every
+// block's offset, so the count is capped before anything is allocated.
+inline constexpr uint64_t kMaxBlocks = uint64_t{1} << 20;
+
 struct BlockPlacement {
   std::vector<std::vector<uint64_t>> offsets;  // per request, one per block
   uint64_t height = 0;  // max of offset + size over the items and the blocks
@@ -83,8 +93,11 @@ struct BlockPlacement {
 // alive (lower < upper) in order of `lower`, this is first-fit interval
 // colouring: the height equals live_bytes_lower_bound. Errors (as values): an alignment of 0, an offset
 // past 2^64 - 1.
+// Errors (as values) also for more than kMaxBlocks blocks in all, and when
+// `deadline` passes before every block is placed.
 Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span<const uint64_t> offsets,
-                                      std::span<const BlockRequest> requests);
+                                      std::span<const BlockRequest> requests,
+                                      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // The largest total of sizes of items alive at one moment (saturates at
 // 2^64 - 1). Items that are never alive count nowhere.

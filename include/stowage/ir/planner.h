@@ -21,7 +21,9 @@ enum class PlanStrategy {
 
 struct PlanOptions {
   PlanStrategy strategy = PlanStrategy::kPacked;
-  double time_limit_seconds = 10;  // per scope; the packer's safety stop
+  // The time the pass may take, all functions together. When it runs out, each
+  // scope keeps the best packing found so far; placing blocks past it is an error.
+  double time_limit_seconds = 10;
   // A discontiguous tensor's blocks go one by one into free space (the
   // default). false: back to back as one item, as if the tensor were an
   // `empty` of the same bytes; the baseline that shows what splitting gains.

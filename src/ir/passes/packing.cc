@@ -17,14 +17,15 @@
 //    proven_optimal is set when height == lower_bound, or when the search has
 //    shown every lower height infeasible.
 //  - A first solution is always produced, however small the budget.
-//  - Deterministic: the work is budgeted in steps, not in time. A step is one
-//    item placed (by the greedy start or by the search), plus, in the search,
-//    one more per 64 entries of work (items scanned, sections checked, overlap
-//    lists walked), so that steps track time on small and large instances
-//    alike. With the same items and the same max_steps the offsets are
-//    identical on every run and machine. The time limit is only a safety stop:
-//    when it cuts a search short, stopped_by_time says so and that run may
-//    differ from another.
+//  - The budget is time (PackOptions::time_limit_seconds). Within it, the work
+//    is counted in steps: a step is one candidate tried (by the greedy start,
+//    one per item placed), plus, in the search, one more per 64 entries of work
+//    (items scanned, sections checked, overlap lists walked), so that steps
+//    track time on small and large instances alike. Restarts are sized in
+//    steps, so a search that ends before the time limit gives the same offsets
+//    on every run and machine; PackOptions::max_steps caps the steps, for
+//    experiments that must repeat exactly. When the time limit cuts a search
+//    short, stopped_by_time says so and that run may differ from another.
 //
 // How.
 //  1. Items of size 0 or never alive (lower >= upper) take no space at any
@@ -33,24 +34,25 @@
 //  2. The rest split into groups connected in time (no item of one group is
 //     alive with an item of another); each group is packed on its own, all
 //     from offset 0, and the height is the largest group height.
-//  3. Per group, sections are computed (packing_sections.cc): the maximal sets
-//     of items alive at one moment. The largest section total is the group's
-//     lower bound.
+//  3. Per group, sections are computed (packing_sections.cc): the sets of
+//     items alive between two consecutive births or deaths. The largest section
+//     total is the group's lower bound.
 //  4. A greedy start (packing_greedy.cc): items largest (or most crowded)
 //     first, each in the tightest or the lowest gap left by the items placed
 //     before it that overlap it in time, found through a max tree over births:
-//     O(n k log n) for n items with k alive at once. The best of three orders
+//     O(n k log n) for n items with k alive together. The best of three orders
 //     is kept. Groups too large for the search (over 4096 items) end here.
 //  5. An exact search (packing_search.cc) for each group whose greedy height is
 //     above the target: a depth-first search over canonical packings, pruned
-//     by section bounds and dominance, split into independent sub-problems as
-//     they appear, restarted under three item rankings with a doubling step
-//     limit. With a capacity, it looks for a packing within it (and, if it
-//     proves there is none, goes on as below to report the best height).
-//     Without one, it first asks for the lower bound itself, with three
-//     quarters of the budget (real instances mostly reach it), then bisects
-//     between the highest height shown infeasible or abandoned and the best
-//     height found, each attempt taking half of the steps left.
+//     by section bounds and dominance, split into independent pieces as they
+//     appear, with a memo of the pieces settled, restarted under four item
+//     rankings and with shuffled first choices. With a capacity, it looks for
+//     a packing within it (and, if there is none and lower_when_over is set,
+//     goes on as below to report the best height). Without one, it first asks
+//     for the lower bound itself, with three quarters of the budget (real
+//     instances mostly reach it), then bisects between the highest height
+//     shown infeasible or abandoned and the best height found, each attempt
+//     taking half of what is left.
 
 #include <algorithm>
 #include <chrono>
@@ -93,15 +95,16 @@ struct GroupState {
 
 // Lowers the group's height towards `floor` (below it nothing is gained).
 void minimise_group(packing::ExactSearch& search, const Instance& in, GroupState& group, uint64_t floor,
-                    StepCounter& steps) {
+                    StepCounter& steps, bool floor_first = true) {
   uint64_t low = std::max(floor, in.lower_bound);
   uint64_t high = group.placement.height;
-  bool first = true;
+  bool first = floor_first;
   while (low < high && !steps.exhausted()) {
     // The lower bound itself first, with most of the budget: real instances
     // often reach it. Then bisection, half of what is left per attempt.
     const uint64_t target = first ? low : low + (high - low) / 2;
-    StepCounter slice = steps.slice(std::max<uint64_t>(first ? steps.left() / 4 * 3 : steps.left() / 2, 1));
+    const double share = first ? 0.75 : 0.5;
+    StepCounter slice = steps.slice(std::max<uint64_t>(static_cast<uint64_t>(steps.left() * share), 1), share);
     first = false;
     std::vector<uint64_t> offsets;
     const SearchOutcome outcome = search.within(target, slice, offsets);
@@ -118,19 +121,24 @@ void minimise_group(packing::ExactSearch& search, const Instance& in, GroupState
   }
 }
 
-// Looks for a packing of the group within `capacity`; when there is none,
-// lowers its height as far as the budget allows, to say what would fit.
-void fit_group(const Instance& in, GroupState& group, uint64_t capacity, StepCounter& steps) {
+// Looks for a packing of the group within `capacity`; when there is none and
+// `lower` is set, lowers its height as far as the budget allows, to say how
+// close a packing comes.
+void fit_group(const Instance& in, GroupState& group, uint64_t capacity, bool lower, StepCounter& steps) {
   packing::ExactSearch search(in);
   std::vector<uint64_t> offsets;
-  const SearchOutcome outcome = search.within(capacity, steps, offsets);
+  // Most of the time to fit; a tenth kept, when asked, to come closer if nothing fits.
+  StepCounter fit = steps.slice(steps.left(), lower ? 0.9 : 1.0);
+  const SearchOutcome outcome = search.within(capacity, fit, offsets);
+  steps.absorb(fit);
   if (outcome == SearchOutcome::kFound) {
     group.placement.height = packing::height_of(in, offsets);
     group.placement.offsets = std::move(offsets);
-  } else if (outcome == SearchOutcome::kInfeasible) {
-    group.proven_low = std::max(group.proven_low, capacity + 1);
-    minimise_group(search, in, group, capacity + 1, steps);
+    return;
   }
+  if (outcome == SearchOutcome::kInfeasible) group.proven_low = std::max(group.proven_low, capacity + 1);
+  // Just over the capacity is likely as hard as within it: halve the distance instead.
+  if (lower) minimise_group(search, in, group, capacity + 1, steps, /*floor_first=*/false);
 }
 
 }  // namespace
@@ -140,7 +148,7 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
   if (Status status = validate(items); !status) return status.error();
   const auto limit = std::chrono::duration_cast<StepCounter::Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, std::min(options.time_limit_seconds, 1e9))));
-  StepCounter steps(options.max_steps, start + limit);
+  StepCounter steps(options.max_steps.value_or(std::numeric_limits<uint64_t>::max()), start + limit);
 
   PackResult result;
   result.offsets.assign(items.size(), 0);
@@ -176,9 +184,9 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
       // Share what is left among this group and the later ones above the goal.
       const auto above = std::count_if(order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                                        [&](size_t g) { return states[g].placement.height > goal; });
-      StepCounter share = steps.slice(steps.left() / static_cast<uint64_t>(above));
+      StepCounter share = steps.slice(steps.left() / static_cast<uint64_t>(above), 1.0 / static_cast<double>(above));
       if (options.capacity) {
-        fit_group(in, state, *options.capacity, share);
+        fit_group(in, state, *options.capacity, options.lower_when_over, share);
       } else {
         packing::ExactSearch search(in);
         minimise_group(search, in, state, settled, share);
@@ -198,6 +206,7 @@ Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& op
   }
   result.proven_optimal = result.height <= proven_low;
   result.fits = !options.capacity || result.height <= *options.capacity;
+  result.proven_unfit = options.capacity && proven_low > *options.capacity;
   result.steps = steps.used();
   result.stopped_by_time = steps.time_up();
 

@@ -25,7 +25,8 @@ uint64_t round_up(uint64_t value, uint64_t alignment) {
 }  // namespace
 
 Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span<const uint64_t> offsets,
-                                      std::span<const BlockRequest> requests) {
+                                      std::span<const BlockRequest> requests,
+                                      std::optional<std::chrono::steady_clock::time_point> deadline) {
   BlockPlacement result;
   std::vector<Taken> taken;
   if (items.size() != offsets.size()) {
@@ -45,10 +46,21 @@ Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span
   const auto overflow = [](const BlockRequest& r) {
     return Error(ErrorKind::kVerify, "blocks of '" + r.id + "' would lie past 2^64 - 1 bytes");
   };
+  const auto out_of_time = [](const BlockRequest& r) {
+    return Error(ErrorKind::kVerify, "the time limit ran out while placing the blocks of '" + r.id + "'");
+  };
+  uint64_t blocks = 0;  // asked for by the requests so far
+  for (const BlockRequest& r : requests) {
+    blocks = r.count > kMaxBlocks - blocks ? kMaxBlocks + 1 : blocks + r.count;
+    if (blocks > kMaxBlocks) {
+      return Error(ErrorKind::kVerify, "blocks of '" + r.id + "': more than " + std::to_string(kMaxBlocks) +
+                                           " blocks to place in all");
+    }
+  }
+  uint64_t blocks_placed = 0;
   for (const BlockRequest& r : requests) {
     if (r.alignment == 0) return Error(ErrorKind::kVerify, "blocks of '" + r.id + "': alignment must be at least 1");
     std::vector<uint64_t>& placed = result.offsets.emplace_back();
-    placed.reserve(r.count);
     if (r.block_size == 0) {  // empty blocks take no bytes anywhere
       placed.assign(r.count, 0);
       continue;
@@ -62,6 +74,9 @@ Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span
     uint64_t cursor = 0;  // lowest byte not known to be busy
     for (const auto& [begin, end] : busy) {
       while (placed.size() < r.count) {
+        // The clock, every 65536 blocks of all requests: small placements always end.
+        if (deadline && ++blocks_placed % 65536 == 0 && std::chrono::steady_clock::now() >= *deadline)
+          return out_of_time(r);
         if (cursor > UINT64_MAX - (r.alignment - 1)) return overflow(r);
         uint64_t start = round_up(cursor, r.alignment);
         if (start > UINT64_MAX - r.block_size) return overflow(r);

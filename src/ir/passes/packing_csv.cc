@@ -1,9 +1,12 @@
 // The planning CSV format (the MiniMalloc benchmark format): a header line of
 // column names, then one item a line. Fields are separated by commas, spaces
 // and tabs around a field are ignored, empty lines are skipped, and there is
-// no quoting, so ids cannot hold commas.
+// no quoting, so ids cannot hold commas. MiniMalloc's other column names are
+// read too: `buffer` for id, `start` or `begin` for lower, and `end`, the last
+// moment alive (upper - 1).
 #include <array>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,6 +19,12 @@ namespace {
 enum Column { kId, kLower, kUpper, kSize, kAlignment, kOffset, kColumnCount };
 constexpr std::array<std::string_view, kColumnCount> kColumnNames = {"id",   "lower",     "upper",
                                                                      "size", "alignment", "offset"};
+
+struct ColumnName {
+  std::string_view name;
+  Column column;
+};
+constexpr ColumnName kAliases[] = {{"buffer", kId}, {"start", kLower}, {"begin", kLower}, {"end", kUpper}};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -52,12 +61,19 @@ class Reader {
         return fail("expected " + std::to_string(column_count_) + " fields, found " + std::to_string(fields.size()));
       PackItem item;
       item.id = std::string(fields[position_[kId]]);
-      if (item.id.empty()) return fail("column 'id': empty");
+      if (item.id.empty()) return fail("column '" + std::string(names_[kId]) + "': empty");
       auto [it, fresh] = line_of_id.emplace(item.id, line_number_);
       if (!fresh)
-        return fail("column 'id': '" + item.id + "' already appears on line " + std::to_string(it->second));
+        return fail("column '" + std::string(names_[kId]) + "': '" + item.id + "' already appears on line " +
+                    std::to_string(it->second));
       if (Status s = read_signed(fields, kLower, item.lower); !s) return s.error();
       if (Status s = read_signed(fields, kUpper, item.upper); !s) return s.error();
+      if (upper_is_last_moment_) {
+        if (item.upper == std::numeric_limits<int64_t>::max())
+          return fail("column '" + std::string(names_[kUpper]) + "': '" + std::string(fields[position_[kUpper]]) +
+                      "' is out of range");
+        ++item.upper;
+      }
       if (Status s = read_unsigned(fields, kSize, item.size); !s) return s.error();
       if (position_[kAlignment] >= 0) {
         if (Status s = read_unsigned(fields, kAlignment, item.alignment); !s) return s.error();
@@ -93,11 +109,19 @@ class Reader {
       int column = -1;
       for (int c = 0; c < kColumnCount; ++c)
         if (names[p] == kColumnNames[c]) column = c;
+      for (const ColumnName& alias : kAliases)
+        if (names[p] == alias.name) column = alias.column;
       if (column < 0)
         return fail("unknown column '" + std::string(names[p]) +
                     "' (expected id, lower, upper, size, alignment, offset)");
-      if (position_[column] >= 0) return fail("column '" + std::string(names[p]) + "' appears twice");
+      if (position_[column] >= 0) {
+        if (names_[column] == names[p]) return fail("column '" + std::string(names[p]) + "' appears twice");
+        return fail("columns '" + std::string(names_[column]) + "' and '" + std::string(names[p]) +
+                    "' say the same");
+      }
       position_[column] = static_cast<int>(p);
+      names_[column] = names[p];
+      if (names[p] == "end") upper_is_last_moment_ = true;
     }
     return Status::ok();
   }
@@ -106,7 +130,7 @@ class Reader {
   Status read_number(const std::vector<std::string_view>& fields, Column column, T& value, const char* what) {
     const std::string_view field = fields[position_[column]];
     const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-    const std::string prefix = "column '" + std::string(kColumnNames[column]) + "': '" + std::string(field) + "' ";
+    const std::string prefix = "column '" + std::string(names_[column]) + "': '" + std::string(field) + "' ";
     if (error == std::errc::result_out_of_range) return fail(prefix + "is out of range");
     if (error != std::errc() || end != field.data() + field.size() || field.empty())
       return fail(prefix + "is not " + what);
@@ -117,7 +141,7 @@ class Reader {
   }
   Status read_unsigned(const std::vector<std::string_view>& fields, Column column, uint64_t& value) {
     if (!fields[position_[column]].empty() && fields[position_[column]].front() == '-')
-      return fail("column '" + std::string(kColumnNames[column]) + "': '" + std::string(fields[position_[column]]) +
+      return fail("column '" + std::string(names_[column]) + "': '" + std::string(fields[position_[column]]) +
                   "' is negative");
     return read_number(fields, column, value, "a non-negative integer");
   }
@@ -131,6 +155,8 @@ class Reader {
   size_t rest_begin_ = 0;
   uint32_t line_number_ = 0;
   std::array<int, kColumnCount> position_ = {-1, -1, -1, -1, -1, -1};
+  std::array<std::string_view, kColumnCount> names_ = kColumnNames;  // as the header spells them
+  bool upper_is_last_moment_ = false;  // an `end` column: upper is one past it
   size_t column_count_ = 0;
 };
 

@@ -5,17 +5,22 @@
 // (offset, rank), so each canonical packing is built once. Any packing can be
 // turned into a canonical one no higher by letting items fall, so the search is
 // complete. Each node places one of the unplaced items at its lowest feasible
-// offset; what prunes the tree (see `enter` and `feasible`):
+// offset; what prunes the tree (see `enter` and `floors_fit`):
 //  - monotone offsets: an item may only follow one of lower (offset, rank);
 //  - dominance: an item whose lowest offset lies at or above the top of another
 //    unplaced item's lowest spot would leave a gap that item could fall into;
-//  - section bounds: in each section the unplaced items need their sum of
-//    bytes above the lowest offset any of them (or any later item) can take;
+//  - section bounds: in each section (every set of items alive at one moment)
+//    the unplaced items need their bytes between the capacity and the lowest
+//    offset any of them, or any later item, can take; checked incrementally;
 //  - decomposition: once no unplaced item spans the border between two
-//    sections, the two sides are solved as independent problems.
-// The same problem is tried under several static rankings of the items, with a
-// step limit that doubles each round (restarts tame the heavy tails of
-// depth-first search); a search that ends without hitting its limit is a proof.
+//    sections, the two sides are independent pieces, each searched in its own
+//    canonical order;
+//  - the memo (SubproblemMemo): a piece is a set of items with the lowest
+//    offset each may take; one shown to have no packing rules out the same
+//    items starting as high or higher, and a packing found is reused.
+// Runs under several static rankings alternate with short runs that shuffle
+// the first choice (see `within`); a run that ends without hitting its step
+// limit is a proof.
 #include <algorithm>
 #include <limits>
 
@@ -30,6 +35,10 @@ constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
 // overlaps) the search visited since the previous step, so that steps track
 // time on large instances as well as small ones.
 constexpr uint64_t kWorkPerStep = 64;
+// The shortest restart: this many steps per item.
+constexpr uint64_t kStepsPerRunPerItem = 256;
+// The memo's bound: numbers stored (items and offsets), about 12 bytes each.
+constexpr size_t kMemoValues = size_t{1} << 22;
 
 // Compressed lists: row r is data[start[r] .. start[r + 1]).
 struct Rows {
@@ -43,7 +52,8 @@ struct Rows {
 
 // Static rankings tried in turn. Keys: T, the crowding of the item's most
 // crowded moment; W, its lifetime; A, its area (bytes x time). Ties go to the
-// next key, then to the item's number. Returns rank_of[item] per ranking.
+// next key, then to the item's number (items are numbered by birth). Returns
+// rank_of[item] per ranking.
 std::vector<std::vector<uint32_t>> rankings(const Instance& in) {
   const uint32_t n = in.count();
   const std::vector<uint64_t> crowd = item_crowding(in);
@@ -64,7 +74,8 @@ std::vector<std::vector<uint32_t>> rankings(const Instance& in) {
     for (uint32_t r = 0; r < n; ++r) rank_of[order[r]] = r;
     return rank_of;
   };
-  return {by(w, area, t), by(t, area, w), by(t, w, area)};
+  auto none = [](uint32_t) { return Key{0}; };
+  return {by(w, area, t), by(t, area, w), by(t, w, area), by(t, none, none)};
 }
 
 }  // namespace
@@ -75,6 +86,7 @@ struct ExactSearch::Shared {
   Rows overlaps;  // per item: the items alive at a common moment
   Rows members;   // per section: its items
   std::vector<std::vector<uint32_t>> rank_of;
+  SubproblemMemo memo{kMemoValues};
 
   explicit Shared(const Instance& instance) : in(instance), rank_of(rankings(instance)) {
     const uint32_t n = in.count(), sections = in.section_count();
@@ -101,10 +113,11 @@ namespace {
 // One depth-first search under one ranking.
 class Search {
  public:
-  Search(const ExactSearch::Shared& shared, const std::vector<uint32_t>& rank_of, uint64_t capacity,
-         StepCounter& steps)
-      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), rank_of_(rank_of),
-        capacity_(capacity), steps_(steps) {}
+  // `shuffle` (when not 0) seeds the order in which the first item is chosen.
+  Search(ExactSearch::Shared& shared, const std::vector<uint32_t>& rank_of, uint64_t capacity, StepCounter& steps,
+         uint64_t shuffle)
+      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), memo_(shared.memo), rank_of_(rank_of),
+        capacity_(capacity), steps_(steps), random_(shuffle) {}
 
   SearchOutcome run(std::vector<uint64_t>& offsets) {
     const uint32_t n = in_.count(), sections = in_.section_count();
@@ -126,7 +139,7 @@ class Search {
     std::vector<uint32_t> borders;
     for (uint32_t s = 0; s + 1 < sections; ++s)
       if (crossing_[s] == 0) borders.push_back(s + 1);
-    push_pieces(0, borders, 0, kNoRank);
+    push_pieces(0, borders);
     const Result result = search();
     if (result == Result::kStopped) return SearchOutcome::kStopped;
     if (result == Result::kNotFound) return SearchOutcome::kInfeasible;
@@ -153,19 +166,21 @@ class Search {
   struct Mark {
     size_t lowest, floor;
   };
+  static constexpr uint32_t kNoPiece = std::numeric_limits<uint32_t>::max();
   // The depth-first search keeps its own stack (deep searches would overflow
   // the thread's). A node frame tries the candidates of one part in turn; a
   // pieces frame solves the independent pieces of a split one after another.
   struct Frame {
     bool node;
-    uint32_t part;          // node: the part searched; pieces: the first piece
+    uint32_t part;          // node: the part searched; pieces: the next piece
     uint32_t parts_end;     // pieces: one past the last piece
     uint32_t first_part = 0;  // pieces: where its pieces begin in parts_
-    uint64_t last_offset;   // the (offset, rank) of the item placed last
-    uint32_t last_rank;
+    uint32_t waiting = kNoPiece;  // pieces: the piece whose search runs
+    uint64_t last_offset = 0;  // node: the (offset, rank) of the item placed last in its piece
+    uint32_t last_rank = kNoRank;
     bool entered = false;   // node: candidates computed
     size_t next = 0, stop = 0, base = 0;  // node: candidates_[base, stop), next to try
-    uint32_t item = kNoRank;              // node: the candidate placed while a child runs
+    uint32_t item = kNoRank;  // node: the candidate placed while a child runs
     Mark mark{0, 0};
   };
 
@@ -185,17 +200,64 @@ class Search {
     return result;
   }
 
-  // One move of the pieces frame on top, given what its child returned.
+  // One move of the pieces frame on top, given what its child returned. Each
+  // piece is a sub-problem of its own: the memo may know it already; else it
+  // is searched afresh (its own canonical order, from no last item) and what
+  // is learnt goes to the memo.
   Result step_pieces(Result child) {
     Frame& f = frames_.back();
-    if (child == Result::kNotFound || child == Result::kStopped) return pop_pieces(child);
-    if (f.part < f.parts_end) {
+    if (f.waiting != kNoPiece) {
+      const uint32_t piece = f.waiting;
+      f.waiting = kNoPiece;
+      if (child == Result::kStopped) return pop_pieces(child);
+      remember(piece, child == Result::kFound);
+      if (child == Result::kNotFound) return pop_pieces(child);
+    }
+    while (f.part < f.parts_end) {
       const uint32_t piece = f.part++;
-      push_node(piece, f.last_offset, f.last_rank);
+      const SubproblemMemo::Known known = recall(piece);
+      if (known == SubproblemMemo::Known::kInfeasible) return pop_pieces(Result::kNotFound);
+      if (known == SubproblemMemo::Known::kSolved) continue;
+      f.waiting = piece;
+      push_node(piece, 0, kNoRank);  // f dangles from here
       return Result::kNone;
     }
     record();  // the pieces recorded theirs; these are the items placed before
     return pop_pieces(Result::kFound);
+  }
+
+  // The memo's key of a piece: its items, sorted, and their lowest offsets.
+  void make_key(uint32_t piece) {
+    key_items_ = parts_[piece].items;  // all unplaced: the piece was just cut
+    std::sort(key_items_.begin(), key_items_.end());
+    key_values_.clear();
+    for (uint32_t i : key_items_) key_values_.push_back(lowest_[i]);
+    work_ += 4 * key_items_.size();
+  }
+
+  SubproblemMemo::Known recall(uint32_t piece) {
+    make_key(piece);
+    const SubproblemMemo::Known known = memo_.find(key_items_, key_values_, capacity_, memo_offsets_);
+    if (known == SubproblemMemo::Known::kSolved) {
+      for (size_t k = 0; k < key_items_.size(); ++k) solution_[key_items_[k]] = memo_offsets_[k];
+    }
+    return known;
+  }
+
+  // After the search of a piece, its items are unplaced again and their
+  // lowest offsets are as when it began.
+  void remember(uint32_t piece, bool solved) {
+    make_key(piece);
+    if (!solved) {
+      memo_.add(key_items_, key_values_, capacity_, false);
+      return;
+    }
+    uint64_t height = 0;
+    for (size_t k = 0; k < key_items_.size(); ++k) {
+      key_values_[k] = solution_[key_items_[k]];
+      height = std::max(height, key_values_[k] + in_.size[key_items_[k]]);
+    }
+    memo_.add(key_items_, key_values_, height, true);
   }
 
   // One move of the node frame on top: depth-first search over the canonical
@@ -216,7 +278,7 @@ class Search {
       const uint32_t i = candidates_[f.next++];
       const uint64_t at = lowest_[i];
       const Mark mark = place(i);
-      if (!feasible(parts_[f.part], at)) {
+      if (!floors_fit(mark)) {
         unplace(i, mark);
         continue;
       }
@@ -227,11 +289,11 @@ class Search {
       borders_.clear();
       for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s)
         if (crossing_[s] == 0) borders_.push_back(s + 1);
-      const uint32_t part = f.part;  // f dangles once a frame is pushed
+      const uint32_t part_index = f.part;  // f dangles once a frame is pushed
       if (borders_.empty()) {
-        push_node(part, at, rank_of_[i]);
+        push_node(part_index, at, rank_of_[i]);
       } else {
-        push_pieces(part, borders_, at, rank_of_[i]);
+        push_pieces(part_index, borders_);
       }
       return Result::kNone;
     }
@@ -241,7 +303,9 @@ class Search {
   // Computes the node's candidates: unplaced items allowed to come next in
   // (offset, rank) order, below the lowest top any unplaced item can reach
   // (an item placed at or above it would leave room below for that one:
-  // dominance). Returns kNone to go on, or the node's result.
+  // dominance). Also the largest bytes left in a section before and after
+  // each point of the part, for the section bounds. Returns kNone to go on,
+  // or the node's result.
   Result enter(Frame& f) {
     f.entered = true;
     f.base = f.next = candidates_.size();
@@ -262,14 +326,45 @@ class Search {
       record();
       return Result::kFound;
     }
+    // prefix[k]: max bytes left over sections [begin, begin + k);
+    // suffix[k]: over [begin + k, end).
+    const uint32_t width = part.section_end - part.section_begin;
+    work_ += 2 * width;
+    room_.resize(2 * (width + 1));
+    uint64_t* prefix = room_.data();
+    uint64_t* suffix = prefix + width + 1;
+    prefix[0] = suffix[width] = 0;
+    for (uint32_t k = 0; k < width; ++k) prefix[k + 1] = std::max(prefix[k], remaining_[part.section_begin + k]);
+    for (uint32_t k = width; k-- > 0;) suffix[k] = std::max(suffix[k + 1], remaining_[part.section_begin + k]);
+    // Section bounds, cheap part: the sections a candidate does not cover keep
+    // their bytes, all to be placed at or above the candidate's offset.
+    // Dominance: below the lowest top.
     auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(f.base);
-    candidates_.erase(std::remove_if(first, candidates_.end(), [&](uint32_t i) { return lowest_[i] >= lowest_top; }),
-                      candidates_.end());
+    const auto cannot_come_next = [&](uint32_t i) {
+      const uint64_t at = lowest_[i];
+      if (at >= lowest_top) return true;
+      const uint64_t outside = std::max(prefix[in_.first_section[i] - part.section_begin],
+                                        suffix[in_.end_section[i] - part.section_begin]);
+      return at + outside > capacity_;
+    };
+    candidates_.erase(std::remove_if(first, candidates_.end(), cannot_come_next), candidates_.end());
     std::sort(first, candidates_.end(), [&](uint32_t a, uint32_t b) {
       return before(lowest_[a], rank_of_[a], lowest_[b], rank_of_[b]);
     });
     f.stop = candidates_.size();
+    if (random_ != 0 && placed_stack_.empty()) shuffle(first, candidates_.end());
     return Result::kNone;
+  }
+
+  // A Fisher-Yates shuffle driven by splitmix64: the same seed, the same order.
+  void shuffle(std::vector<uint32_t>::iterator begin, std::vector<uint32_t>::iterator end) {
+    for (auto n = end - begin; n > 1; --n) {
+      uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      std::iter_swap(begin + (n - 1), begin + static_cast<std::ptrdiff_t>(z % static_cast<uint64_t>(n)));
+    }
   }
 
   void push_node(uint32_t part, uint64_t last_offset, uint32_t last_rank) {
@@ -290,7 +385,7 @@ class Search {
 
   // Splits `part` at the borders into pieces holding its unplaced items, and
   // pushes a frame solving them in turn.
-  void push_pieces(uint32_t part, const std::vector<uint32_t>& borders, uint64_t last_offset, uint32_t last_rank) {
+  void push_pieces(uint32_t part, const std::vector<uint32_t>& borders) {
     std::vector<Part> pieces;
     uint32_t begin = parts_[part].section_begin;
     for (size_t b = 0; b <= borders.size(); ++b) {
@@ -301,13 +396,12 @@ class Search {
       begin = end;
       if (!piece.items.empty()) pieces.push_back(std::move(piece));
     }
+    work_ += parts_[part].items.size() * (borders.size() + 1);
     Frame f;
     f.node = false;
     f.part = f.first_part = static_cast<uint32_t>(parts_.size());
     for (Part& piece : pieces) parts_.push_back(std::move(piece));
     f.parts_end = static_cast<uint32_t>(parts_.size());
-    f.last_offset = last_offset;
-    f.last_rank = last_rank;
     frames_.push_back(f);
   }
 
@@ -318,14 +412,15 @@ class Search {
     return result;
   }
 
-  // Section bounds: the unplaced items of a section all lie above its floor
-  // (the lowest offset any of them can take) and above `at` (offsets never
-  // decrease), so their bytes must fit between there and the capacity.
-  bool feasible(const Part& part, uint64_t at) {
-    work_ += part.section_end - part.section_begin;
-    for (uint32_t s = part.section_begin; s < part.section_end; ++s) {
-      if (remaining_[s] == 0) continue;
-      if (std::max(at, floor_[s]) + remaining_[s] > capacity_) return false;
+  // Section bounds where floors moved: in a section, the unplaced items lie
+  // at or above its floor (the lowest offset any of them can take), so their
+  // bytes must fit between there and the capacity. Other sections kept their
+  // floor and lost no room since their last check.
+  bool floors_fit(const Mark& mark) {
+    work_ += floor_changes_.size() - mark.floor;
+    for (size_t c = mark.floor; c < floor_changes_.size(); ++c) {
+      const uint32_t s = floor_changes_[c].section;
+      if (remaining_[s] != 0 && floor_[s] + remaining_[s] > capacity_) return false;
     }
     return true;
   }
@@ -407,9 +502,11 @@ class Search {
   const Instance& in_;
   const Rows& overlaps_;
   const Rows& members_;
+  SubproblemMemo& memo_;
   const std::vector<uint32_t>& rank_of_;
   const uint64_t capacity_;
   StepCounter& steps_;
+  uint64_t random_;  // the shuffle's state; 0: no shuffle
 
   std::vector<uint64_t> offset_;     // kUnplaced until placed
   std::vector<uint64_t> lowest_;     // lowest aligned offset above the placed items it overlaps
@@ -421,11 +518,14 @@ class Search {
   std::vector<uint32_t> emptied_floors_;
   std::vector<uint32_t> placed_stack_;
   std::vector<uint32_t> candidates_;  // a stack: each node frame owns a tail
+  std::vector<uint64_t> room_;        // enter's prefix and suffix maxima
   std::vector<Frame> frames_;
   std::vector<Part> parts_;  // a stack: each pieces frame owns a tail
   std::vector<uint32_t> borders_;
   std::vector<LowestChange> lowest_changes_;
   std::vector<FloorChange> floor_changes_;
+  std::vector<uint32_t> key_items_;
+  std::vector<uint64_t> key_values_, memo_offsets_;
   uint64_t work_ = 0;  // entries visited, not yet charged as steps
 };
 
@@ -453,18 +553,53 @@ bool searchable(const Instance& in) {
 ExactSearch::ExactSearch(const Instance& instance) : shared_(std::make_unique<Shared>(instance)) {}
 ExactSearch::~ExactSearch() = default;
 
+namespace {
+
+// The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, 1, 2, ...: run lengths of a restart
+// schedule that wastes at most a logarithmic factor on any instance.
+uint64_t luby(uint64_t i) {
+  for (;;) {
+    uint64_t k = 1;
+    while ((uint64_t{1} << k) - 1 < i) ++k;
+    if ((uint64_t{1} << k) - 1 == i) return uint64_t{1} << (k - 1);
+    i -= (uint64_t{1} << (k - 1)) - 1;
+  }
+}
+
+}  // namespace
+
 SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::vector<uint64_t>& offsets) {
   const Instance& in = shared_->in;
   if (in.lower_bound > capacity) return SearchOutcome::kInfeasible;
-  // Restarts with a doubling step limit per ranking.
-  for (uint64_t limit = 2 * static_cast<uint64_t>(in.count()) + 16;; limit *= 2) {
-    for (const std::vector<uint32_t>& rank_of : shared_->rank_of) {
-      if (steps.exhausted()) return SearchOutcome::kStopped;
-      StepCounter slice = steps.slice(limit);
-      const SearchOutcome outcome = Search(*shared_, rank_of, capacity, slice).run(offsets);
-      steps.absorb(slice);
-      if (outcome != SearchOutcome::kStopped) return outcome;
+  // Two kinds of runs share the steps equally. Plain runs take the rankings
+  // in turn with a step limit that doubles each round. Shuffled runs also
+  // take them in turn, but choose the first item in a random order, for a
+  // number of steps that follows the Luby sequence: the first choices decide
+  // where the large and long-lived items go, and a bad one can cost more than
+  // any plain run can afford. A run that ends within its limit settles it.
+  const std::vector<std::vector<uint32_t>>& ranks = shared_->rank_of;
+  const uint64_t n = in.count();
+  uint64_t plain_runs = 0, shuffled_runs = 0, plain_steps = 0, shuffled_steps = 0;
+  for (;;) {
+    if (steps.exhausted()) return SearchOutcome::kStopped;
+    const bool plain = plain_steps <= shuffled_steps;
+    uint64_t limit, seed = 0;
+    const std::vector<uint32_t>* rank_of;
+    if (plain) {
+      const uint64_t round = plain_runs / ranks.size();
+      limit = (2 * n + 16) << std::min<uint64_t>(round + 1, 40);
+      rank_of = &ranks[plain_runs++ % ranks.size()];
+    } else {
+      limit = (kStepsPerRunPerItem * n + 1024) * luby(shuffled_runs + 1);
+      rank_of = &ranks[shuffled_runs % ranks.size()];
+      seed = ++shuffled_runs;
     }
+    const uint64_t before = steps.used();
+    StepCounter slice = steps.slice(limit);
+    const SearchOutcome outcome = Search(*shared_, *rank_of, capacity, slice, seed).run(offsets);
+    steps.absorb(slice);
+    (plain ? plain_steps : shuffled_steps) += steps.used() - before;
+    if (outcome != SearchOutcome::kStopped) return outcome;
   }
 }
 

@@ -60,25 +60,26 @@ void compute_sections(Instance& in) {
   in.end_section.assign(n, 0);
   in.section_total.clear();
   in.lower_bound = 0;
-  // A section closes at the first death after a birth: the items alive just
-  // before it form a maximal set. Every item is in the section that closes at
-  // the first death after its birth, and in the following ones while it lives.
+  // A section is the time between two consecutive moments where an item is
+  // born or dies, with the items alive then: every set of items alive at one
+  // moment is a section (not only the largest ones), so the section bounds
+  // see every moment. Deaths come before births at the same moment.
   uint64_t live = 0;  // cannot overflow: the caller checked the sum of all sizes
-  bool rising = false;
-  for (const Event& e : events) {
-    if (e.starts) {
-      in.first_section[e.item] = in.section_count();
-      live += in.size[e.item];
-      rising = true;
-      continue;
+  for (size_t k = 0; k < events.size();) {
+    const int64_t time = events[k].time;
+    for (; k < events.size() && events[k].time == time; ++k) {
+      const uint32_t item = events[k].item;
+      if (events[k].starts) {
+        in.first_section[item] = in.section_count();
+        live += in.size[item];
+      } else {
+        in.end_section[item] = in.section_count();
+        live -= in.size[item];
+      }
     }
-    if (rising) {
-      in.section_total.push_back(live);
-      in.lower_bound = std::max(in.lower_bound, live);
-      rising = false;
-    }
-    in.end_section[e.item] = in.section_count();
-    live -= in.size[e.item];
+    if (live == 0) continue;
+    in.section_total.push_back(live);
+    in.lower_bound = std::max(in.lower_bound, live);
   }
 }
 

@@ -1,9 +1,11 @@
 // The plan-csv command: the offset packer on a planning CSV file.
 #include "stowage/ir/plan_csv_command.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
+#include <cmath>
 #include <fstream>
-#include <iomanip>
 #include <ostream>
 #include <sstream>
 
@@ -12,10 +14,10 @@
 namespace stowage::ir {
 namespace {
 
+constexpr const char kUsage[] = "plan-csv FILE.csv [--capacity N] [--time-limit S] [--output OUT.csv]";
+
 Error usage(const std::string& message) {
-  return Error(ErrorKind::kInvalidInput,
-               message + " (usage: plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] "
-                         "[--output OUT.csv])");
+  return Error(ErrorKind::kInvalidInput, message + " (usage: " + kUsage + "; see stowc plan-csv --help)");
 }
 
 template <typename T>
@@ -44,17 +46,51 @@ Status write_file(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
+std::string seconds(double s) { return fmt::format("{:g} s", s); }
+
 }  // namespace
+
+std::string plan_csv_help() {
+  return fmt::format(
+      "usage: stowc {}\n"
+      "\n"
+      "Places the buffers of a planning CSV file at byte offsets so that buffers alive at\n"
+      "the same time never share a byte, and reports the height (the bytes needed), its\n"
+      "lower bound (the most bytes alive at one moment) and their ratio.\n"
+      "\n"
+      "The file: a header naming the columns id, lower, upper, size (any order; optionally\n"
+      "alignment), then one buffer a line, alive over [lower, upper). MiniMalloc's names are\n"
+      "read too: buffer for id, start or begin for lower, end for the last moment alive.\n"
+      "\n"
+      "options:\n"
+      "  --capacity N     bytes available: stop at the first packing within them (without\n"
+      "                   it, the height is minimised)\n"
+      "  --time-limit S   seconds the search may take, the only budget (default: {:g}); when\n"
+      "                   they run out, the best packing found is reported, marked \"not\n"
+      "                   proven optimal\"\n"
+      "  --output F       write the buffers with an offset column to F when they fit\n"
+      "  -h, --help       print this help\n"
+      "\n"
+      "exit status: 0 fits (always, without --capacity), 1 does not fit (the message says\n"
+      "by how much the best packing found overflows), 2 bad input.\n",
+      kUsage, PlanCsvArgs::kDefaultPlanCsvTimeLimit);
+}
 
 Expected<PlanCsvArgs> parse_plan_csv_args(std::span<const std::string_view> args) {
   PlanCsvArgs result;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
-    if (!arg.starts_with("--")) {
+    if (arg == "--help" || arg == "-h") {
+      result.help = true;
+      return result;
+    }
+    if (!arg.starts_with("-")) {
       if (!result.input.empty()) return usage("unexpected argument '" + std::string(arg) + "'");
       result.input = std::string(arg);
       continue;
     }
+    if (arg != "--capacity" && arg != "--time-limit" && arg != "--output")
+      return usage("unknown option " + std::string(arg));
     if (i + 1 >= args.size()) return usage("option " + std::string(arg) + " needs a value");
     const std::string_view value = args[++i];
     const std::string bad = "option " + std::string(arg) + ": '" + std::string(value) + "' is not ";
@@ -62,16 +98,11 @@ Expected<PlanCsvArgs> parse_plan_csv_args(std::span<const std::string_view> args
       result.capacity = parse_number<uint64_t>(value);
       if (!result.capacity) return usage(bad + "a byte count");
     } else if (arg == "--time-limit") {
-      result.time_limit_seconds = parse_number<double>(value);
-      if (!result.time_limit_seconds || !(*result.time_limit_seconds >= 0))
-        return usage(bad + "a number of seconds");
-    } else if (arg == "--max-steps") {
-      result.max_steps = parse_number<uint64_t>(value);
-      if (!result.max_steps) return usage(bad + "a step count");
-    } else if (arg == "--output") {
-      result.output = std::string(value);
+      const std::optional<double> limit = parse_number<double>(value);
+      if (!limit || !std::isfinite(*limit) || *limit < 0) return usage(bad + "a number of seconds");
+      result.time_limit_seconds = *limit;
     } else {
-      return usage("unknown option " + std::string(arg));
+      result.output = std::string(value);
     }
   }
   if (result.input.empty()) return usage("missing the CSV file");
@@ -79,37 +110,49 @@ Expected<PlanCsvArgs> parse_plan_csv_args(std::span<const std::string_view> args
 }
 
 int run_plan_csv(const PlanCsvArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.help) {
+    out << plan_csv_help();
+    return 0;
+  }
+  const auto fail = [&](const std::string& message) {
+    err << "stowc plan-csv: error: " << message << "\n";
+    return 2;
+  };
   Expected<std::string> text = read_file(args.input);
-  if (!text) {
-    err << "error: " << text.error().message() << "\n";
-    return 2;
-  }
+  if (!text) return fail(text.error().message());
   Expected<std::vector<PackItem>> items = read_planning_csv(*text, args.input);
-  if (!items) {
-    err << "error: " << items.error().message() << "\n";
-    return 2;
-  }
+  if (!items) return fail(items.error().message());
   PackOptions options;
   options.capacity = args.capacity;
-  if (args.time_limit_seconds) options.time_limit_seconds = *args.time_limit_seconds;
-  if (args.max_steps) options.max_steps = *args.max_steps;
+  options.time_limit_seconds = args.time_limit_seconds;
   Expected<PackResult> result = pack(*items, options);
-  if (!result) {
-    err << "error: " << args.input << ": " << result.error().message() << "\n";
-    return 2;
+  if (!result) return fail(args.input + ": " + result.error().message());
+
+  const std::string out_of_time = "the time limit of " + seconds(args.time_limit_seconds) + " ran out";
+  std::string height_note = result->proven_optimal ? "optimal" : "not proven optimal";
+  if (!result->proven_optimal && result->stopped_by_time) height_note += ": " + out_of_time;
+  out << "height: " << result->height << " (" << height_note << ")\n";
+  const double ratio =
+      result->lower_bound == 0 ? 1.0 : static_cast<double>(result->height) / static_cast<double>(result->lower_bound);
+  out << "lower bound: " << result->lower_bound << fmt::format(" (height / lower bound: {:.4f})\n", ratio);
+  std::string overflow;
+  if (args.capacity && !result->fits) {
+    overflow = fmt::format("the best packing found needs {} bytes, {} over; ", result->height,
+                           result->height - *args.capacity);
+    overflow += result->proven_unfit ? "no packing fits (proven)"
+                                     : "not proven that none fits: " + out_of_time;
+    out << "capacity: " << *args.capacity << " (does not fit: " << overflow << ")\n";
+  } else if (args.capacity) {
+    out << "capacity: " << *args.capacity << " (fits)\n";
   }
-  out << "height: " << result->height << (result->proven_optimal ? " (optimal)" : "") << "\n";
-  out << "lower bound: " << result->lower_bound << "\n";
-  if (args.capacity)
-    out << "capacity: " << *args.capacity << (result->fits ? " (fits)" : " (does not fit)") << "\n";
-  out << "time: " << std::fixed << std::setprecision(3) << result->seconds << " s, " << result->steps << " steps"
-      << (result->stopped_by_time ? " (stopped by the time limit)" : "") << "\n";
-  if (!result->fits) return 1;
+  out << fmt::format("time: {:.3f} s\n", result->seconds);
+  if (!result->fits) {
+    err << "stowc plan-csv: " << args.input << " does not fit in " << *args.capacity << " bytes: " << overflow << "\n";
+    return 1;
+  }
   if (!args.output.empty()) {
-    if (Status status = write_file(args.output, write_planning_csv(*items, result->offsets)); !status) {
-      err << "error: " << status.error().message() << "\n";
-      return 2;
-    }
+    if (Status status = write_file(args.output, write_planning_csv(*items, result->offsets)); !status)
+      return fail(status.error().message());
   }
   return 0;
 }

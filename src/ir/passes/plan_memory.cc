@@ -122,11 +122,22 @@ Error plan_error(const Function& f, const Binding& b, const std::string& what) {
 
 uint64_t round_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
+// The bytes of a storage holding `nbytes` (at least 1) in whole units of
+// `alignment`, if a storage can be that large (its size is an int64 in the IR).
+std::optional<uint64_t> storage_bytes(uint64_t nbytes, uint64_t alignment) {
+  alignment = std::max<uint64_t>(alignment, 1);
+  auto padded = checked_add(std::max<uint64_t>(nbytes, 1), alignment - 1);
+  if (!padded || *padded / alignment * alignment > uint64_t(INT64_MAX)) return std::nullopt;
+  return *padded / alignment * alignment;
+}
+
+using Clock = std::chrono::steady_clock;
+
 class FunctionPlanner {
  public:
-  FunctionPlanner(Function& f, const TargetDesc& target, const PlanOptions& options, MemoryReport& report,
-                  const std::set<std::string>& taken_names)
-      : f_(f), target_(target), options_(options), report_(report), names_(taken_names) {}
+  FunctionPlanner(Function& f, const TargetDesc& target, const PlanOptions& options, Clock::time_point deadline,
+                  MemoryReport& report, const std::set<std::string>& taken_names)
+      : f_(f), target_(target), options_(options), deadline_(deadline), report_(report), names_(taken_names) {}
 
   Status run() {
     if (auto status = collect(); !status) return status;
@@ -220,6 +231,12 @@ class FunctionPlanner {
     auto geometry = discontiguous_geometry(b.shape, b.dtype);
     auto nbytes = checked_nbytes(b.shape, b.dtype);
     if (!geometry || !nbytes) return plan_error(f_, b, "its shape is not that of a discontiguous tensor, or overflows");
+    // Every block's offset is listed: the count is capped for the function's discontiguous tensors together.
+    if (geometry->num_blocks > kMaxBlocks - blocks_) {
+      return plan_error(f_, b, fmt::format("its {} blocks make more than {} in the function's discontiguous tensors, "
+                                           "the most the planner places", geometry->num_blocks, kMaxBlocks));
+    }
+    blocks_ += geometry->num_blocks;
     // Entries over all levels: d0 + d0*d1 + ... + d0*...*d(n-1).
     std::optional<uint64_t> entries = 0, product = 1;
     for (size_t k = 0; k + 1 < b.shape.size() && entries && product; ++k) {
@@ -267,6 +284,9 @@ class FunctionPlanner {
       by_scope[tensors_[i].scope->name].push_back(i);
     }
     pool_images();
+    if (options_.strategy == PlanStrategy::kPacked) {
+      if (auto status = reserve_capacity(); !status) return status;
+    }
     // On-chip scopes first: what spills joins its fallback before that is packed.
     std::vector<std::string> order;
     for (const auto& [name, members] : by_scope) {
@@ -288,10 +308,13 @@ class FunctionPlanner {
       if (scope.capacity != 0 && options_.strategy == PlanStrategy::kPacked) {
         while (!result.fits) {
           if (scope.fallback.empty()) {
+            const uint64_t taken = reserved_[&scope];
             return Error(ErrorKind::kVerify,
-                         fmt::format("error: planning function '{}': scope '{}' needs {} bytes, its capacity is {} "
+                         fmt::format("error: planning function '{}': scope '{}' needs {} bytes, its capacity is {}{} "
                                      "and it has no fallback scope",
-                                     f_.name, name, result.height, scope.capacity));
+                                     f_.name, name, result.height, scope.capacity,
+                                     taken == 0 ? "" : fmt::format(" ({} taken by storages the function allocates "
+                                                                   "itself or returns)", taken)));
           }
           // Spill the tensor that holds the most bytes for the longest time.
           auto victim = std::max_element(members.begin(), members.end(), [&](size_t a, size_t b) {
@@ -314,10 +337,93 @@ class FunctionPlanner {
         }
         if (members.empty()) continue;
       }
+      if (options_.strategy == PlanStrategy::kPacked && !storage_bytes(result.height, scope.alignment)) {
+        return scope_error(scope, fmt::format("its tensors need {} bytes at once, more than one storage can hold "
+                                              "({} bytes)", result.height, INT64_MAX));
+      }
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       record(scope, members, result, spilled_into[name], spilled_bytes_into[name], took.count());
     }
     return {};
+  }
+
+  // A scope with a capacity holds, beside its planned storage (alive from the
+  // function's entry to its end), the storages the function allocates itself
+  // and those of its returned tensors. A returned tensor that does not fit
+  // beside the function's own storages moves to the fallback scope; the
+  // planned storage gets what is left at the fullest moment (reserved_).
+  Status reserve_capacity() {
+    std::map<const ScopeDesc*, std::vector<uint64_t>> own;  // per scope: bytes alive after each binding
+    std::map<std::string, std::pair<const ScopeDesc*, uint64_t>> live;
+    std::map<const ScopeDesc*, uint64_t> total;
+    const size_t n = f_.bindings.size();
+    for (size_t i = 0; i < n; ++i) {
+      const Binding& b = f_.bindings[i];
+      if (b.op == Op::kAllocStorage && b.shape.size() == 1 && b.shape[0] > 0) {
+        const ScopeDesc* scope = target_.find_scope(b.scope);
+        if (scope != nullptr && scope->capacity != 0 && scope->kind == ScopeKind::kBuffer) {
+          live[b.result] = {scope, static_cast<uint64_t>(b.shape[0])};
+          total[scope] += static_cast<uint64_t>(b.shape[0]);  // at most the capacity each: the verifier checked
+        }
+      } else if (b.op == Op::kKillObject) {
+        if (auto it = live.find(b.vars[0]); it != live.end()) {
+          total[it->second.first] -= it->second.second;
+          live.erase(it);
+        }
+      }
+      for (const auto& [scope, bytes] : total) {
+        std::vector<uint64_t>& row = own[scope];
+        row.resize(n, 0);
+        row[i] = bytes;
+      }
+    }
+    // The most the function's own storages hold from each binding on.
+    for (auto& [scope, row] : own) {
+      for (size_t i = n; i-- > 1;) row[i - 1] = std::max(row[i - 1], row[i]);
+    }
+    std::map<const ScopeDesc*, std::vector<std::pair<size_t, uint64_t>>> kept;  // returned storages staying
+    for (PlannedTensor& t : tensors_) {
+      if (!t.returned || t.image || t.scope->capacity == 0) continue;
+      const ScopeDesc* scope = t.scope;
+      auto bytes = storage_bytes(t.nbytes, scope->alignment);
+      uint64_t need = bytes ? *bytes : UINT64_MAX;
+      for (const auto& [at, other] : kept[scope]) need = checked_add(need, other).value_or(UINT64_MAX);
+      if (auto it = own.find(scope); it != own.end())
+        need = checked_add(need, it->second[t.binding]).value_or(UINT64_MAX);
+      if (need <= scope->capacity) {
+        kept[scope].push_back({t.binding, *bytes});
+        continue;
+      }
+      if (scope->fallback.empty()) {
+        return plan_error(f_, f_.bindings[t.binding],
+                          fmt::format("the returned tensor needs {} bytes of scope '{}', beside the storages the "
+                                      "function allocates there itself; its capacity is {} and it has no fallback "
+                                      "scope", need, scope->name, scope->capacity));
+      }
+      t.scope = target_.find_scope(scope->fallback);
+      t.scope_name = t.scope->name;
+    }
+    for (auto& [scope, row] : own) reserved_[scope] = row.empty() ? 0 : row[0];
+    for (const auto& [scope, storages] : kept) {
+      // Returned storages live from their binding to the end: the fullest moment is at one of their births or
+      // at the peak of the function's own storages.
+      uint64_t peak = reserved_[scope];
+      for (const auto& [at, bytes] : storages) {
+        uint64_t sum = own.count(scope) ? own[scope][at] : 0;
+        for (const auto& [other_at, other] : storages) sum += other_at <= at ? other : 0;
+        peak = std::max(peak, sum);
+      }
+      reserved_[scope] = peak;
+    }
+    return {};
+  }
+
+  // The bytes the planned storage of a scope may take: none without a capacity.
+  std::optional<uint64_t> arena_room(const ScopeDesc& scope) {
+    if (scope.capacity == 0) return std::nullopt;
+    const uint64_t taken = std::min(reserved_[&scope], scope.capacity);
+    const uint64_t alignment = std::max<uint64_t>(scope.alignment, 1);
+    return (scope.capacity - taken) / alignment * alignment;
   }
 
   // Texture scopes: tensors in order of allocation take an image that is free
@@ -394,8 +500,14 @@ class FunctionPlanner {
     return PackItem{t.name, t.first, t.last + 1, t.nbytes, item_alignment(t, scope)};
   }
 
+  Error scope_error(const ScopeDesc& scope, const std::string& what) const {
+    return Error(ErrorKind::kVerify, fmt::format("error: planning function '{}', scope '{}': {}", f_.name, scope.name,
+                                                 what));
+  }
+
   // Packs the contiguous members, then places the blocks of the others in what is free.
   Expected<Arrangement> arrange(const ScopeDesc& scope, const std::vector<size_t>& members) {
+    const std::optional<uint64_t> room = arena_room(scope);
     Arrangement out;
     out.offsets.assign(members.size(), 0);
     out.blocks.resize(members.size());
@@ -420,10 +532,11 @@ class FunctionPlanner {
     } else {
       PackOptions options;
       // Blocks fit in holes and above the items: keep the items low, whatever the capacity.
-      if (scope.capacity != 0 && split_members.empty()) options.capacity = scope.capacity;
-      options.time_limit_seconds = options_.time_limit_seconds;
+      if (room && split_members.empty()) options.capacity = *room;
+      options.lower_when_over = false;  // over: tensors spill, the height does not matter
+      options.time_limit_seconds = std::chrono::duration<double>(deadline_ - Clock::now()).count();
       auto packed_result = pack(items, options);
-      if (!packed_result) return packed_result.error();
+      if (!packed_result) return scope_error(scope, packed_result.error().message());
       result = packed_result.take();
     }
     for (size_t j = 0; j < packed.size(); ++j) out.offsets[packed[j]] = result.offsets[j];
@@ -434,7 +547,7 @@ class FunctionPlanner {
       for (uint64_t n = 0; n < t.num_blocks; ++n) out.blocks[k].push_back(out.offsets[k] + n * t.block_bytes);
     }
     out.height = result.height;
-    out.fits = result.fits && (scope.capacity == 0 || out.height <= scope.capacity);
+    out.fits = result.fits && (!room || out.height <= *room);
     out.proven_optimal = result.proven_optimal;
     if (split_members.empty()) return out;
     // In order of allocation: with blocks of one size, that reaches the live-bytes bound.
@@ -445,11 +558,11 @@ class FunctionPlanner {
       const PlannedTensor& t = tensors_[members[k]];
       requests.push_back(BlockRequest{t.name, t.first, t.last + 1, t.block_bytes, t.num_blocks, dtype_bytes(t.dtype)});
     }
-    auto placed = place_blocks(items, result.offsets, requests);
-    if (!placed) return placed.error();
+    auto placed = place_blocks(items, result.offsets, requests, deadline_);
+    if (!placed) return scope_error(scope, placed.error().message());
     for (size_t j = 0; j < split_members.size(); ++j) out.blocks[split_members[j]] = std::move(placed->offsets[j]);
     out.height = placed->height;
-    out.fits = scope.capacity == 0 || out.height <= scope.capacity;
+    out.fits = !room || out.height <= *room;
     std::vector<PackItem> all;
     for (size_t i : members) all.push_back(item_of(tensors_[i], scope));
     out.proven_optimal = out.height == live_bytes_lower_bound(all);
@@ -556,7 +669,10 @@ class FunctionPlanner {
           out.push_back(alloc_image(storage, *t.image, t.dtype, t.scope_name));
         } else if (t.returned || (naive && !t.image)) {
           storage = t.returned ? fresh_name("result") : t.storage;
-          out.push_back(alloc_storage(storage, round_up(std::max<uint64_t>(t.nbytes, 1), alignment), t.scope_name));
+          auto bytes = storage_bytes(t.nbytes, alignment);
+          if (!bytes)
+            return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", t.nbytes));
+          out.push_back(alloc_storage(storage, *bytes, t.scope_name));
         }
         Binding a;
         a.result = b.result;
@@ -589,8 +705,10 @@ class FunctionPlanner {
     if (options_.strategy == PlanStrategy::kNaive) {
       for (const PlannedTensor* part : {&tables, &blocks}) {
         uint64_t alignment = std::max<uint64_t>(part->scope->alignment, 1);
-        out.push_back(alloc_storage(part->storage, round_up(std::max<uint64_t>(part->nbytes, 1), alignment),
-                                    part->scope_name));
+        auto bytes = storage_bytes(part->nbytes, alignment);
+        if (!bytes)
+          return plan_error(f_, b, fmt::format("its {} bytes are more than one storage can hold", part->nbytes));
+        out.push_back(alloc_storage(part->storage, *bytes, part->scope_name));
       }
     }
     const uint64_t max_entry = entry >= 8 ? UINT64_MAX : (uint64_t{1} << (8 * entry)) - 1;
@@ -630,11 +748,14 @@ class FunctionPlanner {
   Function& f_;
   const TargetDesc& target_;
   const PlanOptions& options_;
+  const Clock::time_point deadline_;
   MemoryReport& report_;
   std::vector<PlannedTensor> tensors_;
   std::vector<StorageToEmit> storages_;
   std::vector<PooledImage> images_;
   std::set<std::string> names_;
+  std::map<const ScopeDesc*, uint64_t> reserved_;  // capacity taken by other storages at the fullest moment
+  uint64_t blocks_ = 0;  // of the discontiguous tensors collected so far
 };
 
 }  // namespace
@@ -649,11 +770,15 @@ bool has_tensor_level_bindings(const Module& module) {
 }
 
 Expected<MemoryReport> plan_memory(Module& module, const TargetDesc& target, const PlanOptions& options) {
+  const auto limit = std::chrono::duration<double>(std::clamp(options.time_limit_seconds, 0.0, 1e9));
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(limit);
   MemoryReport report;
   std::set<std::string> constants;  // names the planner's storages must not take
   for (const auto& c : module.constants) constants.insert(c.name);
   for (auto& f : module.functions) {
-    if (auto status = FunctionPlanner(f, target, options, report, constants).run(); !status) return status.error();
+    if (auto status = FunctionPlanner(f, target, options, deadline, report, constants).run(); !status) {
+      return status.error();
+    }
   }
   return report;
 }

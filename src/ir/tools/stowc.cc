@@ -1,8 +1,9 @@
 // stowc: compiles Stowage text IR to a bytecode file.
 //
 //   stowc FILE.stir [-o OUT.stw] [--target NAME|PATH] [--print] [--report] [--report-json F]
-//   stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] [--output OUT.csv]
+//   stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--output OUT.csv]
 //
+// Each form has its own --help.
 // Exit codes: 0 success, 1 internal or I/O failure while writing, 2 bad input
 // (arguments, syntax, verification, kernel source). Errors are one line on stderr.
 #include <CLI/CLI.hpp>
@@ -78,13 +79,21 @@ int plan_csv(int argc, char** argv) {
     std::cerr << "stowc plan-csv: error: " << parsed.error().message() << "\n";
     return 2;
   }
-  return ir::run_plan_csv(*parsed, std::cout, std::cerr);
+  try {
+    return ir::run_plan_csv(*parsed, std::cout, std::cerr);
+  } catch (const std::exception& e) {  // out of memory, say: one line all the same
+    std::cerr << "stowc plan-csv: error: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "plan-csv") return plan_csv(argc, argv);
   CLI::App app{"Compiles Stowage text IR (.stir) to a bytecode file (.stw).", "stowc"};
-  app.footer("Also: stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--max-steps N] [--output OUT.csv]");
+  app.footer(
+      "Also: stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--output OUT.csv]\n"
+      "  places the buffers of a planning CSV file; see stowc plan-csv --help.\n"
+      "Exit status: 0 success, 1 failure while writing, 2 bad input.");
   Options opt;
   app.add_option("input", opt.input, "text IR file")->required();
   app.add_option("-o,--output", opt.output, "bytecode file to write (default: input with .stw)");
