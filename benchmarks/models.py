@@ -24,7 +24,10 @@ alone), split the run: `--export DIR` compiles here and writes each net's .onnx 
 .stw files (buffer and texture) with the memory figures (Stowage's and TVM's, from
 that run) into DIR; `--from DIR --vm-run PATH` there times Stowage through
 `vm-run --reps` on those files beside PyTorch and ONNX Runtime (and measures
-PyTorch's activation peak) in one run, and prints both tables.
+PyTorch's activation peak) in one run, and prints both tables. With
+`--zero-weights` the exported files hold zeros in place of the seeded weights, so
+that they compress to almost nothing for the trip (no kernel's speed depends on the
+values it multiplies).
 """
 
 import json
@@ -198,10 +201,22 @@ def tvm_planned_bytes(model):
 # ---- the tables ----------------------------------------------------------------------
 
 
+def zero_weights(model):
+    """The model with every initializer's values set to zero (same shapes)."""
+    from onnx import numpy_helper
+
+    for i, t in enumerate(model.graph.initializer):
+        zeros = np.zeros_like(numpy_helper.to_array(t))
+        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(zeros, t.name))
+    return model
+
+
 def measure_here(nets, args, x):
     rows = {}
     for net in nets:
         model = getattr(models, net)()
+        if args.zero_weights:
+            model = zero_weights(model)
         row = rows[net] = {}
         exe_b, row["compile_s"] = stowage_compile(model, False, args.target)
         exe_t, row["compile_texture_s"] = stowage_compile(model, True, args.target)
@@ -297,6 +312,7 @@ def main():
     parser.add_argument("--export", metavar="DIR", help="write the nets' files and memory figures for --from")
     parser.add_argument("--from", dest="from_dir", metavar="DIR", help="time the files --export wrote")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
+    parser.add_argument("--zero-weights", action="store_true", help="export zeros for weights (see above)")
     args = parser.parse_args()
     nets = [n for n in args.nets.split(",") if n]
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
