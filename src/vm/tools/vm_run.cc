@@ -147,11 +147,13 @@ int run(const Options& opt) {
       return fail(Error(ErrorKind::kInvalidInput, fmt::format("missing --input {}=FILE.npy for parameter '{}' of '{}'",
                                                               p.name, p.name, f.name)));
     }
-    auto array = npy::read_file(it->second);
-    if (!array) return fail(array.error());
     if (p.kind != ValueKind::kTensor) {
       return fail(Error(ErrorKind::kInvalidInput, fmt::format("parameter '{}' is not a tensor", p.name)));
     }
+    // No file larger than the parameter's tensor (and a header) is read.
+    std::optional<uint64_t> nbytes = checked_nbytes(p.shape, p.dtype);
+    auto array = npy::read_file(it->second, nbytes.value_or(npy::kMaxDataBytes));
+    if (!array) return fail(array.error());
     args.push_back(vm::Value::from(vm::host_tensor(array->shape, array->dtype, array->data)));
     input_files.erase(it);
   }
