@@ -428,6 +428,11 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
   for (int64_t extent : grid) {
     if (extent == 0) return error_at(grid_word, "grid extent 0 (extents must be > 0)");
   }
+  if (std::optional<uint64_t> items = checked_num_elements(grid); !items || *items > kMaxLaunchWorkItems) {
+    return error_at(grid_word, fmt::format("grid [{}] has {} work items, more than the limit of {} (2^40)",
+                                           fmt::join(grid, ", "), items ? fmt::to_string(*items) : "2^64 or more",
+                                           kMaxLaunchWorkItems));
+  }
   if (ins.ops[Op::kLocal] != kNoConstant) {
     STOWAGE_TRY(check_shape_constant(ins, Op::kLocal, "local size"));
     const std::vector<int64_t>& local = exe_.constants[ins.ops[Op::kLocal]].shape;

@@ -16,6 +16,7 @@
 #include "section_cursor.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
+#include "stowage/bytecode/kernel_source.h"
 
 namespace stowage {
 namespace bytecode {
@@ -48,6 +49,7 @@ class Reader {
   Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative);
   Status read_value_desc(SectionCursor& in, ValueDesc& out);
   Status read_kernel_param(SectionCursor& in, KernelParam& out);
+  Status check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at);
   Status read_scope(SectionCursor& in, ScopeRequirement& out);
   Status check_image_feature();
 
@@ -201,6 +203,18 @@ Status Reader::read_kernel_param(SectionCursor& in, KernelParam& out) {
   return Status::ok();
 }
 
+// A unit may not make the device compiler read a file of the machine it runs on
+// (kernel_source.h lists the forms); the compiler inlines the headers it ships.
+Status Reader::check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at) {
+  std::vector<FileAccess> accesses = find_file_accesses(source);
+  if (accesses.empty()) return Status::ok();
+  const FileAccess& first = accesses.front();
+  return in.error_at(source_at + first.offset,
+                     fmt::format("'{}' at byte {} of the source could read a file of the machine it runs on; units "
+                                 "must be self-contained",
+                                 first.form, first.offset));
+}
+
 Status Reader::read_kernels() {
   SectionCursor in = cursor(SectionKind::kKernels);
   uint64_t units = 0;
@@ -209,7 +223,10 @@ Status Reader::read_kernels() {
   for (uint64_t i = 0; i < units; ++i) {
     in.set_context(fmt::format("kernel unit {}", i));
     STOWAGE_TRY(read_name(in, exe_.units[i].name, "unit name", /*allow_empty=*/true));
+    in.set_context(fmt::format("kernel unit {} '{}'", i, exe_.units[i].name));
+    uint64_t source_at = in.offset() + 4;  // past the length
     STOWAGE_TRY(in.read_str(exe_.units[i].source, kMaxKernelSourceLength, "unit source"));
+    STOWAGE_TRY(check_self_contained(in, exe_.units[i].source, source_at));
   }
   in.set_context("");
   uint64_t kernels = 0;

@@ -135,6 +135,11 @@ inline constexpr uint32_t kMaxRegisters = 65536;
 inline constexpr uint32_t kMaxInstructionsPerFunction = 1u << 20;
 inline constexpr uint64_t kMaxScopes = 256;
 inline constexpr uint32_t kMaxGridRank = 3;
+// Work items of one launch (the product of the grid's extents): far more than any
+// device finishes in reasonable time, and small enough that no driver's arithmetic
+// on it (work items times a local size, byte offsets of 8-byte elements) can wrap
+// 64 bits. The device's own limits are checked when the kernel is launched.
+inline constexpr uint64_t kMaxLaunchWorkItems = uint64_t{1} << 40;
 // kMaxListLength (isa.h) bounds every list operand.
 static_assert(kMaxListLength <= kMaxRegisters);
 
