@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -66,6 +67,28 @@ std::optional<Error> first_clang_error(const KernelSourceUnit& unit, CXTranslati
     return unit_error(unit, unit_position(clang_getDiagnosticLocation(diagnostic.get())), text);
   }
   return std::nullopt;
+}
+
+// The 1-based line and column (in bytes) of byte `offset` of `source`.
+UnitPos position_of(std::string_view source, uint64_t offset) {
+  std::string_view before = source.substr(0, static_cast<size_t>(offset));
+  size_t line_start = before.rfind('\n');
+  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+  auto line = static_cast<uint32_t>(std::count(before.begin(), before.end(), '\n') + 1);
+  return UnitPos{line, static_cast<uint32_t>(before.size() - line_start + 1)};
+}
+
+// A kernel may include Stowage's shipped headers and nothing else: the compiler
+// inlines those, and any other file would be read on the machine that runs the
+// bytecode (the loader refuses such units). Checked before libclang sees the
+// unit, so that it reads no file of this machine either.
+std::optional<Error> foreign_file_access(const KernelSourceUnit& unit) {
+  std::optional<FileAccess> access = first_foreign_file_access(unit.source);
+  if (!access) return std::nullopt;
+  return unit_error(unit, position_of(unit.source, access->offset),
+                    fmt::format("'{}' is not allowed: a kernel may include only the headers Stowage ships, each as "
+                                "'#include <stowage/NAME>' on a line of its own ({})",
+                                access->form, shipped_header_names()));
 }
 
 // The element type of a buffer or scalar: a dtype and a vector width.
@@ -278,6 +301,7 @@ constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang
 
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                               uint32_t table_entry_bytes) {
+  if (std::optional<Error> error = foreign_file_access(unit)) return *error;
   std::string load_error;
   if (clang_c::load_libclang(load_error) == nullptr) {
     return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
@@ -322,13 +346,17 @@ Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSource
   return signatures;
 }
 
-Status read_module_kernels(Module& module, uint32_t table_entry_bytes) {
+Status read_module_kernels(Module& module, uint32_t table_entry_bytes, std::string_view file_name) {
   std::vector<std::vector<KernelSignature>> per_unit;
   std::map<std::string, uint32_t> defining_unit;
   for (uint32_t i = 0; i < module.units.size(); ++i) {
     const KernelSourceUnit& unit = module.units[i];
     Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, i, table_entry_bytes);
-    if (!signatures) return signatures.error();
+    if (!signatures) {
+      // A unit from the text form reports a position in it: name the file as the parser does.
+      if (file_name.empty() || unit.loc.line == 0) return signatures.error();
+      return Error(signatures.error().kind(), fmt::format("{}:{}", file_name, signatures.error().message()));
+    }
     for (const KernelSignature& signature : *signatures) {
       auto [it, inserted] = defining_unit.emplace(signature.name, i);
       if (!inserted) {
