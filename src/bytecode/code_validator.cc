@@ -53,7 +53,8 @@ class FunctionValidator {
   Status check_call_kernel(const Instruction& ins) const;
   Status check_call(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
-  Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role) const;
+  Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role,
+                              uint32_t max_rank = kMaxShapeRank) const;
   void apply_effects(const Instruction& ins);
 
   // Word (relative to this instruction) of scalar slot `slot`, and of list entry `k`.
@@ -246,11 +247,16 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
   return Status::ok();
 }
 
-Status FunctionValidator::check_shape_constant(const Instruction& ins, size_t slot, std::string_view role) const {
+Status FunctionValidator::check_shape_constant(const Instruction& ins, size_t slot, std::string_view role,
+                                               uint32_t max_rank) const {
   const Constant& c = exe_.constants[ins.ops[slot]];
   size_t word = slot_word(ins, slot);
   if (c.kind != ConstantKind::kShape) {
     return error_at(word, fmt::format("{} constant {} is not a shape", role, ins.ops[slot]));
+  }
+  if (c.shape.size() > max_rank) {
+    return error_at(word, fmt::format("{} constant {} has rank {}, more than {}", role, ins.ops[slot], c.shape.size(),
+                                      max_rank));
   }
   for (int64_t extent : c.shape) {
     if (extent < 0) {
@@ -350,8 +356,8 @@ Status FunctionValidator::check_alloc_discontiguous(const Instruction& ins) cons
                                    exe_.minor_version, kMajorVersion));
   }
   STOWAGE_TRY(check_shape_constant(ins, Op::kShape, "shape"));
-  STOWAGE_TRY(check_shape_constant(ins, Op::kTableOffsets, "table offsets"));
-  STOWAGE_TRY(check_shape_constant(ins, Op::kDataOffsets, "data offsets"));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kTableOffsets, "table offsets", kMaxShapeConstantExtents));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kDataOffsets, "data offsets", kMaxShapeConstantExtents));
   const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
   auto dtype = static_cast<DType>(ins.ops[Op::kDType]);
   uint64_t entry = ins.ops[Op::kEntryBytes];

@@ -46,7 +46,7 @@ class Reader {
   Status read_name(SectionCursor& in, std::string& out, std::string_view what, bool allow_empty);
   Status read_dtype(SectionCursor& in, DType& out);
   Status read_reserved16(SectionCursor& in);
-  Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative);
+  Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative, uint32_t max_rank);
   Status read_value_desc(SectionCursor& in, ValueDesc& out);
   Status read_kernel_param(SectionCursor& in, KernelParam& out);
   Status check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at);
@@ -103,13 +103,12 @@ Status Reader::read_reserved16(SectionCursor& in) {
   return Status::ok();
 }
 
-Status Reader::read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative) {
+Status Reader::read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative, uint32_t max_rank) {
   uint64_t at = in.offset();
   uint32_t rank = 0;
   STOWAGE_TRY(in.read(rank, "shape rank"));
-  if (rank > kMaxShapeRank) {
-    return in.error_at(at, fmt::format("shape rank {} exceeds the limit {}", rank, kMaxShapeRank));
-  }
+  if (rank > max_rank) return in.error_at(at, fmt::format("shape rank {} exceeds the limit {}", rank, max_rank));
+  STOWAGE_TRY(in.check_count(at, rank, max_rank, 8, "shape rank"));
   out.resize(rank);
   for (uint32_t d = 0; d < rank; ++d) {
     uint64_t extent_at = in.offset();
@@ -159,7 +158,9 @@ Status Reader::read_constants() {
     switch (c.kind) {
       case ConstantKind::kShape:
         if (c.dtype != DType::kInt64) return in.error_at(dtype_at, "a shape constant's dtype must be int64");
-        STOWAGE_TRY(read_shape(in, c.shape, /*non_negative=*/false));
+        // A shape constant is also a list of offsets (a discontiguous tensor's
+        // blocks); where it is a tensor's shape the validator bounds its rank.
+        STOWAGE_TRY(read_shape(in, c.shape, /*non_negative=*/false, kMaxShapeConstantExtents));
         break;
       case ConstantKind::kInt:
         if (dtype_is_float(c.dtype)) {
@@ -361,7 +362,7 @@ Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
   STOWAGE_TRY(read_dtype(in, out.dtype));
   STOWAGE_TRY(read_reserved16(in));
   at = in.offset();
-  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true));
+  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true, kMaxShapeRank));
   if (out.kind != ValueKind::kTensor && !out.shape.empty()) {
     return in.error_at(at, fmt::format("a non-tensor value has a shape of rank {}", out.shape.size()));
   }

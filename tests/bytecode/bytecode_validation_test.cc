@@ -575,10 +575,19 @@ TEST(BytecodeValidation, ConstantKindAndDTypeAgree) {
   EXPECT_TRUE(contains(refusal(exe), "constant 0: unknown constant kind 3"));
 }
 
-TEST(BytecodeValidation, ShapeRankLimit) {
+// A tensor's shape has rank 16 at most; a shape constant as such may be longer,
+// since it also lists a discontiguous tensor's block offsets (one per block).
+TEST(BytecodeValidation, ShapeRankLimits) {
   Executable exe = make_add_mul_executable();
-  add_constant(exe, testing::shape_constant(std::vector<int64_t>(kMaxShapeRank + 1, 1)));
-  EXPECT_TRUE(contains(refusal(exe), "constant 3: shape rank 17 exceeds the limit 16"));
+  exe.constants[cst::kTensorShape].shape = std::vector<int64_t>(kMaxShapeRank + 1, 1);
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "shape constant 1 has rank 17, more than 16"));
+  exe = make_add_mul_executable();
+  exe.functions[0].params[0].shape = std::vector<int64_t>(kMaxShapeRank + 1, 1);
+  EXPECT_TRUE(contains(refusal(exe), "shape rank 17 exceeds the limit 16")) << refusal(exe);
+  exe = make_add_mul_executable();
+  add_constant(exe, testing::shape_constant(std::vector<int64_t>(1000, 4096)));
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
 }
 
 TEST(BytecodeValidation, KernelSignatures) {
