@@ -730,6 +730,19 @@ TEST(VerifierTest, CompileTextNamesTheFileInEveryError) {
             "prog.stir:2:43: error: in kernel unit 'k' (1:43): use of undeclared identifier 'q'");
 }
 
+// Images are copied pixel for pixel: layouts that reshape the same tensor to other
+// extents cannot be copied into each other (the VM refused it only at run time).
+TEST(VerifierTest, CopiesBetweenImagesNeedEqualExtents) {
+  EXPECT_EQ(verify_body({"a = empty([2, 8, 4], float32, scope=\"global.texture\")",
+                         "b = empty([2, 8, 4], float32, scope=\"global.texture-nhwc\")", "copy_tensor(a, b)"}),
+            "v.stir:8:3: error: function 'main', binding 'copy_tensor(a, b)': copy_tensor between images of 2x8 pixels "
+            "(scope 'global.texture') and 1x16 pixels (scope 'global.texture-nhwc') is not supported; copy through a "
+            "buffer tensor");
+  EXPECT_EQ(verify_body({"a = empty([2, 8, 4], float32, scope=\"global.texture-weight\")",
+                         "b = empty([2, 8, 4], float32, scope=\"global.texture-nhwc\")", "copy_tensor(a, b)"}),
+            "ok");
+}
+
 // The grid: its product wraps 64 bits, and once ran 4 work items.
 TEST(VerifierTest, GridWorkItemsAreBounded) {
   EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[9223372036854775807, 9223372036854775807, 4])"}),
