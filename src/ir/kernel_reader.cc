@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -297,11 +299,64 @@ std::optional<Error> undefined_kernel(const KernelSourceUnit& unit, const Kernel
 constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header",
                                       "-nostdlibinc"};
 
+// The signatures of the units read last, by source and entry width: libclang takes
+// milliseconds a unit, and programs compiled in a loop (tests, the fuzzer, a Python
+// session) repeat their units. Signatures do not depend on the unit's name or
+// place; failures are not kept, since their messages do.
+class SignatureMemo {
+ public:
+  std::optional<std::vector<KernelSignature>> find(const std::string& source, uint32_t entry_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->entry_bytes != entry_bytes || it->source != source) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recent first
+      return entries_.front().signatures;
+    }
+    return std::nullopt;
+  }
+  void add(const std::string& source, uint32_t entry_bytes, const std::vector<KernelSignature>& signatures) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_front({source, entry_bytes, signatures});
+    if (entries_.size() > kCapacity) entries_.pop_back();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  struct Entry {
+    std::string source;
+    uint32_t entry_bytes;
+    std::vector<KernelSignature> signatures;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+};
+
+SignatureMemo& signature_memo() {
+  static SignatureMemo memo;
+  return memo;
+}
+
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                               uint32_t table_entry_bytes);
+
 }  // namespace
 
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                               uint32_t table_entry_bytes) {
   if (std::optional<Error> error = foreign_file_access(unit)) return *error;
+  if (auto known = signature_memo().find(unit.source, table_entry_bytes)) {
+    for (KernelSignature& signature : *known) signature.unit = unit_index;
+    return std::move(*known);
+  }
+  Expected<std::vector<KernelSignature>> read = parse_kernel_signatures(unit, unit_index, table_entry_bytes);
+  if (read) signature_memo().add(unit.source, table_entry_bytes, *read);
+  return read;
+}
+
+namespace {
+
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                               uint32_t table_entry_bytes) {
   std::string load_error;
   if (clang_c::load_libclang(load_error) == nullptr) {
     return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
@@ -345,6 +400,8 @@ Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSource
   }
   return signatures;
 }
+
+}  // namespace
 
 Status read_module_kernels(Module& module, uint32_t table_entry_bytes, std::string_view file_name) {
   std::vector<std::vector<KernelSignature>> per_unit;
