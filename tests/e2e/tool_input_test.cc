@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bytecode/bytecode_test_util.h"
 #include "npy.h"
 #include "process.h"
 #include "source_files.h"
@@ -94,6 +95,29 @@ TEST_F(ToolInputTest, VmRunRefusesInputsThatAreNotRegularFiles) {
     expect_refused(run("vm-run", {stw, "--input", "x=" + x, "--input", "y=" + y, "--input", "z=" + y}),
                    "vm-run: error: cannot read .npy file '" + x + "': it is " + kind + ", not a regular file");
   }
+}
+
+// A kernel the driver cannot build: one line, its first diagnostic, though PoCL's
+// compiler prints "N errors generated." to stderr itself.
+TEST_F(ToolInputTest, VmRunReportsABuildFailureInOneLine) {
+  Executable exe = testing::make_add_mul_executable();
+  exe.units[0].source += "\n__kernel void broken(__global int* a) { a[0] = undefined_thing; a[1] = other; }\n";
+  std::string stw = (dir_ / "broken.stw").string();
+  ASSERT_TRUE(write_bytecode_file(exe, stw));
+  std::string x = (dir_ / "x.npy").string();
+  ASSERT_TRUE(npy::write_file(x, {4, 64}, DType::kInt32, std::vector<std::byte>(1024)));
+  ::setenv("STOWAGE_CACHE_DIR", "off", 1);
+  RunResult r = run("vm-run", {stw, "--input", "x=" + x, "--input", "y=" + x, "--input", "z=" + x});
+  ::unsetenv("STOWAGE_CACHE_DIR");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.stderr_text.find('\n'), r.stderr_text.size() - 1) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.rfind("vm-run: error: kernel unit 'vtcm_ops': OpenCL build failed with "
+                                "CL_BUILD_PROGRAM_FAILURE on ",
+                                0),
+            0u)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("undefined_thing"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(r.stderr_text.ends_with("(set STOWAGE_BUILD_LOG=FILE for the full log)\n")) << r.stderr_text;
 }
 
 // An input is read only up to its parameter's bytes and a header's worth more.
