@@ -44,7 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   Expected<ir::Module> module = ir::parse_module(text, "fuzz.stir");
   if (!module) {
-    if (module.error().kind() != ErrorKind::kInvalidInput) fail("parse error of another kind", module.error().message());
+    if (module.error().kind() != ErrorKind::kInvalidInput) {
+      fail("parse error of another kind", module.error().message());
+    }
     return 0;
   }
   std::string printed = ir::print_module(*module);
