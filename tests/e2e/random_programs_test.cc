@@ -12,7 +12,7 @@
 // four elements; the kernel library holds one kernel per combination of kinds.
 // Values are small integers, so float32 arithmetic is exact.
 //
-// STOWAGE_RANDOM_PROGRAMS overrides the number of programs (default 300).
+// STOWAGE_RANDOM_PROGRAMS overrides the number of programs (default 200).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -409,7 +409,7 @@ std::optional<std::vector<float>> run(const std::string& text, const std::vector
 
 int program_count() {
   const char* env = std::getenv("STOWAGE_RANDOM_PROGRAMS");
-  return env != nullptr ? std::atoi(env) : 300;
+  return env != nullptr ? std::atoi(env) : 200;
 }
 
 TEST(RandomPrograms, PlannedAndHandPlacedFormsAgreeWithTheHost) {
