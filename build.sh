@@ -3,12 +3,15 @@
 #
 #   ./build.sh demo   install what is missing, build, run the example program
 #   ./build.sh test   install what is missing, build, run every test (plain and
-#                     under AddressSanitizer + UndefinedBehaviorSanitizer), then
-#                     `pip install .` into a fresh venv and run the Python tests
+#                     under AddressSanitizer + UndefinedBehaviorSanitizer), the
+#                     thread test under ThreadSanitizer, each fuzzer for a while
+#                     (with clang), then `pip install .` into a fresh venv and run
+#                     the Python tests
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo),
-# missing Python packages with pip. Build trees: build/, build-sanitize/, and for
-# the Python package build-python/ (its CMake tree) and build/venv.
+# missing Python packages with pip. Build trees: build/, build-sanitize/,
+# build-tsan/, build-fuzz/, and for the Python package build-python/ (its CMake
+# tree) and build/venv. FUZZ_SECONDS sets each fuzzer's time (default 30; 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,6 +20,7 @@ DEBIAN_PACKAGES=(
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
   libclang-14-dev llvm-14-dev binutils
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libdlpack-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libssl-dev
   python3 python3-pip python3-venv
 )
 PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime)
@@ -84,11 +88,57 @@ test_all() {
   # intercept_tls_get_addr=0: LeakSanitizer's tracer otherwise reads a bogus
   # dynamic-TLS range left by libclang's (dlopen'ed) parser threads and crashes
   # after the tests have passed; leaks are still found (a malloc'd and dropped
-  # block is reported with it).
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 \
+  # block is reported with it). use_sigaltstack=0: the OpenCL driver's LLVM
+  # (PoCL) installs a malloc'd alternate signal stack on a thread that builds a
+  # program, which ASan would try to unmap as its own when the thread ends (the
+  # thread test builds programs on 8 threads); stack overflows are still caught,
+  # as a SEGV.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:use_sigaltstack=0 \
   LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_tests build-sanitize
+}
+
+# The concurrency test (8 threads creating VMs at once over one executable) under
+# ThreadSanitizer: only what it needs is built. PoCL and the ICD loader are not
+# instrumented; tests/sanitizers/tsan.supp names the reports from inside them.
+test_threads() {
+  log "building the thread test (ThreadSanitizer)"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOWAGE_SANITIZE_THREAD=ON \
+    -DSTOWAGE_BUILD_COMPILER=OFF -DSTOWAGE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-tsan -j "$JOBS" --target stowage_threads_tests
+  log "running the thread test (ThreadSanitizer)"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp" \
+    ctest --test-dir build-tsan --output-on-failure -R VmThreads
+}
+
+# Each fuzzer (tests/fuzz/) for FUZZ_SECONDS from its checked-in seed corpus,
+# instrumented with libFuzzer, ASan and UBSan, when clang is there. New inputs go
+# to a scratch corpus, so the checked-in one stays as it is.
+test_fuzzers() {
+  local seconds=${FUZZ_SECONDS:-30}
+  if [ "$seconds" = 0 ]; then return; fi
+  if ! command -v clang++ >/dev/null; then
+    log "clang++ not found: fuzzers skipped"
+    return
+  fi
+  log "building the fuzzers (clang, libFuzzer, ASan + UBSan)"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DSTOWAGE_FUZZ=ON -DSTOWAGE_SANITIZE=ON -DSTOWAGE_BUILD_RUNTIME=OFF \
+    -DSTOWAGE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target loader_fuzzer compiler_fuzzer
+  for fuzzer in loader_fuzzer compiler_fuzzer; do
+    log "fuzzing: $fuzzer for $seconds s"
+    rm -rf "build-fuzz/corpus/$fuzzer"
+    mkdir -p "build-fuzz/corpus/$fuzzer"
+    ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
+      "build-fuzz/tests/fuzz/$fuzzer" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+        -print_final_stats=1 -artifact_prefix="build-fuzz/corpus/$fuzzer-" \
+        "build-fuzz/corpus/$fuzzer" "tests/fuzz/corpus/$fuzzer" 2>"build-fuzz/corpus/$fuzzer.log" ||
+      { tail -n 40 "build-fuzz/corpus/$fuzzer.log"; return 1; }
+    grep -E "^stat::number_of_executed_units|^Done" "build-fuzz/corpus/$fuzzer.log" || true
+  done
 }
 
 # The Python package as a user installs it: `pip install .` into a fresh venv
@@ -108,6 +158,6 @@ test_python() {
 
 case "${1:-}" in
   demo) install_debian_packages; install_python_packages; demo ;;
-  test) install_debian_packages; install_python_packages; test_all; test_python ;;
+  test) install_debian_packages; install_python_packages; test_all; test_threads; test_fuzzers; test_python ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac

@@ -38,7 +38,17 @@ void set_python_error(const StowageError& error) {
     PyErr_SetString(PyExc_RuntimeError, error.what());
     return;
   }
-  PyErr_SetString(cls, error.what());
+  // Messages may hold a path's bytes that are not UTF-8: they come back as the
+  // surrogate escapes Python itself uses for such names.
+  const std::string& text = error.error().message();
+  PyObject* message = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape");
+  if (message == nullptr) {
+    PyErr_Clear();
+    PyErr_SetString(cls, "(a message that could not be decoded)");
+  } else {
+    PyErr_SetObject(cls, message);
+    Py_DECREF(message);
+  }
   Py_DECREF(cls);
 }
 

@@ -145,12 +145,33 @@ ExecutableHandle compile(const ir::Module& module, const std::string& target) {
   return h;
 }
 
+// A path as the file system takes it: str (non-UTF-8 names arrive as surrogate
+// escapes), bytes or os.PathLike, through os.fsencode.
+std::string file_system_path(const py::handle& path, std::string_view what) {
+  py::object encoded;
+  try {
+    encoded = py::module_::import("os").attr("fsencode")(path);
+  } catch (py::error_already_set& e) {
+    std::string type = py::str(py::type::of(path).attr("__name__"));
+    if (e.matches(PyExc_TypeError)) {
+      throw StowageError(ErrorKind::kInvalidInput,
+                         fmt::format("{}: the path must be str, bytes or os.PathLike, not {}", what, type));
+    }
+    std::string shown = py::str(py::repr(path));
+    throw StowageError(ErrorKind::kInvalidInput,
+                       fmt::format("{}: the path {} cannot be encoded for the file system", what, shown));
+  }
+  return std::string(py::bytes(encoded));
+}
+
 }  // namespace
 
 void bind_executable(py::module_& m) {
   py::class_<ExecutableHandle>(m, "ExecutableHandle")
       .def("save",
-           [](const ExecutableHandle& h, const std::string& path) { check(write_bytecode_file(*h.executable, path)); })
+           [](const ExecutableHandle& h, const py::object& path) {
+             check(write_bytecode_file(*h.executable, file_system_path(path, "save")));
+           })
       .def("to_bytes",
            [](const ExecutableHandle& h) {
              std::vector<uint8_t> bytes = write_bytecode(*h.executable);
@@ -217,9 +238,11 @@ void bind_executable(py::module_& m) {
 
   // Compiling and loading run without the GIL: other Python threads go on.
   m.def("compile", &compile, py::arg("module"), py::arg("target"), py::call_guard<py::gil_scoped_release>());
-  m.def(
-      "load", [](const std::string& path) { return handle_of(unwrap(read_bytecode_file(path))); },
-      py::call_guard<py::gil_scoped_release>());
+  m.def("load", [](const py::object& path) {
+    std::string file = file_system_path(path, "load");
+    py::gil_scoped_release unlocked;
+    return handle_of(unwrap(read_bytecode_file(file)));
+  });
   m.def("from_bytes", [](const py::bytes& data) {
     char* start = nullptr;
     Py_ssize_t size = 0;

@@ -27,8 +27,9 @@ class Executable:
         return self._handle.to_bytes()
 
     def save(self, path):
-        """Writes the bytecode file (checked to load back before it is written)."""
-        self._handle.save(os.fspath(path))
+        """Writes the bytecode file (checked to load back before it is written).
+        ``path`` is a str, bytes or os.PathLike."""
+        self._handle.save(path)
 
     @property
     def text(self):
@@ -126,5 +127,5 @@ def compile(module, target="opencl"):  # noqa: A001 (the issue's name)
 
 
 def load(path):
-    """Reads and validates a bytecode file."""
-    return Executable(_stowage.load(os.fspath(path)))
+    """Reads and validates a bytecode file; ``path`` is a str, bytes or os.PathLike."""
+    return Executable(_stowage.load(path))

@@ -1,5 +1,8 @@
 """compile, Executable (text, functions, bytes, files) and memory reports."""
 
+import os
+import pathlib
+
 import pytest
 
 import stowage as sw
@@ -98,6 +101,32 @@ def test_malformed_bytes_and_missing_files(tmp_path):
         sw.load(missing)
     assert str(e.value) == f"cannot open '{missing}': No such file or directory"
     assert isinstance(e.value, OSError)
+
+
+def test_paths_as_bytes_pathlike_and_non_utf8_str(add_mul_exe, tmp_path):
+    raw = os.fsencode(tmp_path) + b"/add\xff.stw"  # not UTF-8
+    add_mul_exe.save(raw)
+    assert sw.load(raw).to_bytes() == add_mul_exe.to_bytes()
+    as_str = os.fsdecode(raw)  # '\udcff' stands for the byte, as os.listdir gives it
+    assert sw.load(as_str).to_bytes() == add_mul_exe.to_bytes()
+    add_mul_exe.save(pathlib.Path(as_str))
+    assert sw.load(pathlib.Path(as_str)).to_bytes() == add_mul_exe.to_bytes()
+    missing = os.fsdecode(os.fsencode(tmp_path) + b"/missing\xfe.stw")
+    with pytest.raises(sw.FileError) as e:
+        sw.load(missing)
+    assert missing in str(e.value)
+
+
+def test_paths_of_other_types_are_refused(add_mul_exe):
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.load(42)
+    assert str(e.value) == "load: the path must be str, bytes or os.PathLike, not int"
+    with pytest.raises(sw.InvalidInputError) as e:
+        add_mul_exe.save(None)
+    assert str(e.value) == "save: the path must be str, bytes or os.PathLike, not NoneType"
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.load("bad\ud800.stw")  # a lone surrogate names no bytes
+    assert str(e.value) == "load: the path 'bad\\ud800.stw' cannot be encoded for the file system"
 
 
 def test_memory_report(add_mul_exe):

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
 
 #include "stowage/backend/opencl.h"
 
@@ -35,6 +36,17 @@ T device_value(cl_device_id device, cl_device_info what) {
   return value;
 }
 
+std::vector<uint64_t> work_item_sizes(cl_device_id device) {
+  auto dims = device_value<cl_uint>(device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  if (dims == 0 || dims > 64) return {};
+  std::vector<size_t> sizes(dims);
+  if (clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), sizes.data(), nullptr) !=
+      CL_SUCCESS) {
+    return {};
+  }
+  return std::vector<uint64_t>(sizes.begin(), sizes.end());
+}
+
 std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -46,7 +58,7 @@ struct RawDevice {
   cl_device_id id;
 };
 
-std::vector<RawDevice> enumerate() {
+std::vector<RawDevice> enumerate_once() {
   std::vector<RawDevice> devices;
   cl_uint num_platforms = 0;
   if (clGetPlatformIDs(0, nullptr, &num_platforms) != CL_SUCCESS || num_platforms == 0) return devices;
@@ -63,6 +75,7 @@ std::vector<RawDevice> enumerate() {
       info.name = device_string(id, CL_DEVICE_NAME);
       info.vendor = device_string(id, CL_DEVICE_VENDOR);
       info.platform = platform_string(platform, CL_PLATFORM_NAME);
+      info.platform_version = platform_string(platform, CL_PLATFORM_VERSION);
       info.version = device_string(id, CL_DEVICE_VERSION);
       info.driver = device_string(id, CL_DRIVER_VERSION);
       info.type = device_value<cl_device_type>(id, CL_DEVICE_TYPE);
@@ -73,12 +86,26 @@ std::vector<RawDevice> enumerate() {
       info.global_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
       info.max_alloc_bytes = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
       info.local_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
+      info.max_work_group_size = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      info.max_work_item_sizes = work_item_sizes(id);
+      info.address_bits = device_value<cl_uint>(id, CL_DEVICE_ADDRESS_BITS);
       std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
       info.fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
       info.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
       devices.push_back({std::move(info), id});
     }
   }
+  return devices;
+}
+
+// The devices, enumerated once per process. The ICD loader and drivers are not
+// safe to enumerate from several threads at once (a driver's first
+// clGetPlatformIDs initialises it), and the devices do not change while a process
+// runs, so every VM, on any thread, shares this one list.
+const std::vector<RawDevice>& enumerate() {
+  static std::once_flag once;
+  static std::vector<RawDevice> devices;
+  std::call_once(once, [] { devices = enumerate_once(); });
   return devices;
 }
 
@@ -92,7 +119,7 @@ std::string DeviceInfo::summary() const {
 
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;
-  for (auto& d : enumerate()) out.push_back(std::move(d.info));
+  for (const auto& d : enumerate()) out.push_back(d.info);
   return out;
 }
 
@@ -186,7 +213,7 @@ Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& re
 }
 
 Expected<std::shared_ptr<Context>> Context::create(const DeviceInfo& device) {
-  auto raw = enumerate();
+  const std::vector<RawDevice>& raw = enumerate();
   const RawDevice* found = nullptr;
   for (const auto& d : raw) {
     if (d.info.spec == device.spec) found = &d;

@@ -54,7 +54,8 @@ class FunctionValidator {
   Status check_call(const Instruction& ins) const;
   Status check_view(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
-  Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role) const;
+  Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role,
+                              uint32_t max_rank = kMaxShapeRank) const;
   void apply_effects(const Instruction& ins);
 
   // Word (relative to this instruction) of scalar slot `slot`, and of list entry `k`.
@@ -268,11 +269,16 @@ Status FunctionValidator::check_view(const Instruction& ins) const {
   return Status::ok();
 }
 
-Status FunctionValidator::check_shape_constant(const Instruction& ins, size_t slot, std::string_view role) const {
+Status FunctionValidator::check_shape_constant(const Instruction& ins, size_t slot, std::string_view role,
+                                               uint32_t max_rank) const {
   const Constant& c = exe_.constants[ins.ops[slot]];
   size_t word = slot_word(ins, slot);
   if (c.kind != ConstantKind::kShape) {
     return error_at(word, fmt::format("{} constant {} is not a shape", role, ins.ops[slot]));
+  }
+  if (c.shape.size() > max_rank) {
+    return error_at(word, fmt::format("{} constant {} has rank {}, more than {}", role, ins.ops[slot], c.shape.size(),
+                                      max_rank));
   }
   for (int64_t extent : c.shape) {
     if (extent < 0) {
@@ -377,8 +383,8 @@ Status FunctionValidator::check_alloc_discontiguous(const Instruction& ins) cons
                                    exe_.minor_version, kMajorVersion));
   }
   STOWAGE_TRY(check_shape_constant(ins, Op::kShape, "shape"));
-  STOWAGE_TRY(check_shape_constant(ins, Op::kTableOffsets, "table offsets"));
-  STOWAGE_TRY(check_shape_constant(ins, Op::kDataOffsets, "data offsets"));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kTableOffsets, "table offsets", kMaxShapeConstantExtents));
+  STOWAGE_TRY(check_shape_constant(ins, Op::kDataOffsets, "data offsets", kMaxShapeConstantExtents));
   const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
   auto dtype = static_cast<DType>(ins.ops[Op::kDType]);
   uint64_t entry = ins.ops[Op::kEntryBytes];
@@ -454,6 +460,11 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
   }
   for (int64_t extent : grid) {
     if (extent == 0) return error_at(grid_word, "grid extent 0 (extents must be > 0)");
+  }
+  if (std::optional<uint64_t> items = checked_num_elements(grid); !items || *items > kMaxLaunchWorkItems) {
+    return error_at(grid_word, fmt::format("grid [{}] has {} work items, more than the limit of {} (2^40)",
+                                           fmt::join(grid, ", "), items ? fmt::to_string(*items) : "2^64 or more",
+                                           kMaxLaunchWorkItems));
   }
   if (ins.ops[Op::kLocal] != kNoConstant) {
     STOWAGE_TRY(check_shape_constant(ins, Op::kLocal, "local size"));

@@ -17,6 +17,7 @@
 #include "section_cursor.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
+#include "stowage/bytecode/kernel_source.h"
 
 namespace stowage {
 namespace bytecode {
@@ -59,9 +60,10 @@ class Reader {
   Status read_name(SectionCursor& in, std::string& out, std::string_view what, bool allow_empty);
   Status read_dtype(SectionCursor& in, DType& out);
   Status read_reserved16(SectionCursor& in);
-  Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative);
+  Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative, uint32_t max_rank);
   Status read_value_desc(SectionCursor& in, ValueDesc& out);
   Status read_kernel_param(SectionCursor& in, KernelParam& out);
+  Status check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at);
   Status read_scope(SectionCursor& in, ScopeRequirement& out);
   Status check_image_feature();
 
@@ -117,13 +119,12 @@ Status Reader::read_reserved16(SectionCursor& in) {
   return Status::ok();
 }
 
-Status Reader::read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative) {
+Status Reader::read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative, uint32_t max_rank) {
   uint64_t at = in.offset();
   uint32_t rank = 0;
   STOWAGE_TRY(in.read(rank, "shape rank"));
-  if (rank > kMaxShapeRank) {
-    return in.error_at(at, fmt::format("shape rank {} exceeds the limit {}", rank, kMaxShapeRank));
-  }
+  if (rank > max_rank) return in.error_at(at, fmt::format("shape rank {} exceeds the limit {}", rank, max_rank));
+  STOWAGE_TRY(in.check_count(at, rank, max_rank, 8, "shape rank"));
   out.resize(rank);
   for (uint32_t d = 0; d < rank; ++d) {
     uint64_t extent_at = in.offset();
@@ -173,7 +174,9 @@ Status Reader::read_constants() {
     switch (c.kind) {
       case ConstantKind::kShape:
         if (c.dtype != DType::kInt64) return in.error_at(dtype_at, "a shape constant's dtype must be int64");
-        STOWAGE_TRY(read_shape(in, c.shape, /*non_negative=*/false));
+        // A shape constant is also a list of offsets (a discontiguous tensor's
+        // blocks); where it is a tensor's shape the validator bounds its rank.
+        STOWAGE_TRY(read_shape(in, c.shape, /*non_negative=*/false, kMaxShapeConstantExtents));
         break;
       case ConstantKind::kInt:
         if (dtype_is_float(c.dtype)) {
@@ -217,6 +220,18 @@ Status Reader::read_kernel_param(SectionCursor& in, KernelParam& out) {
   return Status::ok();
 }
 
+// A unit may not make the device compiler read a file of the machine it runs on
+// (kernel_source.h lists the forms); the compiler inlines the headers it ships.
+Status Reader::check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at) {
+  std::vector<FileAccess> accesses = find_file_accesses(source);
+  if (accesses.empty()) return Status::ok();
+  const FileAccess& first = accesses.front();
+  return in.error_at(source_at + first.offset,
+                     fmt::format("'{}' at byte {} of the source could read a file of the machine it runs on; units "
+                                 "must be self-contained",
+                                 first.form, first.offset));
+}
+
 Status Reader::read_kernels() {
   SectionCursor in = cursor(SectionKind::kKernels);
   uint64_t units = 0;
@@ -225,7 +240,10 @@ Status Reader::read_kernels() {
   for (uint64_t i = 0; i < units; ++i) {
     in.set_context(fmt::format("kernel unit {}", i));
     STOWAGE_TRY(read_name(in, exe_.units[i].name, "unit name", /*allow_empty=*/true));
+    in.set_context(fmt::format("kernel unit {} '{}'", i, exe_.units[i].name));
+    uint64_t source_at = in.offset() + 4;  // past the length
     STOWAGE_TRY(in.read_str(exe_.units[i].source, kMaxKernelSourceLength, "unit source"));
+    STOWAGE_TRY(check_self_contained(in, exe_.units[i].source, source_at));
   }
   in.set_context("");
   uint64_t kernels = 0;
@@ -440,7 +458,7 @@ Status Reader::read_tensor_constant(SectionCursor& in, TensorConstant& out) {
   if (reserved != 0) return in.error_at(at, fmt::format("reserved byte is 0x{:x}, must be 0", reserved));
   STOWAGE_TRY(read_reserved16(in));
   uint64_t shape_at = in.offset();
-  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true));
+  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true, kMaxShapeRank));
   std::optional<uint64_t> nbytes = checked_nbytes(out.shape, out.dtype);
   if (!nbytes) return in.error_at(shape_at, "the constant's size overflows 64 bits");
   at = in.offset();
@@ -574,7 +592,7 @@ Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
   STOWAGE_TRY(read_dtype(in, out.dtype));
   STOWAGE_TRY(read_reserved16(in));
   at = in.offset();
-  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true));
+  STOWAGE_TRY(read_shape(in, out.shape, /*non_negative=*/true, kMaxShapeRank));
   if (out.kind != ValueKind::kTensor && !out.shape.empty()) {
     return in.error_at(at, fmt::format("a non-tensor value has a shape of rank {}", out.shape.size()));
   }

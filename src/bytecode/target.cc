@@ -4,10 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
+
+#include "stowage/support/file.h"
 
 namespace stowage {
 namespace {
@@ -16,6 +17,9 @@ struct EmbeddedFile {
   const char* name;
   const char* text;
 };
+
+// Target descriptions are a few hundred bytes; a file past this is not one.
+constexpr uint64_t kMaxTargetFileBytes = 1 << 20;
 
 constexpr EmbeddedFile kEmbeddedTargets[] = {
 #include "embedded_targets.inc"
@@ -110,14 +114,15 @@ Expected<TargetDesc> TargetDesc::load(std::string_view name_or_path) {
       return from_json(file.text, name_or_path);
     }
   }
-  std::ifstream in{std::string(name_or_path)};
-  if (!in) {
+  std::string path(name_or_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     return Error(ErrorKind::kIo, fmt::format("target '{}' is neither a shipped target ({}) nor a readable file",
                                              name_or_path, fmt::join(builtin_names(), ", ")));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), name_or_path);
+  auto text = read_regular_file(path, kMaxTargetFileBytes, "target file");
+  if (!text) return text.error();
+  return from_json(*text, name_or_path);
 }
 
 std::vector<std::string> TargetDesc::builtin_names() {

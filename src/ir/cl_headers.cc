@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace stowage::ir {
@@ -35,6 +36,15 @@ std::optional<ClHeader> included_header(std::string_view line) {
   return std::nullopt;
 }
 
+// The line of `source` that holds byte `offset`, without its newline.
+std::string_view line_at(std::string_view source, size_t offset) {
+  size_t start = source.rfind('\n', offset);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  size_t end = source.find('\n', offset);
+  if (end == std::string_view::npos) end = source.size();
+  return source.substr(start, end - start);
+}
+
 }  // namespace
 
 std::span<const ClHeader> shipped_cl_headers() { return kHeaders; }
@@ -43,26 +53,39 @@ std::string table_entry_define(uint32_t table_entry_bytes) {
   return fmt::format("STOWAGE_TABLE_ENTRY_BYTES={}", table_entry_bytes);
 }
 
+std::optional<FileAccess> first_foreign_file_access(std::string_view source) {
+  for (FileAccess& access : find_file_accesses(source)) {
+    if (access.form != "#include" || !included_header(line_at(source, access.offset))) return std::move(access);
+  }
+  return std::nullopt;
+}
+
+std::string shipped_header_names() {
+  std::string names;
+  for (const ClHeader& h : kHeaders) names += fmt::format("{}<stowage/{}>", names.empty() ? "" : ", ", h.name);
+  return names;
+}
+
 std::string expand_shipped_includes(std::string_view source, uint32_t table_entry_bytes) {
   std::string out;
-  size_t line_number = 1;
-  size_t pos = 0;
-  while (pos < source.size()) {
-    size_t end = source.find('\n', pos);
-    size_t next = end == std::string_view::npos ? source.size() : end + 1;
-    std::string_view line = source.substr(pos, next - pos);
-    if (std::optional<ClHeader> header = included_header(line.substr(0, line.find('\n')))) {
-      out += fmt::format("#ifndef STOWAGE_TABLE_ENTRY_BYTES\n#define STOWAGE_TABLE_ENTRY_BYTES {}\n#endif\n",
-                         table_entry_bytes);
-      out += header->text;
-      if (!out.empty() && out.back() != '\n') out += '\n';
-      out += fmt::format("#line {}\n", line_number + 1);
-    } else {
-      out += line;
-    }
-    pos = next;
-    ++line_number;
+  size_t copied = 0;
+  for (const FileAccess& access : find_file_accesses(source)) {
+    if (access.form != "#include") continue;
+    std::string_view line = line_at(source, access.offset);
+    std::optional<ClHeader> header = included_header(line);
+    if (!header) continue;  // left for the loader to refuse
+    size_t line_start = static_cast<size_t>(line.data() - source.data());
+    size_t line_end = line_start + line.size();
+    out += source.substr(copied, line_start - copied);
+    out += fmt::format("#ifndef STOWAGE_TABLE_ENTRY_BYTES\n#define STOWAGE_TABLE_ENTRY_BYTES {}\n#endif\n",
+                       table_entry_bytes);
+    out += header->text;
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    size_t next_line = std::count(source.begin(), source.begin() + static_cast<ptrdiff_t>(line_end), '\n') + 2;
+    out += fmt::format("#line {}", next_line);
+    copied = line_end;  // the include's newline follows the #line
   }
+  out += source.substr(copied);
   return out;
 }
 

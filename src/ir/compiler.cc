@@ -31,14 +31,16 @@ std::vector<ConstantReport> report_constants(const Module& module, const Constan
 }  // namespace
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
-  if (auto status = read_module_kernels(module, target.table_entry_bytes); !status) return status.error();
-  if (auto status = verify_module(module, target); !status) return status.error();
+  if (auto status = read_module_kernels(module, target.table_entry_bytes, options.file_name); !status) {
+    return status.error();
+  }
+  if (auto status = verify_module(module, target, options.file_name); !status) return status.error();
   MemoryReport memory;
   if (has_tensor_level_bindings(module)) {
     auto planned = plan_memory(module, target, options.plan);
     if (!planned) return planned.error();
     memory = planned.take();
-    if (auto status = verify_module(module, target); !status) {
+    if (auto status = verify_module(module, target, options.file_name); !status) {
       return Error(ErrorKind::kRuntime, "the planned program fails verification (a planner bug): " +
                                             status.error().message());
     }
@@ -60,7 +62,9 @@ Expected<CompileResult> compile_text(std::string_view text, std::string_view fil
                                      const CompileOptions& options) {
   auto module = parse_module(text, file_name);
   if (!module) return module.error();
-  return compile_module(module.take(), target, options);
+  CompileOptions named = options;
+  named.file_name = std::string(file_name);
+  return compile_module(module.take(), target, named);
 }
 
 }  // namespace stowage::ir

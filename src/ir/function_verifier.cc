@@ -242,6 +242,17 @@ Problem FunctionVerifier::check_copy(const Binding& b) {
     return std::string("copy_tensor between a discontiguous tensor and an image tensor is not supported; copy "
                        "through a buffer tensor");
   }
+  // Two images are copied pixel for pixel, so their extents (the layouts' reshapes
+  // of the same shape) must agree.
+  if (in_image(s) && in_image(d)) {
+    std::optional<ImageExtent> from = image_extent(src.shape, s.scope->image_layout());
+    std::optional<ImageExtent> to = image_extent(dst.shape, d.scope->image_layout());
+    if (from && to && (from->height != to->height || from->width != to->width)) {
+      return fmt::format("copy_tensor between images of {}x{} pixels (scope '{}') and {}x{} pixels (scope '{}') is "
+                         "not supported; copy through a buffer tensor",
+                         from->height, from->width, s.scope->name, to->height, to->width, d.scope->name);
+    }
+  }
   return std::nullopt;
 }
 

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -66,6 +69,28 @@ std::optional<Error> first_clang_error(const KernelSourceUnit& unit, CXTranslati
     return unit_error(unit, unit_position(clang_getDiagnosticLocation(diagnostic.get())), text);
   }
   return std::nullopt;
+}
+
+// The 1-based line and column (in bytes) of byte `offset` of `source`.
+UnitPos position_of(std::string_view source, uint64_t offset) {
+  std::string_view before = source.substr(0, static_cast<size_t>(offset));
+  size_t line_start = before.rfind('\n');
+  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+  auto line = static_cast<uint32_t>(std::count(before.begin(), before.end(), '\n') + 1);
+  return UnitPos{line, static_cast<uint32_t>(before.size() - line_start + 1)};
+}
+
+// A kernel may include Stowage's shipped headers and nothing else: the compiler
+// inlines those, and any other file would be read on the machine that runs the
+// bytecode (the loader refuses such units). Checked before libclang sees the
+// unit, so that it reads no file of this machine either.
+std::optional<Error> foreign_file_access(const KernelSourceUnit& unit) {
+  std::optional<FileAccess> access = first_foreign_file_access(unit.source);
+  if (!access) return std::nullopt;
+  return unit_error(unit, position_of(unit.source, access->offset),
+                    fmt::format("'{}' is not allowed: a kernel may include only the headers Stowage ships, each as "
+                                "'#include <stowage/NAME>' on a line of its own ({})",
+                                access->form, shipped_header_names()));
 }
 
 // The element type of a buffer or scalar: a dtype and a vector width.
@@ -274,10 +299,64 @@ std::optional<Error> undefined_kernel(const KernelSourceUnit& unit, const Kernel
 constexpr const char* kClangArgs[] = {"-x",      "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header",
                                       "-nostdlibinc"};
 
+// The signatures of the units read last, by source and entry width: libclang takes
+// milliseconds a unit, and programs compiled in a loop (tests, the fuzzer, a Python
+// session) repeat their units. Signatures do not depend on the unit's name or
+// place; failures are not kept, since their messages do.
+class SignatureMemo {
+ public:
+  std::optional<std::vector<KernelSignature>> find(const std::string& source, uint32_t entry_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->entry_bytes != entry_bytes || it->source != source) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recent first
+      return entries_.front().signatures;
+    }
+    return std::nullopt;
+  }
+  void add(const std::string& source, uint32_t entry_bytes, const std::vector<KernelSignature>& signatures) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_front({source, entry_bytes, signatures});
+    if (entries_.size() > kCapacity) entries_.pop_back();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  struct Entry {
+    std::string source;
+    uint32_t entry_bytes;
+    std::vector<KernelSignature> signatures;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+};
+
+SignatureMemo& signature_memo() {
+  static SignatureMemo memo;
+  return memo;
+}
+
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                               uint32_t table_entry_bytes);
+
 }  // namespace
 
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                               uint32_t table_entry_bytes) {
+  if (std::optional<Error> error = foreign_file_access(unit)) return *error;
+  if (auto known = signature_memo().find(unit.source, table_entry_bytes)) {
+    for (KernelSignature& signature : *known) signature.unit = unit_index;
+    return std::move(*known);
+  }
+  Expected<std::vector<KernelSignature>> read = parse_kernel_signatures(unit, unit_index, table_entry_bytes);
+  if (read) signature_memo().add(unit.source, table_entry_bytes, *read);
+  return read;
+}
+
+namespace {
+
+Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
+                                                               uint32_t table_entry_bytes) {
   std::string load_error;
   if (clang_c::load_libclang(load_error) == nullptr) {
     return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
@@ -322,13 +401,19 @@ Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSource
   return signatures;
 }
 
-Status read_module_kernels(Module& module, uint32_t table_entry_bytes) {
+}  // namespace
+
+Status read_module_kernels(Module& module, uint32_t table_entry_bytes, std::string_view file_name) {
   std::vector<std::vector<KernelSignature>> per_unit;
   std::map<std::string, uint32_t> defining_unit;
   for (uint32_t i = 0; i < module.units.size(); ++i) {
     const KernelSourceUnit& unit = module.units[i];
     Expected<std::vector<KernelSignature>> signatures = read_kernel_signatures(unit, i, table_entry_bytes);
-    if (!signatures) return signatures.error();
+    if (!signatures) {
+      // A unit from the text form reports a position in it: name the file as the parser does.
+      if (file_name.empty() || unit.loc.line == 0) return signatures.error();
+      return Error(signatures.error().kind(), fmt::format("{}:{}", file_name, signatures.error().message()));
+    }
     for (const KernelSignature& signature : *signatures) {
       auto [it, inserted] = defining_unit.emplace(signature.name, i);
       if (!inserted) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "function_verifier.h"
+#include "stowage/bytecode/format.h"
 #include "stowage/ir/printer.h"
 
 namespace stowage::ir::verify {
@@ -204,6 +205,10 @@ Problem FunctionVerifier::check_launch_size(const Binding& b) {
   if (b.grid.empty() || b.grid.size() > 3) return fmt::format("grid {} must have 1 to 3 dimensions", grid);
   for (int64_t g : b.grid) {
     if (g <= 0) return fmt::format("grid {} has an extent that is not positive", grid);
+  }
+  if (std::optional<uint64_t> items = checked_num_elements(b.grid); !items || *items > bytecode::kMaxLaunchWorkItems) {
+    return fmt::format("grid {} has {} work items, more than the limit of {} (2^40)", grid,
+                       items ? fmt::to_string(*items) : "2^64 or more", bytecode::kMaxLaunchWorkItems);
   }
   if (b.local.empty()) return std::nullopt;
   std::string local = print_shape_list(b.local);

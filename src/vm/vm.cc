@@ -10,6 +10,7 @@ namespace stowage::vm {
 namespace {
 
 constexpr uint32_t kMaxCallDepth = 256;
+constexpr uint32_t kMaxFramesNamed = 8;  // frames an error message names, outermost first
 
 std::string describe(const ValueDesc& desc) {
   switch (desc.kind) {
@@ -253,6 +254,7 @@ Value VirtualMachine::Impl::run(uint32_t function, std::vector<Value>& args) {
         fsites[pc].total_us += took.count();
       }
     } catch (const StowageError& e) {
+      if (depth > kMaxFramesNamed) throw;  // deep recursion: the outer frames name the place, the message stays short
       throw StowageError(e.kind(), fmt::format("function '{}' instruction {} ({}): {}", f.name, pc,
                                                opcode_info(ins.op).name, e.what()));
     }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "stowage/bytecode/format.h"
 #include "vm_impl.h"
 
 namespace stowage::vm {
@@ -79,6 +80,58 @@ void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instr
   set_mem_arg(site, data, first + 2, t.storage->mem());
 }
 
+std::string sizes_text(const std::array<size_t, 3>& sizes, cl_uint dims) {
+  return fmt::format("[{}]", fmt::join(sizes.begin(), sizes.begin() + dims, ", "));
+}
+
+// The launch's sizes against the limits of the format and of the device, so that
+// the driver never sees a size it would wrap or refuse with a bare status.
+void check_launch_size(const opencl::Context& context, const KernelSignature& sig, const SiteState& site,
+                       cl_kernel kernel) {
+  const opencl::DeviceInfo& device = context.info();
+  std::string grid = sizes_text(site.global, site.dims);
+  uint64_t items = 1;
+  for (cl_uint d = 0; d < site.dims; ++d) {
+    std::optional<uint64_t> product = checked_mul(items, uint64_t{site.global[d]});
+    if (!product || *product > bytecode::kMaxLaunchWorkItems) {
+      throw StowageError(ErrorKind::kInvalidInput,
+                         fmt::format("kernel '{}': grid {} has more than {} (2^40) work items", sig.name, grid,
+                                     bytecode::kMaxLaunchWorkItems));
+    }
+    items = *product;
+  }
+  if (device.address_bits > 0 && device.address_bits < 64 && items > (uint64_t{1} << device.address_bits) - 1) {
+    throw StowageError(ErrorKind::kUnsupported,
+                       fmt::format("kernel '{}': grid {} has {} work items, more than the {}-bit device counts",
+                                   sig.name, grid, items, device.address_bits));
+  }
+  if (!site.has_local) return;
+  std::string local = sizes_text(site.local, site.dims);
+  uint64_t group = 1;
+  for (cl_uint d = 0; d < site.dims; ++d) {
+    group *= site.local[d];  // at most the grid's count, which fits
+    if (d < device.max_work_item_sizes.size() && site.local[d] > device.max_work_item_sizes[d]) {
+      throw StowageError(ErrorKind::kUnsupported,
+                         fmt::format("kernel '{}': local size {} exceeds the device's {} in dimension {} "
+                                     "(CL_DEVICE_MAX_WORK_ITEM_SIZES)",
+                                     sig.name, local, device.max_work_item_sizes[d], d));
+    }
+  }
+  uint64_t max_group = device.max_work_group_size;
+  size_t kernel_max = 0;
+  if (clGetKernelWorkGroupInfo(kernel, context.device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max), &kernel_max,
+                               nullptr) == CL_SUCCESS &&
+      kernel_max > 0 && (max_group == 0 || kernel_max < max_group)) {
+    max_group = kernel_max;
+  }
+  if (max_group > 0 && group > max_group) {
+    throw StowageError(ErrorKind::kUnsupported,
+                       fmt::format("kernel '{}': local size {} makes work groups of {} items, the device runs this "
+                                   "kernel in groups of at most {} (CL_KERNEL_WORK_GROUP_SIZE)",
+                                   sig.name, local, group, max_group));
+  }
+}
+
 }  // namespace
 
 void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
@@ -89,20 +142,28 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
     cl_int status = CL_SUCCESS;
     cl_kernel kernel = clCreateKernel(unit_programs[sig.unit], sig.name.c_str(), &status);
     if (status != CL_SUCCESS) throw_cl(status, fmt::format("clCreateKernel('{}')", sig.name));
+    // The site keeps the kernel only once every check passed, so a launch that was
+    // refused is checked again, not run, when the instruction executes again.
+    try {
+      const std::vector<int64_t>& global = exe->constants[ins.ops[O::kGlobal]].shape;
+      site.dims = static_cast<cl_uint>(global.size());
+      for (size_t i = 0; i < global.size(); ++i) site.global[i] = static_cast<size_t>(global[i]);
+      site.has_local = ins.ops[O::kLocal] != kNoConstant;
+      if (site.has_local) {
+        const std::vector<int64_t>& local = exe->constants[ins.ops[O::kLocal]].shape;
+        for (size_t i = 0; i < local.size(); ++i) site.local[i] = static_cast<size_t>(local[i]);
+      }
+      check_launch_size(*context, sig, site, kernel);
+      if (!kernel_checked[kernel_index]) {
+        check_kernel_arg_info(kernel_index, kernel);
+        kernel_checked[kernel_index] = true;
+      }
+    } catch (...) {
+      clReleaseKernel(kernel);
+      throw;
+    }
     site.kernel = kernel;
     site.bound.assign(sig.params.size(), BoundArg{});
-    const std::vector<int64_t>& global = exe->constants[ins.ops[O::kGlobal]].shape;
-    site.dims = static_cast<cl_uint>(global.size());
-    for (size_t i = 0; i < global.size(); ++i) site.global[i] = static_cast<size_t>(global[i]);
-    site.has_local = ins.ops[O::kLocal] != kNoConstant;
-    if (site.has_local) {
-      const std::vector<int64_t>& local = exe->constants[ins.ops[O::kLocal]].shape;
-      for (size_t i = 0; i < local.size(); ++i) site.local[i] = static_cast<size_t>(local[i]);
-    }
-    if (!kernel_checked[kernel_index]) {
-      check_kernel_arg_info(kernel_index, kernel);
-      kernel_checked[kernel_index] = true;
-    }
   }
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const KernelParam& param = sig.params[i];

@@ -327,6 +327,55 @@ TEST(BytecodeValidation, GridMustBeAShapeOfRankOneToThree) {
   EXPECT_EQ(refusal(exe), code_message(exe, 6, 2, "grid constant 2 has a negative extent -256"));
 }
 
+// A grid whose product wraps 64 bits once launched 4 work items and exited 0.
+TEST(BytecodeValidation, GridWorkItemsAreBounded) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[cst::kGrid].shape = {INT64_MAX, INT64_MAX, 4};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2,
+                                       "grid [9223372036854775807, 9223372036854775807, 4] has 2^64 or more work "
+                                       "items, more than the limit of 1099511627776 (2^40)"));
+  exe.constants[cst::kGrid].shape = {1 << 20, (1 << 20) + 1};
+  EXPECT_EQ(refusal(exe), code_message(exe, 6, 2,
+                                       "grid [1048576, 1048577] has 1099512676352 work items, more than the limit of "
+                                       "1099511627776 (2^40)"));
+  exe.constants[cst::kGrid].shape = {1 << 20, 1 << 20};  // exactly the limit
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
+}
+
+// ---------------------------------------------------------------------------
+// Kernel sources: self-contained
+// ---------------------------------------------------------------------------
+
+// The byte offset in `file` of byte `at` of unit 0's source.
+uint64_t unit_source_byte(const std::vector<uint8_t>& file, const Executable& exe, uint64_t at) {
+  testing::SectionLocation kernels = find_section(file, SectionKind::kKernels);
+  return kernels.offset + 8 + 4 + exe.units[0].name.size() + 4 + at;
+}
+
+TEST(BytecodeValidation, KernelSourcesMayNotNameFiles) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"#include \"/etc/passwd\"\n", "#include"},
+      {"#  include </etc/passwd>\n", "#include"},
+      {"#inc\\\nlude </etc/passwd>\n", "#include"},
+      {"#include_next <x.h>\n", "#include_next"},
+      {"#if __has_include(</etc/passwd>)\n#endif\n", "__has_include"},
+  };
+  for (const auto& [directive, form] : cases) {
+    Executable exe = make_add_mul_executable();
+    std::string& source = exe.units[0].source;
+    size_t at = source.size();
+    source += directive;
+    uint64_t form_at = at + (form == "__has_include" ? 4 : 0);
+    std::vector<uint8_t> file = write_bytecode(exe);
+    EXPECT_EQ(refusal(file),
+              fmt::format("bytecode: section 'kernels' at byte {}: kernel unit 0 'vtcm_ops': '{}' at byte {} of the "
+                          "source could read a file of the machine it runs on; units must be self-contained",
+                          unit_source_byte(file, exe, form_at), form, form_at))
+        << directive;
+  }
+}
+
 TEST(BytecodeValidation, LocalSizeMustDivideTheGrid) {
   Executable exe = make_add_mul_executable();
   uint32_t local = add_constant(exe, testing::shape_constant({100}));
@@ -526,10 +575,19 @@ TEST(BytecodeValidation, ConstantKindAndDTypeAgree) {
   EXPECT_TRUE(contains(refusal(exe), "constant 0: unknown constant kind 3"));
 }
 
-TEST(BytecodeValidation, ShapeRankLimit) {
+// A tensor's shape has rank 16 at most; a shape constant as such may be longer,
+// since it also lists a discontiguous tensor's block offsets (one per block).
+TEST(BytecodeValidation, ShapeRankLimits) {
   Executable exe = make_add_mul_executable();
-  add_constant(exe, testing::shape_constant(std::vector<int64_t>(kMaxShapeRank + 1, 1)));
-  EXPECT_TRUE(contains(refusal(exe), "constant 3: shape rank 17 exceeds the limit 16"));
+  exe.constants[cst::kTensorShape].shape = std::vector<int64_t>(kMaxShapeRank + 1, 1);
+  EXPECT_EQ(refusal(exe), code_message(exe, 1, 5, "shape constant 1 has rank 17, more than 16"));
+  exe = make_add_mul_executable();
+  exe.functions[0].params[0].shape = std::vector<int64_t>(kMaxShapeRank + 1, 1);
+  EXPECT_TRUE(contains(refusal(exe), "shape rank 17 exceeds the limit 16")) << refusal(exe);
+  exe = make_add_mul_executable();
+  add_constant(exe, testing::shape_constant(std::vector<int64_t>(1000, 4096)));
+  Expected<Executable> back = read_bytecode(write_bytecode(exe));
+  EXPECT_TRUE(back) << back.error().message();
 }
 
 TEST(BytecodeValidation, KernelSignatures) {

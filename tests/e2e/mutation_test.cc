@@ -39,9 +39,9 @@ namespace stowage {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::RunResult;
 using testing::read_text;
 using testing::run_process;
+using testing::RunResult;
 
 constexpr int kSanitizerExitCode = 86;
 

@@ -1,4 +1,5 @@
-// Running the project's tools as separate processes, for the end-to-end tests.
+// Runs a tool of the build as a separate process, for the tests of exit codes and
+// messages: stdout and stderr go to files, a process past its time is killed.
 #pragma once
 
 #include <fcntl.h>
@@ -19,6 +20,8 @@ extern char** environ;
 
 namespace stowage::testing {
 
+namespace fs = std::filesystem;
+
 struct RunResult {
   bool exited = false;
   int exit_code = -1;
@@ -27,7 +30,7 @@ struct RunResult {
   std::string stderr_text;
 };
 
-inline std::string read_text(const std::filesystem::path& path) {
+inline std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -35,8 +38,8 @@ inline std::string read_text(const std::filesystem::path& path) {
 }
 
 // Runs `argv` with stdout and stderr sent to files, killing it after `limit`.
-inline RunResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& out,
-                             const std::filesystem::path& err, std::chrono::seconds limit) {
+inline RunResult run_process(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
+                      std::chrono::seconds limit) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -231,9 +231,40 @@ TEST(KernelReader, SyntaxError) {
             "kernel unit 'u' 2:11: error: expected ';' after expression");
 }
 
-TEST(KernelReader, HostHeadersAreNotFound) {
+// Only the shipped headers may be included: any other file would be read on the
+// machine that runs the bytecode. The check runs before libclang reads anything.
+constexpr const char* kOnlyShippedHeaders =
+    "is not allowed: a kernel may include only the headers Stowage ships, each as '#include <stowage/NAME>' on a "
+    "line of its own (<stowage/discontiguous.cl.h>, <stowage/epilogue.cl.h>, <stowage/image.cl.h>)";
+
+TEST(KernelReader, HostHeadersAreRefused) {
   EXPECT_EQ(read_error("#include <stdio.h>\nkernel void k() {}\n"),
-            "kernel unit 'u' 1:10: error: 'stdio.h' file not found");
+            std::string("kernel unit 'u' 1:1: error: '#include' ") + kOnlyShippedHeaders);
+}
+
+TEST(KernelReader, EveryWayOfNamingAFileIsRefusedAtItsLineAndColumn) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"kernel void k() {}\n  #  include \"/etc/passwd\"\n", "2:3: error: '#include' "},
+      {"#include_next <x.h>\n", "1:1: error: '#include_next' "},
+      {"\n\n%:include \"x.h\"\n", "3:1: error: '#include' "},
+      {"#inc\\\nlude <stowage/discontiguous.cl.h>\n", "1:1: error: '#include' "},
+      {"#include <stowage/missing.cl.h>\n", "1:1: error: '#include' "},
+      {"#if __has_include(</etc/passwd>)\n#endif\n", "1:5: error: '__has_include' "},
+      {"_Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")\n", "1:1: error: '_Pragma' "},
+  };
+  for (const auto& [source, where] : cases) {
+    EXPECT_EQ(read_error(source), std::string("kernel unit 'u' ") + where + kOnlyShippedHeaders) << source;
+  }
+}
+
+TEST(KernelReader, TheShippedHeaderIsAllowed) {
+  auto signatures = read_kernel_signatures(
+      make_unit("u", "#include <stowage/discontiguous.cl.h>\n"
+                     "kernel void k(STOWAGE_DISCONTIGUOUS(float, t)) { *STOWAGE_AT2(float, t, 0, 0) = 1.0f; }\n"),
+      0);
+  ASSERT_TRUE(signatures) << signatures.error().message();
+  ASSERT_EQ(signatures->size(), 1u);
+  EXPECT_EQ((*signatures)[0].params.size(), 3u);
 }
 
 TEST(KernelReader, ReadWriteImagesNeedOpenCl20) {

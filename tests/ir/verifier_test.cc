@@ -6,6 +6,7 @@
 
 #include "stowage/ir/parser.h"
 #include "stowage/ir/verifier.h"
+#include "stowage/ir/compiler.h"
 
 namespace stowage::ir {
 namespace {
@@ -710,6 +711,48 @@ TEST(VerifierTest, GridExtentsPositive) {
   EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[64, 0])"}),
             "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[64, 0])': grid [64, 0] "
             "has an extent that is not positive");
+}
+
+// compile_text names the file in every error at a line:col, as the parser does:
+// verifier and kernel errors too.
+TEST(VerifierTest, CompileTextNamesTheFileInEveryError) {
+  const std::string kernels = "kernels k \"\"\"\n__kernel void f(__global int* a) { a[0] = 1; }\n\"\"\"\n";
+  auto verify_failure = compile_text(kernels + "fn main(x: Tensor[(4,), int32]) -> Tensor[(4,), int32] {\n"
+                                               "  kill_object(x)\n  return x\n}\n",
+                                     "prog.stir", opencl());
+  ASSERT_FALSE(verify_failure);
+  EXPECT_EQ(verify_failure.error().message(),
+            "prog.stir:6:3: error: function 'main', 'return x': 'x' was killed at 5:3");
+  auto kernel_failure = compile_text("kernels k \"\"\"\n__kernel void f(__global int* a) { a[0] = q; }\n\"\"\"\n",
+                                     "prog.stir", opencl());
+  ASSERT_FALSE(kernel_failure);
+  EXPECT_EQ(kernel_failure.error().message(),
+            "prog.stir:2:43: error: in kernel unit 'k' (1:43): use of undeclared identifier 'q'");
+}
+
+// Images are copied pixel for pixel: layouts that reshape the same tensor to other
+// extents cannot be copied into each other (the VM refused it only at run time).
+TEST(VerifierTest, CopiesBetweenImagesNeedEqualExtents) {
+  EXPECT_EQ(verify_body({"a = empty([2, 8, 4], float32, scope=\"global.texture\")",
+                         "b = empty([2, 8, 4], float32, scope=\"global.texture-nhwc\")", "copy_tensor(a, b)"}),
+            "v.stir:8:3: error: function 'main', binding 'copy_tensor(a, b)': copy_tensor between images of 2x8 pixels "
+            "(scope 'global.texture') and 1x16 pixels (scope 'global.texture-nhwc') is not supported; copy through a "
+            "buffer tensor");
+  EXPECT_EQ(verify_body({"a = empty([2, 8, 4], float32, scope=\"global.texture-weight\")",
+                         "b = empty([2, 8, 4], float32, scope=\"global.texture-nhwc\")", "copy_tensor(a, b)"}),
+            "ok");
+}
+
+// The grid: its product wraps 64 bits, and once ran 4 work items.
+TEST(VerifierTest, GridWorkItemsAreBounded) {
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[9223372036854775807, 9223372036854775807, 4])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[9223372036854775807, "
+            "9223372036854775807, 4])': grid [9223372036854775807, 9223372036854775807, 4] has 2^64 or more work "
+            "items, more than the limit of 1099511627776 (2^40)");
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[1048576, 1048577])"}),
+            "v.stir:6:3: error: function 'main', binding 'call_kernel(add, [x, x, x], grid=[1048576, 1048577])': "
+            "grid [1048576, 1048577] has 1099512676352 work items, more than the limit of 1099511627776 (2^40)");
+  EXPECT_EQ(verify_body({"call_kernel(add, [x, x, x], grid=[1048576, 1048576])"}), "ok");
 }
 
 TEST(VerifierTest, LocalSizeRank) {

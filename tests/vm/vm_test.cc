@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <bit>
 #include <numeric>
 
 #include "bytecode/bytecode_test_util.h"
@@ -157,6 +160,80 @@ TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
     EXPECT_EQ(std::string(e.what()),
               "function 'main' instruction 6 (call_kernel): OpenCL error CL_INVALID_WORK_GROUP_SIZE (-54) from "
               "clEnqueueNDRangeKernel('compute_add_in_vtcm')");
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+  }
+}
+
+// An Executable made in memory skips the loader's checks; the launch still refuses
+// a grid whose work-item count wraps 64 bits (it once ran 4 work items and returned
+// a wrong result), and refuses it again on the next invoke.
+TEST(VmTest, AGridPastTheWorkItemLimitIsRefusedAtLaunch) {
+  Executable exe = make_add_mul_executable();
+  exe.constants[stowage::testing::add_mul_const::kGrid].shape = {INT64_MAX, INT64_MAX, 4};
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+      FAIL() << "attempt " << attempt;
+    } catch (const StowageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "function 'main' instruction 6 (call_kernel): kernel 'compute_add_in_vtcm': grid "
+                "[9223372036854775807, 9223372036854775807, 4] has more than 1099511627776 (2^40) work items");
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    }
+  }
+  EXPECT_EQ(vm->profile().kernel_launches, 0u);
+}
+
+// A local size past what the device runs in one work group is refused with the
+// limit's name instead of the driver's bare status.
+TEST(VmTest, ALocalSizePastTheDevicesWorkGroupIsRefused) {
+  Executable exe = make_add_mul_executable();
+  auto probe = make_vm(make_add_mul_executable());
+  uint64_t max_group = probe->device().max_work_group_size;
+  ASSERT_GT(max_group, 0u);
+  int64_t too_many = static_cast<int64_t>(std::bit_ceil(max_group + 1));
+  exe.constants[stowage::testing::add_mul_const::kGrid].shape = {too_many};
+  Constant local;
+  local.shape = {too_many};
+  exe.constants.push_back(local);
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    FAIL();
+  } catch (const StowageError& e) {
+    std::string message = e.what();
+    EXPECT_TRUE(message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
+                                                "'compute_add_in_vtcm': local size [{}] exceeds the device's",
+                                                too_many)) ||
+                message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
+                                                "'compute_add_in_vtcm': local size [{}] makes work groups of {} items",
+                                                too_many, too_many)))
+        << message;
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  }
+  EXPECT_EQ(vm->profile().kernel_launches, 0u);
+}
+
+// main calls itself until the depth limit: the message names the outermost frames
+// only, instead of all 256 (once 9.8 KB on one line).
+TEST(VmTest, TheCallDepthMessageStaysShort) {
+  Executable exe = make_add_mul_executable();
+  Function& main = exe.functions[0];
+  main.num_registers = 4;
+  main.code = {make_ins(Opcode::kCall, {3, 0}, {0, 1, 2}), make_ins(Opcode::kRet, {3})};
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(0);
+  try {
+    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    FAIL();
+  } catch (const StowageError& e) {
+    std::string expected;
+    for (int i = 0; i < 8; ++i) expected += "function 'main' instruction 0 (call): ";
+    EXPECT_EQ(std::string(e.what()), expected + "call depth exceeds 256 when calling 'main'");
     EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
   }
 }

@@ -31,6 +31,7 @@ struct DeviceInfo {
   std::string name;
   std::string vendor;
   std::string platform;
+  std::string platform_version;  // CL_PLATFORM_VERSION
   std::string version;   // CL_DEVICE_VERSION
   std::string driver;    // CL_DRIVER_VERSION
   cl_device_type type = 0;
@@ -41,13 +42,17 @@ struct DeviceInfo {
   uint64_t global_mem_bytes = 0;
   uint64_t max_alloc_bytes = 0;
   uint64_t local_mem_bytes = 0;
+  uint64_t max_work_group_size = 0;             // CL_DEVICE_MAX_WORK_GROUP_SIZE
+  std::vector<uint64_t> max_work_item_sizes;    // CL_DEVICE_MAX_WORK_ITEM_SIZES, per dimension
+  uint32_t address_bits = 0;                    // CL_DEVICE_ADDRESS_BITS: the device's size_t
   bool fp16 = false;
   bool fp64 = false;
 
   std::string summary() const;  // one line: spec, name, platform, driver
 };
 
-// Every OpenCL device of every platform, numbered as "opencl:N".
+// Every OpenCL device of every platform, numbered as "opencl:N". Enumerated once
+// per process (on first use, from any thread); later calls return the same list.
 std::vector<DeviceInfo> list_devices();
 
 // Why `device` cannot run an executable with `requirements`; empty when it can.

@@ -143,7 +143,8 @@ inline constexpr uint32_t kMaxStringLength = 1u << 20;         // names and stri
 inline constexpr uint32_t kMaxKernelSourceLength = 64u << 20;  // one kernel unit's source
 inline constexpr uint64_t kMaxDebugTextLength = 256u << 20;
 inline constexpr uint64_t kMaxConstants = 1u << 20;
-inline constexpr uint32_t kMaxShapeRank = 16;
+inline constexpr uint32_t kMaxShapeRank = 16;               // a tensor's shape
+inline constexpr uint32_t kMaxShapeConstantExtents = 1u << 24;  // a shape constant used as a list of offsets
 inline constexpr uint64_t kMaxKernelUnits = 4096;
 inline constexpr uint64_t kMaxKernels = 1u << 16;
 inline constexpr uint32_t kMaxKernelParams = 256;
@@ -155,6 +156,11 @@ inline constexpr uint64_t kMaxScopes = 256;
 inline constexpr uint32_t kMaxGridRank = 3;
 inline constexpr uint64_t kMaxConstantStorages = 1u << 16;
 inline constexpr uint64_t kMaxTensorConstants = 1u << 20;
+// Work items of one launch (the product of the grid's extents): far more than any
+// device finishes in reasonable time, and small enough that no driver's arithmetic
+// on it (work items times a local size, byte offsets of 8-byte elements) can wrap
+// 64 bits. The device's own limits are checked when the kernel is launched.
+inline constexpr uint64_t kMaxLaunchWorkItems = uint64_t{1} << 40;
 // kMaxListLength (isa.h) bounds every list operand.
 static_assert(kMaxListLength <= kMaxRegisters);
 

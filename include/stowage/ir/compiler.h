@@ -2,6 +2,7 @@
 // code generation. Used by stowc, the tests and the Python package.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "stowage/bytecode/target.h"
@@ -17,9 +18,14 @@ namespace stowage::ir {
 // the constant sections).
 inline constexpr uint64_t kDebugTextConstantBytes = 256;
 
+// The largest text IR file the tools read: the bytecode's debug section, which
+// carries the compiled text, holds at most this much (format.h's kMaxDebugTextLength).
+inline constexpr uint64_t kMaxTextIrBytes = uint64_t{256} << 20;
+
 struct CompileOptions {
   bool keep_ir_text = true;  // store the compiled IR in the executable's debug section
   PlanOptions plan;          // for functions with tensor-level `empty` bindings
+  std::string file_name;     // where the module's text came from, named in errors at a line:col
 };
 
 struct CompileResult {
@@ -30,7 +36,8 @@ struct CompileResult {
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options = {});
 
-// Parses `text` (errors name `file_name`:line:col) and compiles it.
+// Parses `text` and compiles it; every error at a line:col of it (parser, kernel
+// reader, verifier) names `file_name`.
 Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,
                                      const CompileOptions& options = {});
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "stowage/ir/ir.h"
@@ -28,13 +29,17 @@ namespace stowage::ir {
 // The kernels defined in `unit`, in source order, each tagged with `unit_index`.
 // Functions without the __kernel qualifier are not listed; a kernel that is
 // declared but never defined in the unit is an error.
-// A unit may `#include <stowage/discontiguous.cl.h>` (include/stowage/opencl/), read
-// with STOWAGE_TABLE_ENTRY_BYTES = `table_entry_bytes`.
+// A unit may `#include <stowage/NAME>` for the headers Stowage ships
+// (include/stowage/opencl/; discontiguous.cl.h read with STOWAGE_TABLE_ENTRY_BYTES =
+// `table_entry_bytes`), and nothing else: any other
+// way of naming a file (stowage/bytecode/kernel_source.h) is refused at its
+// line:col before libclang reads anything.
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                               uint32_t table_entry_bytes = 4);
 
 // Fills `signatures` of every unit of `module`. A kernel name defined in two
-// units is an error; on error the module's signatures are left unchanged.
-Status read_module_kernels(Module& module, uint32_t table_entry_bytes = 4);
+// units is an error; on error the module's signatures are left unchanged. Errors
+// at a line:col of the text form start with `file_name`: when it is given.
+Status read_module_kernels(Module& module, uint32_t table_entry_bytes = 4, std::string_view file_name = {});
 
 }  // namespace stowage::ir

@@ -12,12 +12,12 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/plan_csv_command.h"
 #include "stowage/ir/printer.h"
 #include "stowage/bytecode/file.h"
+#include "stowage/support/file.h"
 
 namespace {
 
@@ -40,13 +40,11 @@ int fail(const Error& error) {
 }
 
 int compile(const Options& opt) {
-  std::ifstream in(opt.input, std::ios::binary);
-  if (!in) return fail(Error(ErrorKind::kIo, fmt::format("{}: cannot open", opt.input)));
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = read_regular_file(opt.input, ir::kMaxTextIrBytes, "text IR file");
+  if (!text) return fail(text.error());
   auto target = TargetDesc::load(opt.target);
   if (!target) return fail(target.error());
-  auto result = ir::compile_text(text.str(), opt.input, *target);
+  auto result = ir::compile_text(*text, opt.input, *target);
   if (!result) return fail(result.error());
   if (opt.print) std::cout << ir::print_module(result->module);
   if (opt.report) std::cout << ir::format_memory_report(result->memory);

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <string_view>
+
+#include "stowage/support/file.h"
 
 namespace stowage::npy {
 namespace {
@@ -87,18 +89,25 @@ Expected<Array> parse(const std::vector<std::byte>& bytes, const std::string& or
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 10 || std::memcmp(p, kMagic.data(), kMagic.size()) != 0) return bad(origin, "no NUMPY magic");
   uint8_t major = p[6];
+  uint8_t minor = p[7];
+  // numpy defines 1.0, 2.0 and 3.0 (2.0 with a UTF-8 header; the dtypes read here
+  // have ASCII names, so it reads the same).
+  if (minor != 0 || major < 1 || major > 3) {
+    return bad(origin, fmt::format("format version {}.{} is not supported", major, minor));
+  }
   size_t header_len = 0;
   size_t header_start = 0;
   if (major == 1) {
     header_len = p[8] | (p[9] << 8);
     header_start = 10;
-  } else if (major == 2 || major == 3) {
+  } else {
     if (bytes.size() < 12) return bad(origin, "truncated header");
     header_len = static_cast<size_t>(p[8]) | (static_cast<size_t>(p[9]) << 8) | (static_cast<size_t>(p[10]) << 16) |
                  (static_cast<size_t>(p[11]) << 24);
     header_start = 12;
-  } else {
-    return bad(origin, fmt::format("format version {} is not supported", major));
+  }
+  if (header_len > kMaxHeaderBytes) {
+    return bad(origin, fmt::format("header of {} bytes exceeds the limit of {}", header_len, kMaxHeaderBytes));
   }
   if (header_len > bytes.size() - header_start) return bad(origin, "header runs past the end of the file");
   std::string_view header(reinterpret_cast<const char*>(p + header_start), header_len);
@@ -163,12 +172,13 @@ Expected<Array> parse(const std::vector<std::byte>& bytes, const std::string& or
   return array;
 }
 
-Expected<Array> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(ErrorKind::kIo, fmt::format("{}: cannot open", path));
-  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(raw.size());
-  if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
+Expected<Array> read_file(const std::string& path, uint64_t max_data_bytes) {
+  constexpr uint64_t kPreamble = 12;  // magic, version, header length (format 2.0 and 3.0)
+  uint64_t limit = std::min(max_data_bytes, kMaxDataBytes) + kPreamble + kMaxHeaderBytes;
+  auto raw = read_regular_file(path, limit, ".npy file");
+  if (!raw) return raw.error();
+  std::vector<std::byte> bytes(raw->size());
+  if (!raw->empty()) std::memcpy(bytes.data(), raw->data(), raw->size());
   return parse(bytes, path);
 }
 

@@ -17,8 +17,15 @@ struct Array {
   std::vector<std::byte> data;
 };
 
+// The largest header read: numpy itself refuses headers past 10,000 bytes by default.
+inline constexpr uint64_t kMaxHeaderBytes = 1 << 20;
+// The largest array read_file takes unless told a smaller one.
+inline constexpr uint64_t kMaxDataBytes = uint64_t{16} << 30;
+
 Expected<Array> parse(const std::vector<std::byte>& bytes, const std::string& origin);
-Expected<Array> read_file(const std::string& path);
+// Reads a regular file of at most the magic, version, kMaxHeaderBytes of header and
+// `max_data_bytes` of data; anything else is refused (kIo) before it is read.
+Expected<Array> read_file(const std::string& path, uint64_t max_data_bytes = kMaxDataBytes);
 std::vector<std::byte> serialize(const std::vector<int64_t>& shape, DType dtype, const std::vector<std::byte>& data);
 Status write_file(const std::string& path, const std::vector<int64_t>& shape, DType dtype,
                   const std::vector<std::byte>& data);

@@ -6,8 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -34,6 +38,36 @@ struct Options {
   bool profile = false;
   bool info = false;
   bool list_devices = false;
+};
+
+// Keeps what an OpenCL driver's compiler prints straight to stderr (PoCL prints
+// "N errors generated.") out of vm-run's output, whose errors are one line: a
+// failed build is reported by the error itself (its first diagnostic), and
+// STOWAGE_BUILD_LOG=FILE keeps the driver's whole log.
+class QuietStderr {
+ public:
+  QuietStderr() {
+    std::fflush(stderr);
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null < 0) return;
+    saved_ = ::dup(STDERR_FILENO);
+    if (saved_ >= 0 && ::dup2(null, STDERR_FILENO) < 0) {
+      ::close(saved_);
+      saved_ = -1;
+    }
+    ::close(null);
+  }
+  ~QuietStderr() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+  }
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  int saved_ = -1;
 };
 
 // One line: newlines in driver messages (build logs) become "; ".
@@ -181,11 +215,13 @@ int run(const Options& opt) {
       return fail(Error(ErrorKind::kInvalidInput, fmt::format("missing --input {}=FILE.npy for parameter '{}' of '{}'",
                                                               p.name, p.name, f.name)));
     }
-    auto array = npy::read_file(it->second);
-    if (!array) return fail(array.error());
     if (p.kind != ValueKind::kTensor) {
       return fail(Error(ErrorKind::kInvalidInput, fmt::format("parameter '{}' is not a tensor", p.name)));
     }
+    // No file larger than the parameter's tensor (and a header) is read.
+    std::optional<uint64_t> nbytes = checked_nbytes(p.shape, p.dtype);
+    auto array = npy::read_file(it->second, nbytes.value_or(npy::kMaxDataBytes));
+    if (!array) return fail(array.error());
     args.push_back(vm::Value::from(vm::host_tensor(array->shape, array->dtype, array->data)));
     input_files.erase(it);
   }
@@ -197,7 +233,11 @@ int run(const Options& opt) {
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
   vm_options.profile = opt.profile;
-  auto machine = vm::VirtualMachine::create(exe, vm_options);
+  Expected<std::unique_ptr<vm::VirtualMachine>> machine = Error(ErrorKind::kRuntime, "not created");
+  {
+    QuietStderr quiet;  // the driver's compiler while it builds the kernels
+    machine = vm::VirtualMachine::create(exe, vm_options);
+  }
   if (!machine) return fail(machine.error());
   // Inputs go to the device once, however often the function runs.
   for (vm::Value& arg : args) arg = vm::Value::from((*machine)->upload(arg.as_tensor()));
