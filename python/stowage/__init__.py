@@ -92,12 +92,12 @@ def load_module(path):
     return parse(text, path, constants=npz if os.path.exists(npz) else None)
 
 
-def from_onnx(model, shapes=None, texture=False, target="opencl"):
+def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None):
     """An ONNX model (an ``onnx.ModelProto`` or a path) as a :class:`Module`; see
     :func:`stowage.frontend.from_onnx`."""
     from .frontend import from_onnx as convert
 
-    return convert(model, shapes=shapes, texture=texture, target=target)
+    return convert(model, shapes=shapes, texture=texture, target=target, tuning=tuning)
 
 
 def targets():

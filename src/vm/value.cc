@@ -19,6 +19,22 @@ StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes,
 
 StorageObject::~StorageObject() { usage_->in_use -= nbytes_; }
 
+opencl::MemHandle StorageObject::range(uint64_t offset, uint64_t nbytes, cl_int& status, bool& created) {
+  status = CL_SUCCESS;
+  created = false;
+  if (offset == 0 && nbytes == nbytes_) return mem_;
+  std::lock_guard lock(sub_buffers_mutex_);
+  for (const SubBuffer& sub : sub_buffers_) {
+    if (sub.offset == offset && sub.nbytes == nbytes) return sub.mem;
+  }
+  cl_buffer_region region{offset, nbytes};
+  cl_mem sub = clCreateSubBuffer(mem_.get(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
+  if (status != CL_SUCCESS) return {};
+  created = true;
+  sub_buffers_.push_back(SubBuffer{offset, nbytes, opencl::MemHandle(sub)});
+  return sub_buffers_.back().mem;
+}
+
 std::string Tensor::scope() const { return on_host() ? "host" : object_->storage->scope(); }
 
 int Tensor::device_index() const {

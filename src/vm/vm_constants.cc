@@ -80,16 +80,12 @@ void VirtualMachine::Impl::upload_constants() {
     if (storage->is_image()) {
       const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(storage->scope())->second];
       tensor->image_region = *image_extent(c.shape, req.layout);  // the loader checked it
-    } else if (tensor->nbytes != 0 && c.offset == 0 && tensor->nbytes == storage->nbytes()) {
-      clRetainMemObject(storage->mem());
-      tensor->view = opencl::MemHandle(storage->mem());
     } else if (tensor->nbytes != 0) {
-      cl_buffer_region region{c.offset, tensor->nbytes};
       cl_int status = CL_SUCCESS;
-      cl_mem sub = clCreateSubBuffer(storage->mem(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
+      bool created = false;
+      tensor->view = storage->range(c.offset, tensor->nbytes, status, created);
       if (status != CL_SUCCESS) throw_cl(status, fmt::format("clCreateSubBuffer (constant '{}')", c.name));
-      ++sub_buffers_created;
-      tensor->view = opencl::MemHandle(sub);
+      if (created) ++sub_buffers_created;
     }
     constants.push_back(std::move(tensor));
   }

@@ -24,11 +24,6 @@ struct BoundArg {
 struct SiteState {
   // alloc_storage: the storage made here, reused once nothing else holds it.
   std::shared_ptr<StorageObject> storage;
-  // alloc_tensor: the last sub-buffer made here and what it views.
-  opencl::MemHandle view;
-  cl_mem view_parent = nullptr;
-  uint64_t view_offset = 0;
-  uint64_t view_size = 0;
   // alloc_discontiguous_tensor: the tables' bytes (constant, so writes of them can
   // stay in flight), the runs to write, the block offsets and the furthest ends.
   std::shared_ptr<const std::vector<uint64_t>> block_offsets;
@@ -101,7 +96,7 @@ struct VirtualMachine::Impl {
                           std::vector<Value>& regs);
   void alloc_discontiguous(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void view(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
-  opencl::MemHandle buffer_range(SiteState& site, const StorageObject& storage, uint64_t offset, uint64_t nbytes);
+  opencl::MemHandle buffer_range(StorageObject& storage, uint64_t offset, uint64_t nbytes);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
   void copy_discontiguous(const TensorObject& src, const TensorObject& dst);
   void copy_with_image(const TensorObject& src, const TensorObject& dst);

@@ -129,37 +129,24 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   tensor->storage = storage;
   tensor->offset = offset;
   tensor->context = context;
-  tensor->view = buffer_range(site, *storage, offset, *nbytes);
+  tensor->view = buffer_range(*storage, offset, *nbytes);
   Value out;
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);
   regs[ins.ops[O::kDst]] = std::move(out);
 }
 
-// The cl_mem kernels receive for bytes [offset, offset + nbytes) of `storage`: the
-// buffer itself when that is all of it, else a sub-buffer this call site made last
-// time when it views the same range, else a new one. None for zero bytes: kernels
-// never receive an empty tensor as a buffer.
-opencl::MemHandle VirtualMachine::Impl::buffer_range(SiteState& site, const StorageObject& storage, uint64_t offset,
-                                                     uint64_t nbytes) {
+// The cl_mem kernels receive for bytes [offset, offset + nbytes) of `storage` (the
+// storage keeps the sub-buffers it hands out). None for zero bytes: kernels never
+// receive an empty tensor as a buffer.
+opencl::MemHandle VirtualMachine::Impl::buffer_range(StorageObject& storage, uint64_t offset, uint64_t nbytes) {
   if (nbytes == 0) return {};
-  if (offset == 0 && nbytes == storage.nbytes()) {
-    clRetainMemObject(storage.mem());
-    return opencl::MemHandle(storage.mem());
-  }
-  if (site.view && site.view_parent == storage.mem() && site.view_offset == offset && site.view_size == nbytes) {
-    return site.view;
-  }
-  cl_buffer_region region{offset, nbytes};
   cl_int status = CL_SUCCESS;
-  cl_mem sub = clCreateSubBuffer(storage.mem(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &status);
+  bool created = false;
+  opencl::MemHandle range = storage.range(offset, nbytes, status, created);
   if (status != CL_SUCCESS) throw_cl(status, "clCreateSubBuffer");
-  ++sub_buffers_created;
-  site.view = opencl::MemHandle(sub);
-  site.view_parent = storage.mem();
-  site.view_offset = offset;
-  site.view_size = nbytes;
-  return site.view;
+  if (created) ++sub_buffers_created;
+  return range;
 }
 
 void VirtualMachine::Impl::view(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
@@ -185,7 +172,7 @@ void VirtualMachine::Impl::view(SiteState& site, const Instruction& ins, std::ve
   tensor->storage = base.storage;
   tensor->offset = base.offset + offset;
   tensor->context = context;
-  tensor->view = buffer_range(site, *base.storage, tensor->offset, nbytes);
+  tensor->view = buffer_range(*base.storage, tensor->offset, nbytes);
   Value out;
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,11 +48,25 @@ class StorageObject {
   bool is_image() const { return image_.has_value(); }
   const ImageExtent& image() const { return *image_; }
 
+  // Bytes [offset, offset + nbytes) of this buffer as a kernel argument: the buffer
+  // itself when that is all of it, else a sub-buffer made on first use and kept
+  // here, so that every sub-buffer is released before its buffer (NVIDIA's driver
+  // faults on the other order). On failure returns none and sets `status`;
+  // `created` says whether a sub-buffer was made. Safe from several threads.
+  opencl::MemHandle range(uint64_t offset, uint64_t nbytes, cl_int& status, bool& created);
+
  private:
+  struct SubBuffer {
+    uint64_t offset;
+    uint64_t nbytes;
+    opencl::MemHandle mem;
+  };
   std::shared_ptr<ScopeUsage> usage_;
   uint64_t nbytes_;
   opencl::MemHandle mem_;
   std::optional<ImageExtent> image_;
+  std::mutex sub_buffers_mutex_;
+  std::vector<SubBuffer> sub_buffers_;  // declared after mem_: released before it
 };
 
 // A tensor: either a view into device storage at a byte offset, or host memory

@@ -22,14 +22,15 @@ from .fusion import group_nodes, last_uses
 from .graph import Graph, load_model, static_shape
 
 
-def from_onnx(model, shapes=None, texture=False, target="opencl"):
+def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None):
     """The ONNX ``model`` (an ``onnx.ModelProto`` or a path) as a :class:`Module`
     whose function ``main`` takes the graph's inputs (named and ordered as the graph
     has them; a name that is no valid IR name has its other characters replaced by
     ``_``) and returns its output. ``shapes`` gives the shapes of inputs whose
     dimensions the model leaves open, e.g. ``{"input": (1, 3, 224, 224)}``.
     ``texture=True`` keeps activations and convolution weights in texture scopes
-    (images, pooled in 2D by the planner)."""
+    (images, pooled in 2D by the planner). ``tuning`` sets kernel constants per
+    family, as :class:`stowage.ops.OpBuilder` takes them (docs/operators.md)."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
     graph = Graph(load_model(model))
@@ -42,7 +43,7 @@ def from_onnx(model, shapes=None, texture=False, target="opencl"):
 
     bb = Builder()
     with bb.function("main") as f:
-        ob = OpBuilder(bb, f, texture=texture, target=target)
+        ob = OpBuilder(bb, f, texture=texture, target=target, tuning=tuning)
         importer = Importer(graph, bb, f, ob)
         for value_info in graph.inputs:
             shape = static_shape(value_info, shapes)
