@@ -251,6 +251,28 @@ void bind_executable(py::module_& m) {
     return handle_of(unwrap(read_bytecode(bytes)));
   });
   m.def("target_names", &TargetDesc::builtin_names);
+  // A target's description as Python values: what the operator library needs to
+  // know of it (image extents, scope alignments, its kernel defaults).
+  m.def("target_description", [](const std::string& name) {
+    TargetDesc desc = unwrap(TargetDesc::load(name));
+    py::list scopes;
+    for (const ScopeDesc& scope : desc.scopes) {
+      py::dict d;
+      d["name"] = scope.name;
+      d["kind"] = scope.kind == ScopeKind::kImage2d ? "image2d" : "buffer";
+      d["alignment"] = scope.alignment;
+      d["capacity"] = scope.capacity;
+      d["layout"] = scope.layout;
+      scopes.append(d);
+    }
+    py::dict out;
+    out["name"] = desc.name;
+    out["max_image_width"] = desc.max_image_width;
+    out["max_image_height"] = desc.max_image_height;
+    out["scopes"] = scopes;
+    out["kernels"] = desc.kernel_tuning;
+    return out;
+  });
 }
 
 }  // namespace stowage::python

@@ -2,6 +2,7 @@
 attributes, fusion and planning, and every kind of bad input with its message."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -42,16 +43,16 @@ def relative_error(got, want):
 _executables = {}
 
 
-def run(model, feeds, device, texture=False):
-    exe = sw.compile(sw.from_onnx(model, texture=texture))
+def run(model, feeds, device, texture=False, target="opencl"):
+    exe = sw.compile(sw.from_onnx(model, texture=texture, target=target), target=target)
     vm = sw.VirtualMachine(exe, device=device)
     inputs = [feeds[i.name] for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     return vm.invoke("main", *inputs).numpy(), vm
 
 
-def check(model, feeds, device, texture=False, tolerance=1e-4):
+def check(model, feeds, device, texture=False, tolerance=1e-4, target="opencl"):
     want = reference(model, feeds)
-    got, vm = run(model, feeds, device, texture)
+    got, vm = run(model, feeds, device, texture, target)
     assert got.shape == want.shape
     assert relative_error(got, want) <= tolerance, relative_error(got, want)
     return vm
@@ -246,6 +247,43 @@ def test_networks_match_onnx_runtime(net, texture, device):
 
     model = getattr(models, net)()
     check(model, {"input": image()}, device, texture=texture)
+
+
+def test_networks_tuned_for_the_gpu_target_match_onnx_runtime(device):
+    """opencl-gpu's kernel defaults (4x4 accumulators, more split-K) compute the same logits."""
+    from stowage import models
+
+    check(models.resnet18(), {"input": image()}, device, target="opencl-gpu")
+
+
+# Kernel launches per inference, by kernel: fusion (conv + BN + bias + activation +
+# residual in one kernel, BN folded, Flatten a view) cannot regress silently.
+LAUNCHES = {
+    ("resnet18", False): {"stowage_conv2d": 20, "stowage_conv2d_split_sum": 17, "stowage_max_pool2d": 1,
+                          "stowage_global_avg_pool": 1, "stowage_gemm": 1},
+    ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 20, "stowage_max_pool2d_image": 1,
+                         "stowage_global_avg_pool_image": 1, "stowage_image_to_nchw": 1, "stowage_gemm": 1},
+    ("resnet50", False): {"stowage_conv2d": 44, "stowage_conv2d_split_sum": 43, "stowage_gemm": 10,
+                          "stowage_max_pool2d": 1, "stowage_global_avg_pool": 1},
+    ("resnet50", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 53, "stowage_max_pool2d_image": 1,
+                         "stowage_global_avg_pool_image": 1, "stowage_image_to_nchw": 1, "stowage_gemm": 1},
+    ("mobilenet_v2", False): {"stowage_conv2d": 12, "stowage_conv2d_split_sum": 11, "stowage_conv2d_depthwise": 17,
+                              "stowage_gemm": 24, "stowage_global_avg_pool": 1},
+    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 35,
+                             "stowage_conv2d_depthwise_image": 17, "stowage_global_avg_pool_image": 1,
+                             "stowage_image_to_nchw": 1, "stowage_gemm": 1},
+}
+
+
+@pytest.mark.parametrize("net,texture", sorted(LAUNCHES), ids=lambda v: str(v))
+def test_launch_counts_per_network(net, texture):
+    import collections
+
+    from stowage import models
+
+    module = sw.from_onnx(getattr(models, net)(), texture=texture)
+    launches = collections.Counter(re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text()))
+    assert dict(launches) == LAUNCHES[(net, texture)]
 
 
 @pytest.mark.slow

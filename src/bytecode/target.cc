@@ -96,6 +96,21 @@ Expected<TargetDesc> TargetDesc::from_json(std::string_view text, std::string_vi
       }
       target.scopes.push_back(std::move(s));
     }
+    if (doc.contains("kernels")) {
+      const auto& kernels = doc["kernels"];
+      if (!kernels.is_object()) return target_error(origin, "'kernels' must be an object of kernel families");
+      for (const auto& [family, constants] : kernels.items()) {
+        if (!constants.is_object()) {
+          return target_error(origin, fmt::format("kernels: '{}' must be an object of integer constants", family));
+        }
+        for (const auto& [constant, value] : constants.items()) {
+          if (!value.is_number_integer()) {
+            return target_error(origin, fmt::format("kernels: '{}.{}' must be an integer", family, constant));
+          }
+          target.kernel_tuning[family][constant] = value.get<int64_t>();
+        }
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     return target_error(origin, e.what());
   }

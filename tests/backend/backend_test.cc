@@ -100,6 +100,10 @@ TEST(TargetTest, TheGpuTargetAlignsSubBuffersForEveryCommonGpu) {
   EXPECT_EQ(target->find_scope("global")->alignment, 512u);  // NVIDIA: 4096 bits
   EXPECT_EQ(target->find_scope("global.vtcm")->alignment, 512u);
   EXPECT_EQ(TargetDesc::builtin_names(), (std::vector<std::string>{"opencl", "opencl-gpu"}));
+  // The operator library's defaults for it: 4x4 accumulators, split-K toward 512 work-groups.
+  EXPECT_EQ(target->kernel_tuning.at("conv").at("CONV_WPT_M"), 4);
+  EXPECT_EQ(target->kernel_tuning.at("launch").at("SPLIT_K_GROUPS"), 512);
+  EXPECT_TRUE(TargetDesc::load("opencl")->kernel_tuning.empty());
 }
 
 TEST(TargetTest, BadDescriptionsGetOneClearError) {
@@ -112,6 +116,10 @@ TEST(TargetTest, BadDescriptionsGetOneClearError) {
   EXPECT_EQ(bad_fallback.error().message(), "target 't.json': scope 'g': fallback 'h' is not a scope of the target");
   auto bad_kind = TargetDesc::from_json(R"({"scopes": [{"name": "g", "kind": "disk"}]})", "t.json");
   EXPECT_EQ(bad_kind.error().message(), "target 't.json': scope 'g': kind 'disk' is neither 'buffer' nor 'image2d'");
+  auto bad_kernels = TargetDesc::from_json(R"({"scopes": [], "kernels": {"conv": {"CONV_TILE_M": 6.5}}})", "t.json");
+  EXPECT_EQ(bad_kernels.error().message(), "target 't.json': kernels: 'conv.CONV_TILE_M' must be an integer");
+  auto bad_family = TargetDesc::from_json(R"({"scopes": [], "kernels": {"conv": 64}})", "t.json");
+  EXPECT_EQ(bad_family.error().message(), "target 't.json': kernels: 'conv' must be an object of integer constants");
   auto missing = TargetDesc::load("no-such-target");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message(),

@@ -9,11 +9,18 @@
 //       {"name": "global", "kind": "buffer", "alignment": 128},
 //       {"name": "global.onchip", "aliases": ["global.vtcm"], "kind": "buffer",
 //        "alignment": 128, "capacity": 262144, "onchip": true, "fallback": "global"}
-//     ]
+//     ],
+//     "kernels": {"conv": {"CONV_TILE_M": 64}, "launch": {"SPLIT_K_GROUPS": 512}}
 //   }
+//
+// "kernels" (optional) holds the operator library's defaults for this target: per
+// kernel family, integer constants the kernels are built with, and under "launch"
+// the library's launch policy (docs/operators.md, "Tuning knobs"). The compiler
+// and the runtime do not read them; the importer does.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +53,8 @@ struct TargetDesc {
   uint32_t table_entry_bytes = 4;
   uint64_t max_image_width = 16384;
   uint64_t max_image_height = 16384;
+  // family -> constant -> value ("kernels" above).
+  std::map<std::string, std::map<std::string, int64_t>> kernel_tuning;
 
   // The scope named `scope` or one of its aliases; nullptr if none.
   const ScopeDesc* find_scope(std::string_view scope) const;

@@ -3,21 +3,28 @@ function it emits into, kernel units, each value's logical shape and layout
 (NCHW buffer, or NCHW4c image in texture mode), and the conversions between
 layouts."""
 
+import functools
 import math
 import numbers
 
 import numpy as np
 
+from .. import _stowage
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes, units
 
 TEXTURE_SCOPE = "global.texture"
 WEIGHT_TEXTURE_SCOPE = "global.texture-weight"
-BUFFER_ALIGNMENT = 128  # bytes, the "global" scope of the shipped targets
+# The library's launch policy, unless the target's "kernels" say otherwise under
+# "launch" (see stowage.ops.matrix).
+LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8}
 
-# Image extents, in pixels, of the shipped targets (src/bytecode/targets/*.json).
-MAX_IMAGE = {"opencl": (16384, 16384)}  # (height, width)
+
+@functools.lru_cache(maxsize=None)
+def target_facts(target):
+    """The target description (a shipped name or a JSON path) as the compiler reads it."""
+    return _stowage.target_description(target)
 
 ACTIVATIONS = {"relu": 1, "clip": 2, "hardswish": 3, "sigmoid": 4, "hardsigmoid": 5}
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
@@ -71,12 +78,20 @@ class Core:
         self.function = function
         self.texture = bool(texture)
         self.target = target
-        self.tuning = dict(tuning or {})
-        for family in self.tuning:
-            if family not in units.FAMILIES:
+        facts = target_facts(target)
+        self.max_image = (facts["max_image_height"], facts["max_image_width"])
+        self.buffer_alignment = next(sc["alignment"] for sc in facts["scopes"] if sc["name"] == "global")
+        user = dict(tuning or {})
+        for family in user:
+            if family not in units.FAMILIES and family != "launch":
                 raise InvalidInputError(
                     f"OpBuilder: argument 'tuning': unknown kernel family '{family}' "
-                    f"(known: {', '.join(units.FAMILIES)})")
+                    f"(known: {', '.join(units.FAMILIES + ('launch',))})")
+        # The target's defaults, each overridden by what the caller gives.
+        self.tuning = {family: dict(values) for family, values in facts["kernels"].items()}
+        for family, values in user.items():
+            self.tuning.setdefault(family, {}).update(values)
+        self.launch = dict(LAUNCH_DEFAULTS, **self.tuning.pop("launch", {}))
         self._logical = {}  # image Var name -> logical NCHW shape
         self._twins = {}  # Var name -> Var holding the same value in the other layout
         self._made = set()  # tensors this builder allocated (or views of them): may be overwritten
@@ -126,7 +141,7 @@ class Core:
         return v
 
     def _max_image(self):
-        return MAX_IMAGE.get(self.target, MAX_IMAGE["opencl"])
+        return self.max_image
 
     def _fits_image(self, shape):
         """Whether a logical NCHW shape fits an NCHW4c image of the target."""

@@ -5,7 +5,7 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import BUFFER_ALIGNMENT, Core
+from .core import Core
 from .pooling import _axis
 
 
@@ -69,7 +69,8 @@ class LayoutOps(Core):
         """(out, slices) where each slice is a view of ``out`` that a producer writes
         its part into, or None when the parts cannot be views: texture mode, parts
         that are not contiguous in ``out`` (a dimension before ``axis`` above 1), or
-        a part starting at a byte offset that is not a multiple of 128."""
+        a part starting at a byte offset that is not a multiple of the target's
+        buffer alignment."""
         op = "concat_slices"
         parts = [tuple(int(d) for d in s) for s in shapes_in]
         out_shape = _concat_shape(op, parts, axis)
@@ -78,7 +79,7 @@ class LayoutOps(Core):
             return None
         offsets, offset = [], 0
         for part in parts:
-            if offset % BUFFER_ALIGNMENT:
+            if offset % self.buffer_alignment:
                 return None
             offsets.append(offset)
             offset += shapes.prod(part) * 4

@@ -17,13 +17,12 @@ CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
-# Split-K of the implicit-GEMM convolution: a layer whose output tiles give fewer
-# work-groups than SPLIT_K_GROUPS (a GPU's compute units, about) cuts its
+# Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
+# target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
+# fewer work-groups than SPLIT_K_GROUPS (a multiple of a GPU's compute units) cuts its
 # reduction into parts of at least SPLIT_K_MIN_STEPS steps of CONV_TILE_K, so that
 # tiles x parts approaches SPLIT_K_GROUPS. 1x1 convolutions that split take the
 # implicit-GEMM kernel instead of stowage_gemm.
-SPLIT_K_GROUPS = 128
-SPLIT_K_MIN_STEPS = 8
 # The texture convolution doubles its input-channel slices (at most 8, at most the
 # input blocks of a group) while its launch has fewer work-items than this.
 TEXTURE_SLICE_ITEMS = 65536
@@ -41,11 +40,12 @@ def _tiling(unit, defaults, prefix):
     return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
 
 
-def _k_split(tiles, k_total, tile_k):
+def _k_split(tiles, k_total, tile_k, launch):
     """How many parts the convolution's reduction is cut into (1: none)."""
+    groups, min_steps = launch["SPLIT_K_GROUPS"], launch["SPLIT_K_MIN_STEPS"]
     steps = shapes.ceil_div(k_total, tile_k)
-    want = min(shapes.ceil_div(SPLIT_K_GROUPS, tiles), steps // SPLIT_K_MIN_STEPS)
-    if tiles >= SPLIT_K_GROUPS or want < 2:
+    want = min(shapes.ceil_div(groups, tiles), steps // min_steps)
+    if tiles >= groups or want < 2:
         return 1
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
 
@@ -207,7 +207,8 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"))
+        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
+                           self.launch)
         if pointwise and k_split == 1:
             hw = h * wd
             self._gemm_launch(w_t, x_buf, bias_var, res_var, dst, m=kg, n=hw, k=cg, sam=1, sak=kg, sbk=hw, sbn=1,
