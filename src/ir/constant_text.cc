@@ -133,7 +133,7 @@ std::optional<std::string> format_numbers(DType dtype, std::span<const std::byte
   // NaN payloads and signs do not survive `nan`: keep the list only if it reads back.
   std::vector<std::byte> again;
   if (numbers_to_bytes(dtype, parsed, again) || again.size() != bytes.size() ||
-      std::memcmp(again.data(), bytes.data(), bytes.size()) != 0) {
+      (!bytes.empty() && std::memcmp(again.data(), bytes.data(), bytes.size()) != 0)) {  // empty: data() may be null
     return std::nullopt;
   }
   return out + "]";

@@ -17,7 +17,13 @@ StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes,
   if (usage_->in_use > usage_->peak) usage_->peak = usage_->in_use;
 }
 
-StorageObject::~StorageObject() { usage_->in_use -= nbytes_; }
+StorageObject::~StorageObject() {
+  usage_->in_use -= nbytes_;
+  // Newest first: NVIDIA's OpenCL (driver 580) faults when a sub-buffer is released
+  // before a later one that overlaps it, once kernels have used both. Tensors hold
+  // their storage, so these are the last references.
+  while (!sub_buffers_.empty()) sub_buffers_.pop_back();
+}
 
 opencl::MemHandle StorageObject::range(uint64_t offset, uint64_t nbytes, cl_int& status, bool& created) {
   status = CL_SUCCESS;

@@ -79,6 +79,7 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
   impl->exe = std::move(executable);
   impl->context = *context;
   impl->profiling = options.profile;
+  impl->check_bounds = options.check_bounds;
   impl->programs = std::make_unique<opencl::ProgramCache>(impl->context);
   for (const auto& unit : impl->exe->units) {
     auto program = impl->programs->program(unit);

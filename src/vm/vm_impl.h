@@ -17,6 +17,7 @@ namespace stowage::vm {
 struct BoundArg {
   bool set = false;
   cl_mem mem = nullptr;
+  std::weak_ptr<StorageObject> owner;  // buffers and images: who keeps `mem` alive
   uint64_t scalar_bits = 0;
 };
 
@@ -43,6 +44,10 @@ struct SiteState {
   double total_us = 0;
 };
 
+// check_bounds: bytes past each buffer storage's end, and what they hold.
+inline constexpr uint64_t kGuardBytes = 4096;
+inline constexpr uint32_t kGuardPattern = 0xA5C3E1F7u;
+
 struct VirtualMachine::Impl {
   std::shared_ptr<const Executable> exe;
   std::shared_ptr<opencl::Context> context;
@@ -63,6 +68,13 @@ struct VirtualMachine::Impl {
   std::vector<std::shared_ptr<TensorObject>> constants;
   uint64_t constant_bytes = 0;
   bool profiling = false;
+  bool check_bounds = false;
+  // check_bounds: the buffer storages made with a guard zone, and where.
+  struct Guarded {
+    std::weak_ptr<StorageObject> storage;
+    std::string made_at;
+  };
+  std::vector<Guarded> guarded;
   uint64_t device_allocations = 0;
   uint64_t device_bytes_allocated = 0;
   uint64_t sub_buffers_created = 0;
@@ -101,6 +113,8 @@ struct VirtualMachine::Impl {
   void copy_discontiguous(const TensorObject& src, const TensorObject& dst);
   void copy_with_image(const TensorObject& src, const TensorObject& dst);
   void call_kernel(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  // check_bounds: the guard zone of every live guarded storage is intact.
+  void check_guards(const std::string& kernel);
   void check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel);
 };
 

@@ -32,14 +32,22 @@ size_t scalar_bytes(const KernelParam& param, const Value& v, uint64_t& bits) {
 }
 
 // Sets argument `i` only when it changed. A parameter's kind is fixed by the
-// signature, so buffers and images compare `mem` and scalars `scalar_bits`.
-void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem) {
+// signature, so buffers and images compare `mem` and scalars `scalar_bits`. A
+// handle's value alone does not identify a buffer (a released cl_mem's address is
+// reused by the next one made), so a buffer argument also names the storage that
+// owns `mem` and is set again once that storage is gone.
+void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem,
+                 const std::shared_ptr<StorageObject>& owner) {
   BoundArg& bound = site.bound[i];
-  if (bound.set && bound.mem == mem) return;
+  if (bound.set && bound.mem == mem && !bound.owner.expired() && !bound.owner.owner_before(owner) &&
+      !owner.owner_before(bound.owner)) {
+    return;
+  }
   cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
   if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
   bound.set = true;
   bound.mem = mem;
+  bound.owner = owner;
 }
 
 void set_scalar_arg(SiteState& site, const KernelParam& param, size_t i, size_t size, uint64_t bits) {
@@ -75,9 +83,9 @@ void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instr
   if (!data.is_buffer() || data.dtype != t.dtype || data.lanes != 1) {
     fail(fmt::format("needs its third parameter '{}' to be a buffer of {}", data.name, dtype_name(t.dtype)));
   }
-  set_mem_arg(site, tables, first, t.tables->mem());
+  set_mem_arg(site, tables, first, t.tables->mem(), t.tables);
   set_scalar_arg(site, root, first + 1, t.table_entry_bytes, t.table_root);
-  set_mem_arg(site, data, first + 2, t.storage->mem());
+  set_mem_arg(site, data, first + 2, t.storage->mem(), t.storage);
 }
 
 std::string sizes_text(const std::array<size_t, 3>& sizes, cl_uint dims) {
@@ -192,13 +200,13 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': expects {} elements, the tensor holds {}", sig.name, i,
                                   param.name, dtype_name(param.dtype), dtype_name(t.dtype)));
       }
-      set_mem_arg(site, param, i, t.view ? t.view.get() : t.storage->mem());
+      set_mem_arg(site, param, i, t.view ? t.view.get() : t.storage->mem(), t.storage);
     } else if (param.is_image()) {
       if (v.kind != Value::Kind::kTensor || !v.tensor->in_image()) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a tensor in an image storage", sig.name, i,
                                   param.name));
       }
-      set_mem_arg(site, param, i, v.tensor->storage->mem());
+      set_mem_arg(site, param, i, v.tensor->storage->mem(), v.tensor->storage);
     } else if (param.kind == KernelParamKind::kScalar) {
       if (v.kind != Value::Kind::kInt && v.kind != Value::Kind::kFloat) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a scalar, register holds {}", sig.name, i,
@@ -218,6 +226,7 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                          site.has_local ? site.local.data() : nullptr, 0, nullptr, nullptr);
   if (status != CL_SUCCESS) throw_cl(status, fmt::format("clEnqueueNDRangeKernel('{}')", sig.name));
   ++kernel_launches;
+  if (check_bounds) check_guards(sig.name);
 }
 
 // Compares the signature carried in the executable with what the driver compiled,

@@ -57,12 +57,20 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
                               usage.emulated ? " (emulated on-chip)" : "", nbytes, usage.capacity, usage.in_use));
   }
   cl_int status = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
+  const uint64_t guard_at = (nbytes + 3) / 4 * 4;
+  const uint64_t allocated = check_bounds ? guard_at + kGuardBytes : nbytes;
+  cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, allocated, nullptr, &status);
   if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
   ++device_allocations;
   device_bytes_allocated += nbytes;
   ++usage.allocations;
   site.storage = std::make_shared<StorageObject>(scope_usage[found->second], nbytes, opencl::MemHandle(mem));
+  if (check_bounds) {
+    status = clEnqueueFillBuffer(context->queue(), mem, &kGuardPattern, sizeof kGuardPattern, guard_at, kGuardBytes,
+                                 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueFillBuffer (guard zone)");
+    guarded.push_back({site.storage, fmt::format("a storage of {} bytes in scope '{}'", nbytes, scope)});
+  }
   out.storage = site.storage;
   regs[ins.ops[O::kDst]] = std::move(out);
 }
@@ -284,6 +292,26 @@ void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const Tensor
     status = clEnqueueCopyBufferToImage(queue, src.storage->mem(), dst.storage->mem(), src.offset, origin, region, 0,
                                         nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBufferToImage");
+  }
+}
+
+void VirtualMachine::Impl::check_guards(const std::string& kernel) {
+  cl_int status = clFinish(context->queue());
+  if (status != CL_SUCCESS) throw_cl(status, "clFinish");
+  std::vector<uint32_t> zone(kGuardBytes / sizeof(uint32_t));
+  std::erase_if(guarded, [](const Guarded& g) { return g.storage.expired(); });
+  for (const Guarded& g : guarded) {
+    std::shared_ptr<StorageObject> storage = g.storage.lock();
+    const uint64_t guard_at = (storage->nbytes() + 3) / 4 * 4;
+    status = clEnqueueReadBuffer(context->queue(), storage->mem(), CL_TRUE, guard_at, kGuardBytes, zone.data(), 0,
+                                 nullptr, nullptr);
+    if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadBuffer (guard zone)");
+    for (size_t i = 0; i < zone.size(); ++i) {
+      if (zone[i] != kGuardPattern) {
+        throw_runtime(fmt::format("kernel '{}' wrote past the end of {}: byte {} of the guard zone behind it changed",
+                                  kernel, g.made_at, i * sizeof(uint32_t)));
+      }
+    }
   }
 }
 

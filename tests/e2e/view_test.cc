@@ -89,5 +89,42 @@ TEST(Views, VerifierRules) {
             "of 't', which was killed at 11:3");
 }
 
+// check_bounds: a kernel that writes one element past its storage is named; the
+// same program within bounds runs, and without the option nothing is checked.
+TEST(CheckBounds, AKernelWritingPastItsStorageIsNamed) {
+  auto program = [](int grid) {
+    return std::string(R"(kernels ops """
+__kernel void fill(__global float* y) { y[get_global_id(0)] = 1.0f; }
+"""
+fn main(x: Tensor[(2, 64), float32]) -> Tensor[(2, 64), float32] {
+  s = alloc_storage([256], device=0, dtype=uint8, scope="global")
+  t = alloc_tensor(s, 0, [64], float32)
+  call_kernel(fill, [t], grid=[)") +
+           std::to_string(grid) + R"(])
+  return x
+}
+)";
+  };
+  auto run = [&](int grid, bool check) {
+    auto compiled = ir::compile_text(program(grid), "over.stir", opencl()).value_or_throw();
+    vm::VmOptions options;
+    options.check_bounds = check;
+    auto machine =
+        vm::VirtualMachine::create(std::make_shared<const Executable>(compiled.executable), options).value_or_throw();
+    std::vector<float> x(128, 0.0f);
+    machine->invoke("main", {vm::Value::from(vm::host_tensor({2, 64}, DType::kFloat32, std::as_bytes(std::span(x))))});
+  };
+  EXPECT_NO_THROW(run(64, true));
+  try {
+    run(65, true);
+    FAIL() << "the write past the storage went unnoticed";
+  } catch (const StowageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "function 'main' instruction 2 (call_kernel): kernel 'fill' wrote past the end of a storage of 256 "
+              "bytes in scope 'global': byte 0 of the guard zone behind it changed");
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+  }
+}
+
 }  // namespace
 }  // namespace stowage

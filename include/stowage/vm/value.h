@@ -50,8 +50,8 @@ class StorageObject {
 
   // Bytes [offset, offset + nbytes) of this buffer as a kernel argument: the buffer
   // itself when that is all of it, else a sub-buffer made on first use and kept
-  // here, so that every sub-buffer is released before its buffer (NVIDIA's driver
-  // faults on the other order). On failure returns none and sets `status`;
+  // here, so that sub-buffers are released before their buffer and newest first
+  // (NVIDIA's driver faults otherwise). On failure returns none and sets `status`;
   // `created` says whether a sub-buffer was made. Safe from several threads.
   opencl::MemHandle range(uint64_t offset, uint64_t nbytes, cl_int& status, bool& created);
 
@@ -66,7 +66,7 @@ class StorageObject {
   opencl::MemHandle mem_;
   std::optional<ImageExtent> image_;
   std::mutex sub_buffers_mutex_;
-  std::vector<SubBuffer> sub_buffers_;  // declared after mem_: released before it
+  std::vector<SubBuffer> sub_buffers_;  // in order of creation; declared after mem_: released before it
 };
 
 // A tensor: either a view into device storage at a byte offset, or host memory

@@ -34,6 +34,11 @@ namespace stowage::vm {
 struct VmOptions {
   std::string device;    // see opencl::select_device; "" = default
   bool profile = false;  // time every instruction (waits for the device after each)
+  // Give every buffer storage the function allocates a guard zone past its end,
+  // filled with a pattern, and check the zones after each kernel: a kernel that
+  // writes past its storage is an error naming it. Slow (waits for the device
+  // after each kernel); for finding kernels that index wrongly.
+  bool check_bounds = false;
 };
 
 struct InstructionProfile {

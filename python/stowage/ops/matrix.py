@@ -21,7 +21,8 @@ TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
 # fewer work-groups than SPLIT_K_GROUPS (a multiple of a GPU's compute units) cuts its
 # reduction into parts of at least SPLIT_K_MIN_STEPS steps of CONV_TILE_K, so that
-# tiles x parts approaches SPLIT_K_GROUPS. 1x1 convolutions that split take the
+# tiles x parts approaches SPLIT_K_GROUPS, and whose workspace of partial sums
+# (k_split outputs) stays within SPLIT_K_MAX_BYTES (0: no bound). 1x1 convolutions that split take the
 # implicit-GEMM kernel instead of stowage_gemm.
 # The texture convolution doubles its input-channel slices (at most 8, at most the
 # input blocks of a group) while its launch has fewer work-items than this.
@@ -40,11 +41,13 @@ def _tiling(unit, defaults, prefix):
     return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
 
 
-def _k_split(tiles, k_total, tile_k, launch):
+def _k_split(tiles, k_total, tile_k, launch, output_bytes):
     """How many parts the convolution's reduction is cut into (1: none)."""
     groups, min_steps = launch["SPLIT_K_GROUPS"], launch["SPLIT_K_MIN_STEPS"]
     steps = shapes.ceil_div(k_total, tile_k)
     want = min(shapes.ceil_div(groups, tiles), steps // min_steps)
+    if launch["SPLIT_K_MAX_BYTES"]:  # the partial sums' workspace is k_split outputs
+        want = min(want, launch["SPLIT_K_MAX_BYTES"] // max(output_bytes, 1))
     if tiles >= groups or want < 2:
         return 1
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
@@ -208,7 +211,7 @@ class MatrixOps(Core):
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
-                           self.launch)
+                           self.launch, n * k * p * q * 4)
         if pointwise and k_split == 1:
             hw = h * wd
             self._gemm_launch(w_t, x_buf, bias_var, res_var, dst, m=kg, n=hw, k=cg, sam=1, sak=kg, sbk=hw, sbn=1,

@@ -36,6 +36,7 @@ struct Options {
   int repeat = 1;
   int reps = 1;
   bool profile = false;
+  bool check_bounds = false;
   bool info = false;
   bool list_devices = false;
 };
@@ -233,6 +234,7 @@ int run(const Options& opt) {
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
   vm_options.profile = opt.profile;
+  vm_options.check_bounds = opt.check_bounds;
   Expected<std::unique_ptr<vm::VirtualMachine>> machine = Error(ErrorKind::kRuntime, "not created");
   {
     QuietStderr quiet;  // the driver's compiler while it builds the kernels
@@ -305,6 +307,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", opt.reps, "time R rounds of --repeat invocations; print their median and min")
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
+  app.add_flag("--check-bounds", opt.check_bounds,
+               "guard the end of every storage and fail on the kernel that writes past one (slow)");
   app.add_flag("--info", opt.info, "print functions, kernels and requirements");
   app.add_flag("--list-devices", opt.list_devices, "print the OpenCL devices");
   try {

@@ -1,0 +1,127 @@
+"""Kernel settings of the operator library, timed on whole networks.
+
+Each setting (tile sizes and accumulators of the implicit-GEMM kernels, the split-K
+policy, the texture convolution's blocking) is applied to every convolution of a
+net; the table shows each net's time per inference under each setting, its kernel
+launches and its planned activation bytes, so that a target's "kernels" defaults
+(docs/operators.md) can be chosen from measurements.
+
+    python benchmarks/tuning_sweep.py --export DIR [--nets resnet18,mobilenet_v2] [--target opencl-gpu]
+    python benchmarks/tuning_sweep.py --from DIR [--vm-run build/src/vm-run] [--device gpu]
+
+`--export` needs the compiler (the Python package); it writes one .stw per net and
+setting, with zeros for weights (so that DIR compresses for a trip to another
+machine; no kernel's speed depends on the values) and DIR/sweep.json. `--from`
+needs only vm-run: it times each file with `vm-run --repeat 20 --reps 5` and
+prints the table, best first per net.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+
+def tiles(m, n, wm, wn, k=16):
+    conv = {"CONV_TILE_M": m, "CONV_TILE_N": n, "CONV_WPT_M": wm, "CONV_WPT_N": wn, "CONV_TILE_K": k}
+    return {"conv": conv, "gemm": {name.replace("CONV", "GEMM"): v for name, v in conv.items()}}
+
+
+def with_split(settings, groups, max_bytes=0):
+    return dict(settings, launch={"SPLIT_K_GROUPS": groups, "SPLIT_K_MAX_BYTES": max_bytes})
+
+
+# name -> (texture mode, tuning)
+SETTINGS = {
+    "64x64/8x8 split128": (False, with_split(tiles(64, 64, 8, 8), 128)),
+    "64x64/4x4 split128": (False, with_split(tiles(64, 64, 4, 4), 128)),
+    "64x64/4x4 split512": (False, with_split(tiles(64, 64, 4, 4), 512)),
+    "64x64/4x4 split1024": (False, with_split(tiles(64, 64, 4, 4), 1024)),
+    "64x64/4x4 split512 workspace<=2MiB": (False, with_split(tiles(64, 64, 4, 4), 512, 2 << 20)),
+    "64x64/4x4 split512 workspace<=1MiB": (False, with_split(tiles(64, 64, 4, 4), 512, 1 << 20)),
+    "64x64/4x4 split512 workspace<=512KiB": (False, with_split(tiles(64, 64, 4, 4), 512, 512 << 10)),
+    "64x64/4x4 k8 split512": (False, with_split(tiles(64, 64, 4, 4, 8), 512)),
+    "64x64/4x4 k32 split512": (False, with_split(tiles(64, 64, 4, 4, 32), 512)),
+    "32x64/4x4 split512": (False, with_split(tiles(32, 64, 4, 4), 512)),
+    "128x64/8x4 split512": (False, with_split(tiles(128, 64, 8, 4), 512)),
+    "texture px4 ob2": (True, {"conv_texture": {"TCONV_PX": 4, "TCONV_OB": 2}}),
+    "texture px2 ob2": (True, {"conv_texture": {"TCONV_PX": 2, "TCONV_OB": 2}}),
+    "texture px4 ob1": (True, {"conv_texture": {"TCONV_PX": 4, "TCONV_OB": 1}}),
+    "texture px8 ob1": (True, {"conv_texture": {"TCONV_PX": 8, "TCONV_OB": 1}}),
+}
+
+
+def file_name(net, setting):
+    return f"{net}." + re.sub(r"[^A-Za-z0-9]+", "_", setting) + ".stw"
+
+
+def export(args):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import models as bench
+    import stowage as sw
+    from stowage import models
+
+    os.makedirs(args.export, exist_ok=True)
+    rows = []
+    for net in args.nets:
+        model = bench.zero_weights(getattr(models, net)())
+        for setting, (texture, tuning) in SETTINGS.items():
+            module = sw.from_onnx(model, texture=texture, target=args.target, tuning=tuning)
+            exe = sw.compile(module, target=args.target)
+            exe.save(os.path.join(args.export, file_name(net, setting)))
+            rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
+            print(f"exported {net} {setting}", file=sys.stderr)
+    np.save(os.path.join(args.export, "input.npy"),
+            np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32))
+    with open(os.path.join(args.export, "sweep.json"), "w") as f:
+        json.dump({"command": " ".join(sys.argv), "target": args.target, "rows": rows}, f, indent=1)
+
+
+def time_file(args, path):
+    cmd = [args.vm_run, path, "--input", os.path.join(args.from_dir, "input.npy"), "--repeat", "20", "--reps", "5"]
+    if args.device:
+        cmd += ["--device", args.device]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    m = re.search(r"median ([0-9.]+) us, min ([0-9.]+) us per invocation; ([0-9.]+) kernel launches", run.stdout)
+    if run.returncode != 0 or m is None:
+        raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
+    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+
+def time_exported(args):
+    with open(os.path.join(args.from_dir, "sweep.json")) as f:
+        exported = json.load(f)
+    print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
+    print("| net | setting | median (us) | min (us) | launches | planned activations (MB) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    by_net = {}
+    for row in exported["rows"]:
+        if row["net"] in args.nets:
+            by_net.setdefault(row["net"], []).append(row)
+    for net, rows in by_net.items():
+        timed = [(time_file(args, os.path.join(args.from_dir, file_name(net, r["setting"]))), r) for r in rows]
+        for (median, best, launches), r in sorted(timed, key=lambda t: t[0][0]):
+            print(f"| {net} | {r['setting']} | {median:.1f} | {best:.1f} | {launches:.0f} | {r['planned'] / 1e6:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nets", default="resnet18,resnet50,mobilenet_v2", type=lambda s: [n for n in s.split(",") if n])
+    parser.add_argument("--target", default="opencl-gpu")
+    parser.add_argument("--export", metavar="DIR")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR")
+    parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args()
+    if bool(args.export) == bool(args.from_dir):
+        parser.error("give one of --export DIR and --from DIR")
+    export(args) if args.export else time_exported(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
