@@ -1,8 +1,10 @@
 // Times the conv2d programs that conv2d_programs wrote (texture_cC.stw,
-// buffer_cC.stw in one folder) on one device and prints a Markdown table beside
-// cuDNN's figures. Runtime only: no compiler, no libclang.
+// buffer_cC.stw in one folder) on one device and prints a Markdown table, beside
+// cuDNN's figures when given the table benchmarks/cudnn_conv2d.py printed in the
+// same sitting (benchmarks/conv2d_vs_cudnn.sh runs both). Runtime only: no
+// compiler, no libclang.
 //
-//   conv2d_run DIR [--device SPEC] [--invocations 10] [--rounds 5]
+//   conv2d_run DIR [--device SPEC] [--invocations 10] [--rounds 5] [--cudnn FILE]
 //
 // Per file: random x and w (the same for both variants of a C), two warm-up
 // invocations of each function, then `rounds` times `invocations` invocations
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -32,14 +35,10 @@ namespace {
 
 using namespace stowage;
 
-// cuDNN 9.19 through PyTorch on an H100, TF32 off, 64x64, batch 1 (see docs/textures.md);
-// shown for devices whose name contains "H100" only.
-const std::map<int64_t, double> kCudnnGflops = {{16, 960}, {32, 4851}, {64, 16597}, {128, 24054}, {256, 28896}};
-constexpr const char* kCudnnDevice = "H100";
-
 struct Options {
   std::string dir;
   std::string device;
+  std::string cudnn;  // the table cudnn_conv2d.py printed: "| C | us | GFLOP/s |" rows, 64x64
   int invocations = 10;
   int rounds = 5;
 };
@@ -181,7 +180,8 @@ std::string fixed(std::optional<double> v, int digits) {
 }
 
 void usage_error(const std::string& what) {
-  fmt::print(stderr, "conv2d_run: {}\nusage: conv2d_run DIR [--device SPEC] [--invocations 10] [--rounds 5]\n", what);
+  fmt::print(stderr, "conv2d_run: {}\nusage: conv2d_run DIR [--device SPEC] [--invocations 10] [--rounds 5] "
+             "[--cudnn FILE]\n", what);
   std::exit(2);
 }
 
@@ -201,6 +201,9 @@ Options parse_options(int argc, char** argv) {
     if (arg == "--device") {
       if (i + 1 >= argc) usage_error("--device needs a value");
       opt.device = argv[++i];
+    } else if (arg == "--cudnn") {
+      if (i + 1 >= argc) usage_error("--cudnn needs a file");
+      opt.cudnn = argv[++i];
     } else if (arg == "--invocations") {
       opt.invocations = number();
     } else if (arg == "--rounds") {
@@ -216,6 +219,22 @@ Options parse_options(int argc, char** argv) {
   return opt;
 }
 
+// GFLOP/s per C from the Markdown table benchmarks/cudnn_conv2d.py prints.
+std::map<int64_t, double> read_cudnn(const std::string& path) {
+  std::map<int64_t, double> figures;
+  if (path.empty()) return figures;
+  std::ifstream in(path);
+  if (!in) usage_error(fmt::format("cannot read '{}'", path));
+  const std::regex row(R"(^\|\s*(\d+)\s*\|\s*[0-9.]+\s*\|\s*([0-9.]+)\s*\|\s*$)");
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, m, row)) figures[std::stoll(m[1])] = std::stod(m[2]);
+  }
+  if (figures.empty()) usage_error(fmt::format("'{}' holds no row '| C | us | GFLOP/s |'", path));
+  return figures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +242,7 @@ int main(int argc, char** argv) {
   try {
     auto sizes = find_sizes(opt.dir);
     if (sizes.empty()) usage_error(fmt::format("no texture_cC.stw or buffer_cC.stw in {}", opt.dir));
+    const std::map<int64_t, double> cudnn_gflops = read_cudnn(opt.cudnn);
     DeviceSeen device;
     std::vector<std::string> rows;
     for (const auto& [c, hw] : sizes) {
@@ -245,10 +265,7 @@ int main(int argc, char** argv) {
         return gflop / (*us(v) * 1e-6);
       };
       std::optional<double> cudnn;
-      if (auto it = kCudnnGflops.find(c); it != kCudnnGflops.end() && hw[0] == 64 && hw[1] == 64 &&
-                                          device.name.find(kCudnnDevice) != std::string::npos) {
-        cudnn = it->second;
-      }
+      if (auto it = cudnn_gflops.find(c); it != cudnn_gflops.end() && hw[0] == 64 && hw[1] == 64) cudnn = it->second;
       auto ratio = [&](const char* v) -> std::optional<double> {
         if (!gflops(v) || !cudnn) return std::nullopt;
         return *gflops(v) / *cudnn;

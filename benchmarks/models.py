@@ -258,6 +258,7 @@ def measure_exported(nets, args, x):
         row["torch"] = torch_figures(net, x, args.runs, args.reps)
         print(f"measured {net}", file=sys.stderr)
     print(f"# memory figures of Stowage and TVM Relax from: {exported['command']}")
+    args.target = exported["target"]
     return rows
 
 

@@ -18,7 +18,7 @@ TEXTURE_SCOPE = "global.texture"
 WEIGHT_TEXTURE_SCOPE = "global.texture-weight"
 # The library's launch policy, unless the target's "kernels" say otherwise under
 # "launch" (see stowage.ops.matrix).
-LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_BYTES": 0}
+LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_BYTES": 2 << 20}
 
 
 @functools.lru_cache(maxsize=None)
