@@ -275,6 +275,17 @@ class MatrixOps(Core):
             value = alpha * av @ bv + (0 if c is None else beta * np.asarray(c, np.float64))
             return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
+        if self._gemm_as_convolution(b, c, m, n, trans_a, alpha, out):
+            # A classifier at batch 1: a 1x1 convolution over m images of one pixel,
+            # whose kernel splits the reduction (one row of a GEMM tile would leave
+            # the rest idle; docs/operators.md).
+            bv = np.asarray(b, np.float32)
+            w = (bv if trans_b else bv.T).reshape(n, ka, 1, 1)
+            bias = None if c is None else (np.asarray(c, np.float64).reshape(-1) * beta).astype(np.float32)
+            geometry = dict(n=m, c=ka, h=1, w=1, k=n, p=1, q=1, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
+                            dilations=(1, 1), group=1)
+            y = self._conv2d_buffer(self.reshape(a_var, (m, ka, 1, 1)), w, bias, geometry, act, None, False, None)
+            return self.reshape(y, (m, n))
         sam, sak = (1, m) if trans_a else (ka, 1)
         if isinstance(b, Var):
             b_var = self._buffer(op, "b", b)
@@ -298,6 +309,15 @@ class MatrixOps(Core):
         self._gemm_launch(a_var, b_var, bias_var, None, dst, m=m, n=n, k=ka, sam=sam, sak=sak, sbk=sbk, sbn=sbn,
                           sbias=sbias, levels=[], alpha=alpha, flags=flags, act=act)
         return dst
+
+    def _gemm_as_convolution(self, b, c, m, n, trans_a, alpha, out):
+        """Whether gemm runs as a 1x1 convolution: constant weights, a few rows of
+        input (m <= 8), a bias per output column or none, no alpha, no `out`."""
+        if trans_a or isinstance(b, Var) or alpha != 1.0 or out is not None or m > 8:
+            return False
+        if c is None:
+            return True
+        return not isinstance(c, Var) and tuple(np.shape(c)) in ((n,), (1, n))
 
     def matmul(self, a, b, *, out=None):
         op = "matmul"
