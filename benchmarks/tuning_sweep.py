@@ -31,8 +31,13 @@ def tiles(m, n, wm, wn, k=16):
     return {"conv": conv, "gemm": {name.replace("CONV", "GEMM"): v for name, v in conv.items()}}
 
 
-def with_split(settings, groups, max_bytes=0):
-    return dict(settings, launch={"SPLIT_K_GROUPS": groups, "SPLIT_K_MAX_BYTES": max_bytes})
+def with_split(settings, groups, max_bytes=0, min_steps=8):
+    return dict(settings, launch={"SPLIT_K_GROUPS": groups, "SPLIT_K_MAX_BYTES": max_bytes,
+                                  "SPLIT_K_MIN_STEPS": min_steps})
+
+
+def with_depthwise(settings, px):
+    return dict(settings, conv=dict(settings["conv"], DW_PX=px))
 
 
 # name -> (texture mode, tuning)
@@ -44,6 +49,10 @@ SETTINGS = {
     "64x64/4x4 split512 workspace<=2MiB": (False, with_split(tiles(64, 64, 4, 4), 512, 2 << 20)),
     "64x64/4x4 split512 workspace<=1MiB": (False, with_split(tiles(64, 64, 4, 4), 512, 1 << 20)),
     "64x64/4x4 split512 workspace<=512KiB": (False, with_split(tiles(64, 64, 4, 4), 512, 512 << 10)),
+    "64x64/4x4 split512 workspace<=2MiB min4": (False, with_split(tiles(64, 64, 4, 4), 512, 2 << 20, 4)),
+    "64x64/4x4 split512 workspace<=2MiB min2": (False, with_split(tiles(64, 64, 4, 4), 512, 2 << 20, 2)),
+    "64x64/4x4 split512 workspace<=2MiB dw2": (False, with_depthwise(with_split(tiles(64, 64, 4, 4), 512, 2 << 20), 2)),
+    "64x64/4x4 split512 workspace<=2MiB dw8": (False, with_depthwise(with_split(tiles(64, 64, 4, 4), 512, 2 << 20), 8)),
     "64x64/4x4 k8 split512": (False, with_split(tiles(64, 64, 4, 4, 8), 512)),
     "64x64/4x4 k32 split512": (False, with_split(tiles(64, 64, 4, 4, 32), 512)),
     "32x64/4x4 split512": (False, with_split(tiles(32, 64, 4, 4), 512)),
