@@ -23,7 +23,7 @@ DEBIAN_PACKAGES=(
   libssl-dev
   python3 python3-pip python3-venv
 )
-PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime)
+PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime atheris)
 JOBS=${JOBS:-$(nproc)}
 
 log() { printf '== %s\n' "$*"; }
@@ -118,6 +118,7 @@ test_threads() {
 test_fuzzers() {
   local seconds=${FUZZ_SECONDS:-30}
   if [ "$seconds" = 0 ]; then return; fi
+  test_importer_fuzzer "$seconds" || return 1
   if ! command -v clang++ >/dev/null; then
     log "clang++ not found: fuzzers skipped"
     return
@@ -139,6 +140,17 @@ test_fuzzers() {
       { tail -n 40 "build-fuzz/corpus/$fuzzer.log"; return 1; }
     grep -E "^stat::number_of_executed_units|^Done" "build-fuzz/corpus/$fuzzer.log" || true
   done
+}
+
+# The ONNX importer's fuzzer (Atheris) over the plain build's Python package.
+test_importer_fuzzer() {
+  local seconds=$1 dir=build/fuzz-onnx
+  log "fuzzing: onnx_import_fuzzer for $seconds s"
+  rm -rf "$dir" && mkdir -p "$dir/corpus"
+  PYTHONPATH=build/python python3 tests/fuzz/onnx_import_fuzzer.py -max_total_time="$seconds" -timeout=20 \
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" \
+    tests/fuzz/corpus/onnx_import_fuzzer 2>"$dir/log" || { tail -n 40 "$dir/log"; return 1; }
+  grep -E "^stat::number_of_executed_units|^Done" "$dir/log" || true
 }
 
 # The Python package as a user installs it: `pip install .` into a fresh venv

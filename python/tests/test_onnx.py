@@ -328,6 +328,39 @@ def refusal(model, cls=sw.UnsupportedError, **kwargs):
     return str(e.value)
 
 
+def test_values_read_before_they_are_defined_are_refused():
+    relu = helper.make_node("Relu", ["x"], ["r"], name="first")
+    concat = helper.make_node("Concat", ["r", "ghost"], ["y"], name="join", axis=1)
+    model = make_model([relu, concat], [("x", (1, 2))], ("y", None))
+    assert refusal(model, sw.InvalidInputError) == (
+        "node 1 'join' (Concat): input 'ghost' is produced by no earlier node, graph input or initializer")
+    twice = make_model([relu, helper.make_node("Sigmoid", ["x"], ["r"], name="again")], [("x", (1, 2))], ("r", None))
+    assert refusal(twice, sw.InvalidInputError) == "node 1 'again' (Sigmoid): output 'r' is already defined"
+    missing = make_model([relu], [("x", (1, 2))], ("nowhere", None))
+    assert refusal(missing, sw.InvalidInputError) == (
+        "graph output 'nowhere' is produced by no node, input or initializer")
+
+
+# Inputs tests/fuzz/onnx_import_fuzzer.py found that once escaped as KeyError, TypeError
+# and ValueError: each is now one of Stowage's errors.
+FUZZ_FINDINGS = [
+    "CA46kQEKFAoBeAoCbG8KAmhpEgFhIgRDbGlwCg8KAXgSAWIiB1NpZ21vaWQKHgoBYQoBYhIBeSIGQ29uY2F0CgsqBGF4aXMYAaABAhIEc2Vl"
+    "ZCoMEAFCAmxvSgQAAAAAKgwQAUICaGlKBAAAwEBaGwoBeBIWChQIARIQCgIIAQoCCAIKAggECgIIBGIJCgF5EgQKAggBQgQKABAN",
+    "CA46iAEKFgoBeAoFc2hhcGUSAXIiB1Jlc2hhcGUKJQoBchIBeSIHU29mdG1heCoUCgRheGlzGP///////////wGgBQISBHNlZWQqHQgCEAdC"
+    "BXNoYXBlShAGAAAAAAAAAAQAAAAAAAAAWhcKAXgSEgoQCAESDAoCCAIKAggDCgIIBGIJCgF5EgQKAggBQgQKABAN",
+    "CA46kQEKFAoBeAoCbG8KAmhpEgFhIgRDbGlwCg8KAXgSAWIiB1NpZ2xvaWQKHgoBYQoBYhIBeSIGQ29uY2F0KgsKBGF4aXMYAaABAhIEc2Vl"
+    "ZCoMEAFCAmxvSgQAAAAAKgwQAUICaGlKBAAAwEBaGwoBeBIWChQIQBIQCgIIAQoCCAIKAggECgIIBGIJCgF5EgQKAggBQgQKABAN",
+]
+
+
+@pytest.mark.parametrize("finding", range(len(FUZZ_FINDINGS)))
+def test_what_the_importer_fuzzer_found_is_refused(finding):
+    import base64
+
+    with pytest.raises(sw.StowageError):
+        sw.from_onnx(base64.b64decode(FUZZ_FINDINGS[finding]))
+
+
 def test_unsupported_ops_and_attributes_name_the_node():
     relu = helper.make_node("Relu", ["x"], ["r"], name="first")
     model = make_model([relu, helper.make_node("Einsum", ["r"], ["y"], name="odd", equation="ii")],

@@ -35,6 +35,8 @@ class Node:
         return InvalidInputError(f"{self.describe()}: {what}")
 
     def attr(self, name, default=None):
+        if name in self.attrs and self.attrs[name] is None:
+            raise self.invalid(f"attribute '{name}' holds no value of a type ONNX defines")
         value = self.attrs.get(name, default)
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
@@ -71,12 +73,13 @@ class Graph:
                         f"domain '{entry.domain}' is not supported"
                     )
         graph = model.graph
-        self.initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.initializers = {t.name: initializer_array(t) for t in graph.initializer}
         for t in graph.sparse_initializer:
             raise UnsupportedError(f"sparse initializer '{t.values.name}' is not supported")
         self.inputs = [v for v in graph.input if v.name not in self.initializers]
         self.outputs = list(graph.output)
         self.nodes = [Node(i, n) for i, n in enumerate(graph.node)]
+        check_order(self)
         self.producer = {}
         for node in self.nodes:
             for out in node.outputs:
@@ -88,6 +91,48 @@ class Graph:
                 if name:
                     self.consumers.setdefault(name, []).append(node)
         self.output_names = {o.name for o in self.outputs}
+
+
+def initializer_array(tensor):
+    """An initializer's values; one error for data that does not match its shape, and
+    no file read for data kept outside the model (a model from bytes names no folder)."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        raise UnsupportedError(f"initializer '{tensor.name}': data kept in an external file is not supported")
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as e:  # numpy's and onnx's errors for inconsistent shapes, types and data
+        raise InvalidInputError(f"initializer '{tensor.name}': {type(e).__name__}: {e}") from None
+    if array.dtype.kind not in "biuf":
+        raise UnsupportedError(f"initializer '{tensor.name}': element type {array.dtype} is not supported")
+    return array
+
+
+def check_order(graph):
+    """Every value is defined once, before it is read (ONNX lists nodes in
+    topological order), and every graph output is defined."""
+    defined = set(graph.initializers) | {v.name for v in graph.inputs}
+    for node in graph.nodes:
+        if not node.outputs or not node.outputs[0]:
+            raise node.invalid("the node has no output")
+        for name in node.inputs:
+            if name and name not in defined:
+                raise node.invalid(f"input '{name}' is produced by no earlier node, graph input or initializer")
+        for name in node.outputs:
+            if name in defined:
+                raise node.invalid(f"output '{name}' is already defined")
+            if name:
+                defined.add(name)
+    for output in graph.outputs:
+        if output.name not in defined:
+            raise InvalidInputError(f"graph output '{output.name}' is produced by no node, input or initializer")
+
+
+def element_type_name(elem):
+    """ONNX's name of a tensor element type, or its number when ONNX defines none."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem).lower()
+    except ValueError:
+        return f"of element type {elem} (not an ONNX type)"
 
 
 def default_opset(model):
@@ -143,7 +188,7 @@ def static_shape(value_info, shapes):
     elem = t.tensor_type.elem_type
     if elem != onnx.TensorProto.FLOAT:
         raise UnsupportedError(
-            f"input '{name}' is {onnx.TensorProto.DataType.Name(elem).lower()}; only float32 models are supported"
+            f"input '{name}' is {element_type_name(elem)}; only float32 models are supported"
         )
     declared = [
         (d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")) for d in t.tensor_type.shape.dim

@@ -33,7 +33,7 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None):
     family, as :class:`stowage.ops.OpBuilder` takes them (docs/operators.md)."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
-    graph = Graph(load_model(model))
+    graph = malformed_is_invalid(lambda: Graph(load_model(model)))
     if len(graph.outputs) != 1:
         raise UnsupportedError(
             f"the model has {len(graph.outputs)} outputs; a Stowage function returns one (outputs: "
@@ -46,14 +46,24 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None):
         ob = OpBuilder(bb, f, texture=texture, target=target, tuning=tuning)
         importer = Importer(graph, bb, f, ob)
         for value_info in graph.inputs:
-            shape = static_shape(value_info, shapes)
+            shape = malformed_is_invalid(lambda: static_shape(value_info, shapes))
             importer.values[value_info.name] = f.param(ir_name(value_info.name), shape, "float32")
-        importer.run()
+        malformed_is_invalid(importer.run)
         result = importer.values[graph.outputs[0].name]
         if isinstance(result, np.ndarray):
             raise UnsupportedError(f"output '{graph.outputs[0].name}' is a constant: the model computes nothing")
         f.ret(ob.output(result))
     return bb.module()
+
+
+def malformed_is_invalid(read):
+    """read(), with what protobuf and numpy raise on a malformed graph as one InvalidInputError."""
+    try:
+        return read()
+    except (InvalidInputError, UnsupportedError):
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as e:
+        raise InvalidInputError(f"malformed model ({type(e).__name__}: {e})") from None
 
 
 def ir_name(name):
@@ -163,6 +173,10 @@ class Importer:
 
                 if isinstance(e, StowageError):
                     raise type(e)(f"{group.main.describe()}: {e}") from None
+                if isinstance(e, (TypeError, ValueError, KeyError, IndexError)):
+                    # what a malformed file gives a converter (an attribute of another
+                    # type, a list too short): one error naming the node
+                    raise InvalidInputError(f"{group.main.describe()}: malformed ({type(e).__name__}: {e})") from None
                 raise
             for name, value in outputs.items():
                 self.values[name] = value
