@@ -53,7 +53,7 @@ def test_verify_error_from_compile(add_mul_module):
         sw.compile(text)
     assert str(e.value) == (
         "20:3: error: function 'main', binding 'c = alloc_tensor(vtcm, 3968, [4, 64], int32)': "
-        "tensor 'c' of 1024 bytes at offset 3968 does not fit in storage 'vtcm' of 4096 bytes"
+        "tensor 'c' in storage 'vtcm': 1024 bytes at offset 3968 do not fit in a storage of 4096 bytes"
     )
 
 

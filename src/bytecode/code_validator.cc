@@ -11,6 +11,7 @@
 #include "stowage/bytecode/format.h"
 #include "stowage/bytecode/discontiguous.h"
 #include "stowage/bytecode/instruction_codec.h"
+#include "stowage/bytecode/storage_rules.h"
 
 namespace stowage::bytecode {
 namespace {
@@ -307,10 +308,8 @@ Status FunctionValidator::check_alloc_storage(const Instruction& ins) const {
   const std::vector<int64_t>& size = exe_.constants[ins.ops[Op::kSize]].shape;
   size_t size_word = slot_word(ins, Op::kSize);
   if (scope->kind == ScopeKind::kImage2d) {
-    auto pixel = static_cast<DType>(ins.ops[Op::kDType]);
-    if (pixel != DType::kFloat32 && pixel != DType::kFloat16) {
-      return error_at(slot_word(ins, Op::kDType),
-                      fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(pixel)));
+    if (Status s = is_image_pixel_type(static_cast<DType>(ins.ops[Op::kDType])); !s) {
+      return error_at(slot_word(ins, Op::kDType), s.error().message());
     }
     if (size.size() != 2) {
       return error_at(size_word,
@@ -351,10 +350,15 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
     }
     const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
     auto extent = image_extent(shape, scope.layout);
-    if (!extent || extent->height > storage->image.height || extent->width > storage->image.width) {
+    if (!extent) {
       return error_at(slot_word(ins, Op::kShape),
-                      fmt::format("tensor does not fit its image storage of {}x{} pixels in scope '{}'",
-                                  storage->image.height, storage->image.width, scope.scope));
+                      fmt::format("shape of rank {} is not an image shape (last extent 4, rank at most 5, extent "
+                                  "within 64 bits)",
+                                  shape.size()));
+    }
+    if (Status s = tensor_fits_image(*extent, storage->image); !s) {
+      return error_at(slot_word(ins, Op::kShape), fmt::format("tensor in scope '{}' {} (instruction {})", scope.scope,
+                                                              s.error().message(), storage->instruction));
     }
     return Status::ok();
   }
@@ -362,14 +366,12 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
   DType dtype = static_cast<DType>(ins.ops[Op::kDType]);
   std::optional<uint64_t> nbytes = checked_nbytes(shape, dtype);
   if (!nbytes) return error_at(slot_word(ins, Op::kShape), "tensor size overflows 64 bits");
-  if (!(*nbytes <= storage->nbytes && offset <= storage->nbytes - *nbytes)) {
+  if (Status s = tensor_fits_buffer(*nbytes, offset, storage->nbytes); !s) {
     return error_at(offset_word,
-                    fmt::format("tensor of {} bytes at offset {} exceeds its storage of {} bytes (instruction {})",
-                                *nbytes, offset, storage->nbytes, storage->instruction));
+                    fmt::format("tensor: {} (instruction {})", s.error().message(), storage->instruction));
   }
-  if (offset % scope.offset_alignment != 0) {
-    return error_at(offset_word, fmt::format("offset {} is not a multiple of the offset alignment {} of scope '{}'",
-                                             offset, scope.offset_alignment, scope.scope));
+  if (Status s = offset_is_aligned(offset, scope.offset_alignment, scope.scope); !s) {
+    return error_at(offset_word, s.error().message());
   }
   return Status::ok();
 }
@@ -439,11 +441,9 @@ Status FunctionValidator::check_discontiguous_storage(const Instruction& ins, si
   }
   for (size_t i = 0; i < offsets.size(); ++i) {
     auto offset = static_cast<uint64_t>(offsets[i]);
-    // offset < 2^63 (a shape extent), so the sum cannot wrap when the size is at most the storage's.
-    if (!(sizes[i] <= storage.nbytes && offset <= storage.nbytes - sizes[i])) {
-      return error_at(word, fmt::format("{} {} of {} bytes at offset {} exceeds its storage of {} bytes (instruction "
-                                        "{})",
-                                        what, i, sizes[i], offset, storage.nbytes, storage.instruction));
+    if (Status s = tensor_fits_buffer(sizes[i], offset, storage.nbytes); !s) {
+      return error_at(word,
+                      fmt::format("{} {}: {} (instruction {})", what, i, s.error().message(), storage.instruction));
     }
   }
   return Status::ok();

@@ -18,6 +18,7 @@
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
 #include "stowage/bytecode/kernel_source.h"
+#include "stowage/bytecode/storage_rules.h"
 
 namespace stowage {
 namespace bytecode {
@@ -396,8 +397,8 @@ Status Reader::read_constant_storage(SectionCursor& in, ConstantStorage& out, ui
   at = in.offset();
   STOWAGE_TRY(read_dtype(in, out.pixel_dtype));
   const bool image = out.kind == ScopeKind::kImage2d;
-  if (image && out.pixel_dtype != DType::kFloat32 && out.pixel_dtype != DType::kFloat16) {
-    return in.error_at(at, fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(out.pixel_dtype)));
+  if (Status s = image ? is_image_pixel_type(out.pixel_dtype) : Status::ok(); !s) {
+    return in.error_at(at, s.error().message());
   }
   if (!image && out.pixel_dtype != DType::kUInt8) {
     return in.error_at(at, fmt::format("a buffer storage's pixel dtype must be uint8, not {}",
@@ -478,19 +479,21 @@ Status Reader::read_tensor_constant(SectionCursor& in, TensorConstant& out) {
                                                dtype_name(storage.pixel_dtype)));
     }
     auto extent = image_extent(out.shape, scope.layout);
-    if (!extent || extent->height > storage.image.height || extent->width > storage.image.width) {
-      return in.error_at(shape_at, fmt::format("shape does not fit its image storage of {}x{} pixels in scope '{}'",
-                                               storage.image.height, storage.image.width, scope.scope));
+    if (!extent) {
+      return in.error_at(shape_at, fmt::format("shape of rank {} is not an image shape (last extent 4, rank at most 5, "
+                                               "extent within 64 bits)",
+                                               out.shape.size()));
+    }
+    if (Status s = tensor_fits_image(*extent, storage.image); !s) {
+      return in.error_at(shape_at, fmt::format("constant in scope '{}' {}", scope.scope, s.error().message()));
     }
     return Status::ok();
   }
-  if (!(*nbytes <= storage.nbytes && out.offset <= storage.nbytes - *nbytes)) {
-    return in.error_at(offset_at, fmt::format("{} bytes at offset {} do not fit constant storage {} of {} bytes",
-                                              *nbytes, out.offset, out.storage, storage.nbytes));
+  if (Status s = tensor_fits_buffer(*nbytes, out.offset, storage.nbytes); !s) {
+    return in.error_at(offset_at, fmt::format("constant storage {}: {}", out.storage, s.error().message()));
   }
-  if (out.offset % scope.offset_alignment != 0) {
-    return in.error_at(offset_at, fmt::format("offset {} is not a multiple of {}, the offset alignment of scope '{}'",
-                                              out.offset, scope.offset_alignment, scope.scope));
+  if (Status s = offset_is_aligned(out.offset, scope.offset_alignment, scope.scope); !s) {
+    return in.error_at(offset_at, s.error().message());
   }
   return Status::ok();
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "stowage/bytecode/storage_rules.h"
 #include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
 
@@ -279,9 +280,8 @@ Problem FunctionVerifier::check_view(const Binding& b) {
                        base_bytes);
   }
   const ScopeDesc* scope = base.scope != nullptr ? base.scope : target_.find_scope("global");
-  if (scope != nullptr && scope->alignment > 1 && offset % scope->alignment != 0) {
-    return fmt::format("offset {} is not a multiple of {}, the alignment of scope '{}'", offset, scope->alignment,
-                       scope->name);
+  if (scope != nullptr) {
+    if (Status s = offset_is_aligned(offset, scope->alignment, scope->name); !s) return s.error().message();
   }
   result_info_.scope = base.scope;
   result_info_.view_of = base.view_of.empty() ? name : base.view_of;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "function_verifier.h"
+#include "stowage/bytecode/storage_rules.h"
 #include "stowage/ir/printer.h"
 
 namespace stowage::ir {
@@ -82,9 +83,8 @@ Status check_constant(const ConstantTensor& c, const TargetDesc& target, const R
   const ScopeDesc* scope = target.find_scope(c.scope);
   if (scope == nullptr) return fail(fmt::format("unknown scope '{}' (target '{}')", c.scope, target.name));
   if (scope->kind == ScopeKind::kImage2d) {
-    if (c.type.dtype != DType::kFloat32 && c.type.dtype != DType::kFloat16) {
-      return fail(fmt::format("image scope '{}' holds float32 or float16 pixels, not {}", c.scope,
-                              dtype_name(c.type.dtype)));
+    if (Status s = is_image_pixel_type(c.type.dtype); !s) {
+      return fail(fmt::format("in image scope '{}': {}", c.scope, s.error().message()));
     }
     auto extent = image_extent(c.type.shape, scope->image_layout());
     if (!extent) {

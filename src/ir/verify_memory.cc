@@ -5,6 +5,7 @@
 #include <array>
 
 #include "function_verifier.h"
+#include "stowage/bytecode/storage_rules.h"
 #include "stowage/ir/printer.h"
 
 namespace stowage::ir::verify {
@@ -55,9 +56,7 @@ Problem FunctionVerifier::check_alloc_storage(const Binding& b) {
   info.scope = scope;
   info.dtype = b.dtype;
   if (is_image) {
-    if (b.dtype != DType::kFloat32 && b.dtype != DType::kFloat16) {
-      return fmt::format("an image storage holds float32 or float16 pixels, not {}", dtype_name(b.dtype));
-    }
+    if (Status s = is_image_pixel_type(b.dtype); !s) return s.error().message();
     info.height = static_cast<uint64_t>(b.shape[0]);
     info.width = static_cast<uint64_t>(b.shape[1]);
     if (info.height > target_.max_image_height) {
@@ -120,13 +119,11 @@ Problem FunctionVerifier::check_alloc_tensor(const Binding& b) {
 Problem FunctionVerifier::check_buffer_tensor(const Binding& b, const std::string& storage_name,
                                               StorageInfo& storage, uint64_t nbytes, Placement& placement) {
   uint64_t offset = static_cast<uint64_t>(b.offset);
-  if (!(nbytes <= storage.bytes && offset <= storage.bytes - nbytes)) {
-    return fmt::format("tensor '{}' of {} bytes at offset {} does not fit in storage '{}' of {} bytes", b.result,
-                       nbytes, offset, storage_name, storage.bytes);
+  if (Status s = tensor_fits_buffer(nbytes, offset, storage.bytes); !s) {
+    return fmt::format("tensor '{}' in storage '{}': {}", b.result, storage_name, s.error().message());
   }
-  if (offset % storage.scope->alignment != 0) {
-    return fmt::format("offset {} is not a multiple of {}, the alignment of scope '{}'", offset,
-                       storage.scope->alignment, storage.scope->name);
+  if (Status s = offset_is_aligned(offset, storage.scope->alignment, storage.scope->name); !s) {
+    return s.error().message();
   }
   placement.begin = offset;
   placement.end = offset + nbytes;
@@ -168,9 +165,9 @@ Problem FunctionVerifier::check_image_tensor(const Binding& b, const std::string
   const std::string& layout = storage.scope->layout;
   std::optional<ImageExtent> extent = image_extent(b.shape, storage.scope->image_layout());
   if (!extent) return fmt::format("the image extent of shape {} overflows 64 bits", shape);
-  if (extent->height > storage.height || extent->width > storage.width) {
-    return fmt::format("tensor '{}' needs an image of height {} and width {} ({} layout), but storage '{}' is [{}, {}]",
-                       b.result, extent->height, extent->width, layout, storage_name, storage.height, storage.width);
+  if (Status s = tensor_fits_image(*extent, ImageExtent{storage.height, storage.width}); !s) {
+    return fmt::format("tensor '{}' ({} layout) in storage '{}' {}", b.result, layout, storage_name,
+                       s.error().message());
   }
   if (placement.empty) return std::nullopt;
   for (const std::string& other_name : storage.live_tensors) {

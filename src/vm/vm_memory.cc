@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "stowage/bytecode/storage_rules.h"
 #include "vm_impl.h"
 
 namespace stowage::vm {
@@ -81,9 +82,7 @@ void VirtualMachine::Impl::alloc_image(SiteState& site, const Instruction& ins, 
   const std::vector<int64_t>& size = exe->constants[ins.ops[O::kSize]].shape;
   auto dtype = static_cast<DType>(ins.ops[O::kDType]);
   if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) throw_runtime("image storage size must be [height, width] > 0");
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat16) {
-    throw_runtime(fmt::format("image pixels are RGBA float32 or float16, not {}", dtype_name(dtype)));
-  }
+  if (Status s = is_image_pixel_type(dtype); !s) throw_runtime(s.error().message());
   ImageExtent extent{static_cast<uint64_t>(size[0]), static_cast<uint64_t>(size[1])};
   uint64_t nbytes = extent.height * extent.width * 4 * dtype_bytes(dtype);
   Value out;
@@ -126,9 +125,10 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
     alloc_image_tensor(storage, shape, dtype, nbytes, offset, ins, regs);
     return;
   }
-  if (!nbytes || *nbytes > storage->nbytes() || offset > storage->nbytes() - *nbytes) {
-    throw_runtime(fmt::format("tensor of {} bytes at offset {} does not fit storage of {} bytes",
-                              nbytes ? fmt::to_string(*nbytes) : std::string("overflowing"), offset, storage->nbytes()));
+  if (!nbytes) throw_runtime(fmt::format("tensor ({}) of {}: its size overflows 64 bits", fmt::join(shape, ", "),
+                                         dtype_name(dtype)));
+  if (Status s = tensor_fits_buffer(*nbytes, offset, storage->nbytes()); !s) {
+    throw_runtime(fmt::format("tensor ({}): {}", fmt::join(shape, ", "), s.error().message()));
   }
   auto tensor = std::make_shared<TensorObject>();
   tensor->shape = shape;
@@ -194,9 +194,13 @@ void VirtualMachine::Impl::alloc_image_tensor(const std::shared_ptr<StorageObjec
   const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(storage->scope())->second];
   auto extent = image_extent(shape, req.layout);
   const ImageExtent& image = storage->image();
-  if (offset != 0 || !nbytes || !extent || extent->height > image.height || extent->width > image.width) {
-    throw_runtime(fmt::format("tensor ({}) at offset {} does not fit its image of {}x{} pixels",
-                              fmt::join(shape, ", "), offset, image.height, image.width));
+  if (offset != 0 || !nbytes || !extent) {
+    throw_runtime(fmt::format("tensor ({}) at offset {} is not an image tensor (offset 0, last extent 4, rank at most "
+                              "5, size within 64 bits)",
+                              fmt::join(shape, ", "), offset));
+  }
+  if (Status s = tensor_fits_image(*extent, image); !s) {
+    throw_runtime(fmt::format("tensor ({}) {}", fmt::join(shape, ", "), s.error().message()));
   }
   if (*nbytes != 0 && storage->nbytes() / (image.height * image.width * 4) != dtype_bytes(dtype)) {
     throw_runtime(fmt::format("a {} tensor cannot live in an image of other pixels", dtype_name(dtype)));

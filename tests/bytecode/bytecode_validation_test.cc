@@ -433,7 +433,8 @@ TEST(BytecodeValidation, AllocTensorOutOfStaticBounds) {
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 3200;  // 25 * 128; 3200 + 1024 > 4096
   EXPECT_EQ(
       refusal(exe),
-      code_message(exe, 5, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+      code_message(exe, 5, 3, "tensor: 1024 bytes at offset 3200 do not fit in a storage of 4096 bytes (instruction "
+                              "0)"));
 }
 
 TEST(BytecodeValidation, AllocTensorOffsetNearTwoToTheSixtyFour) {
@@ -441,8 +442,8 @@ TEST(BytecodeValidation, AllocTensorOffsetNearTwoToTheSixtyFour) {
   uint64_t offset = ~uint64_t{0} - 127;  // aligned, and offset + 1024 wraps
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = offset;
   EXPECT_EQ(refusal(exe), code_message(exe, 5, 3,
-                                       fmt::format("tensor of 1024 bytes at offset {} exceeds its storage of 4096 "
-                                                   "bytes (instruction 0)",
+                                       fmt::format("tensor: 1024 bytes at offset {} do not fit in a storage of "
+                                                   "4096 bytes (instruction 0)",
                                                    offset)));
 }
 
@@ -451,7 +452,7 @@ TEST(BytecodeValidation, AllocTensorLargerThanItsStorage) {
   exe.constants[cst::kTensorShape].shape = {64, 64};
   EXPECT_EQ(
       refusal(exe),
-      code_message(exe, 1, 3, "tensor of 16384 bytes at offset 0 exceeds its storage of 4096 bytes (instruction 0)"));
+      code_message(exe, 1, 3, "tensor: 16384 bytes at offset 0 do not fit in a storage of 4096 bytes (instruction 0)"));
 }
 
 TEST(BytecodeValidation, AllocTensorSizeOverflows) {
@@ -465,7 +466,7 @@ TEST(BytecodeValidation, MisalignedTensorOffset) {
   exe.functions[0].code[5].ops[operands::AllocTensor::kOffset] = 2048 + 64;
   EXPECT_EQ(
       refusal(exe),
-      code_message(exe, 5, 3, "offset 2112 is not a multiple of the offset alignment 1024 of scope 'global.vtcm'"));
+      code_message(exe, 5, 3, "offset 2112 is not a multiple of 1024, the alignment of scope 'global.vtcm'"));
 }
 
 TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
@@ -477,7 +478,8 @@ TEST(BytecodeValidation, BoundsFollowAStorageThroughMove) {
   fn.code[2].ops[operands::AllocTensor::kOffset] = 3200;
   EXPECT_EQ(
       refusal(exe),
-      code_message(exe, 2, 3, "tensor of 1024 bytes at offset 3200 exceeds its storage of 4096 bytes (instruction 0)"));
+      code_message(exe, 2, 3, "tensor: 1024 bytes at offset 3200 do not fit in a storage of 4096 bytes (instruction "
+                              "0)"));
 }
 
 // A storage passed in as a parameter has no static size: the VM checks at run time.
@@ -529,9 +531,11 @@ TEST(BytecodeValidation, ImageStorage) {
 
   // The tensor's image extent must fit the storage's.
   exe.constants[pixels].shape = {65, 4, 4};
-  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "tensor does not fit its image storage of 64x4 pixels in scope 'global.texture'"));
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "tensor in scope 'global.texture' needs an image of height 65 and "
+                                                   "width 4, but the storage is [64, 4] (instruction 13)"));
   exe.constants[pixels].shape = {64, 4, 3};
-  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "tensor does not fit its image storage of 64x4 pixels in scope 'global.texture'"));
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 5, "shape of rank 3 is not an image shape (last extent 4, rank at most "
+                                                   "5, extent within 64 bits)"));
   exe.constants[pixels].shape = {64, 4, 4};
   exe.constants[extent].shape = {64, 20000};
   EXPECT_EQ(refusal(exe), code_message(exe, 13, 2, "image of 64x20000 pixels is empty or exceeds the 16384x16384 of scope 'global.texture'"));

@@ -130,7 +130,8 @@ TEST(ConstantsBytecode, StorageRules) {
 
   bad = make_weights_executable();
   bad.constant_storages[1].pixel_dtype = DType::kInt32;
-  EXPECT_EQ(refusal(bad), fmt::format("{} {}: constant storage 1: image pixels are RGBA float32 or float16, not int32",
+  EXPECT_EQ(refusal(bad), fmt::format("{} {}: constant storage 1: an image storage holds RGBA float32 or float16 "
+                                      "pixels, not int32",
                                       where, f.storage(1) + 4 + 14 + 1));
 
   bad = make_weights_executable();
@@ -180,13 +181,13 @@ TEST(ConstantsBytecode, TensorConstantRules) {
 
   Executable bad = make_weights_executable();
   bad.tensor_constants[1].offset = 2000;
-  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 1: 64 bytes at offset 2000 do not fit constant storage "
-                                      "0 of 2048 bytes",
+  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 1: constant storage 0: 64 bytes at offset 2000 do "
+                                      "not fit in a storage of 2048 bytes",
                                       where, second + 4 + 1 + 4 + 4 + 8 + 4));
 
   bad = make_weights_executable();
   bad.tensor_constants[1].offset = 512;
-  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 1: offset 512 is not a multiple of 1024, the offset "
+  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 1: offset 512 is not a multiple of 1024, the "
                                       "alignment of scope 'global'",
                                       where, second + 4 + 1 + 4 + 4 + 8 + 4));
 
@@ -213,8 +214,8 @@ TEST(ConstantsBytecode, TensorConstantRules) {
 
   bad = make_weights_executable();
   bad.tensor_constants[2].shape = {3, 3, 4};
-  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 2: shape does not fit its image storage of 2x3 pixels "
-                                      "in scope 'global.texture'",
+  EXPECT_EQ(refusal(bad), fmt::format("{} {}: tensor constant 2: constant in scope 'global.texture' needs an image "
+                                      "of height 3 and width 3, but the storage is [2, 3]",
                                       where, third + 4 + 1 + 4));
 
   bad = make_weights_executable();
@@ -279,7 +280,8 @@ TEST(ConstantsBytecode, AnImageStorageOfIntegerPixelsIsRefusedInCodeToo) {
                                make_ins(Opcode::kAllocStorage, {1, 1, 0, static_cast<uint64_t>(DType::kInt32), 0}));
   std::vector<uint8_t> file = write_bytecode(exe);
   EXPECT_EQ(refusal(file), fmt::format("bytecode: section 'code' at byte {}: function 'main' instruction 0 "
-                                       "(alloc_storage): image pixels are RGBA float32 or float16, not int32",
+                                       "(alloc_storage): an image storage holds RGBA float32 or float16 pixels, "
+                                       "not int32",
                                        code_byte(file, exe, 0, 0, 4)));
 }
 

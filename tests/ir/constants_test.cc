@@ -180,7 +180,8 @@ TEST(ConstantVerifier, ConstantsThemselves) {
   EXPECT_EQ(one(constant("w", {4}, DType::kFloat32, four_floats, "shared")),
             "c.stir: error: constant 'w': unknown scope 'shared' (target 'opencl')");
   EXPECT_EQ(one(constant("w", {1, 4}, DType::kInt32, four_floats, "global.texture")),
-            "c.stir: error: constant 'w': image scope 'global.texture' holds float32 or float16 pixels, not int32");
+            "c.stir: error: constant 'w': in image scope 'global.texture': an image storage holds RGBA float32 or "
+            "float16 pixels, not int32");
   EXPECT_EQ(one(constant("w", {2, 2}, DType::kFloat32, four_floats, "global.texture")),
             "c.stir: error: constant 'w': a tensor in image scope 'global.texture' needs a last extent of 4 and at "
             "most 5 dimensions");

@@ -403,7 +403,7 @@ TEST(VerifierTest, StorageSizeMustBePositive) {
 TEST(VerifierTest, ImageStorageDtype) {
   EXPECT_EQ(verify_body({"s = alloc_storage([4, 4], device=0, dtype=int32, scope=\"global.texture\")"}),
             "v.stir:6:3: error: function 'main', binding 's = alloc_storage([4, 4], device=0, dtype=int32, "
-            "scope=\"global.texture\")': an image storage holds float32 or float16 pixels, not int32");
+            "scope=\"global.texture\")': an image storage holds RGBA float32 or float16 pixels, not int32");
 }
 
 TEST(VerifierTest, ImageTallerThanTheTargetAllows) {
@@ -463,13 +463,13 @@ TEST(VerifierTest, TensorByteSizeOverflows) {
 
 TEST(VerifierTest, TensorOutsideStorage) {
   EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 3968, [64], int32)"}),
-            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 3968, [64], int32)': tensor 't' of 256 "
-            "bytes at offset 3968 does not fit in storage 's' of 4096 bytes");
+            "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 3968, [64], int32)': tensor 't' in "
+            "storage 's': 256 bytes at offset 3968 do not fit in a storage of 4096 bytes");
   // offset + nbytes would wrap around 2^64.
   EXPECT_EQ(verify_body({kStorage, "t = alloc_tensor(s, 9223372036854775807, [2305843009213693953], int32)"}),
             "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, 9223372036854775807, "
-            "[2305843009213693953], int32)': tensor 't' of 9223372036854775812 bytes at offset 9223372036854775807 "
-            "does not fit in storage 's' of 4096 bytes");
+            "[2305843009213693953], int32)': tensor 't' in storage 's': 9223372036854775812 bytes at offset "
+            "9223372036854775807 do not fit in a storage of 4096 bytes");
 }
 
 TEST(VerifierTest, MisalignedOffset) {
@@ -575,7 +575,8 @@ TEST(VerifierTest, ImageExtentActivationLayout) {
   // [A, B, C, D, 4] -> height A*B*C, width D; [4, 4, 16, 4] counts A as 1.
   EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [4, 4, 16, 4], float32)"}),
             "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [4, 4, 16, 4], float32)': tensor "
-            "'t' needs an image of height 16 and width 16 (activation layout), but storage 'img' is [16, 8]");
+            "'t' (activation layout) in storage 'img' needs an image of height 16 and width 16, but the storage is "
+            "[16, 8]");
   EXPECT_EQ(verify_body({kImage, "t = alloc_tensor(img, 0, [2, 2, 4, 8, 4], float32)"}), "ok");
 }
 
@@ -584,7 +585,7 @@ TEST(VerifierTest, ImageExtentWeightLayout) {
   EXPECT_EQ(verify_body({"w = alloc_storage([4, 64], device=0, dtype=float16, scope=\"global.texture-weight\")",
                          "t = alloc_tensor(w, 0, [8, 2, 2, 2, 4], float16)"}),
             "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(w, 0, [8, 2, 2, 2, 4], float16)': tensor "
-            "'t' needs an image of height 8 and width 8 (weight layout), but storage 'w' is [4, 64]");
+            "'t' (weight layout) in storage 'w' needs an image of height 8 and width 8, but the storage is [4, 64]");
   EXPECT_EQ(verify_body({"w = alloc_storage([4, 64], device=0, dtype=float16, scope=\"global.texture-weight\")",
                          "t = alloc_tensor(w, 0, [4, 2, 4, 8, 4], float16)"}),
             "ok");
@@ -595,7 +596,7 @@ TEST(VerifierTest, ImageExtentNhwcLayout) {
   EXPECT_EQ(verify_body({"n = alloc_storage([8, 8], device=0, dtype=float32, scope=\"global.texture-nhwc\")",
                          "t = alloc_tensor(n, 0, [2, 4, 3, 3, 4], float32)"}),
             "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(n, 0, [2, 4, 3, 3, 4], float32)': tensor "
-            "'t' needs an image of height 8 and width 9 (nhwc layout), but storage 'n' is [8, 8]");
+            "'t' (nhwc layout) in storage 'n' needs an image of height 8 and width 9, but the storage is [8, 8]");
 }
 
 TEST(VerifierTest, ImageExtentOverflows) {

@@ -93,11 +93,11 @@ TEST(DiscontiguousBytecode, OffsetsFitAnEntryAndAreAligned) {
 
 TEST(DiscontiguousBytecode, TablesAndBlocksLieInsideAKnownStorage) {
   Fixture block({0}, {3072, 3328, 3584, 3900});
-  EXPECT_EQ(block.refusal(), block.message(kDataOffsets, "block 3 of 256 bytes at offset 3900 exceeds its storage of "
-                                                         "4096 bytes (instruction 0)"));
+  EXPECT_EQ(block.refusal(), block.message(kDataOffsets, "block 3: 256 bytes at offset 3900 do not fit in a storage "
+                                                         "of 4096 bytes (instruction 0)"));
   Fixture table({4088}, {3072, 3328, 3584, 3840});
-  EXPECT_EQ(table.refusal(), table.message(kTableOffsets, "table 0 of 16 bytes at offset 4088 exceeds its storage of "
-                                                          "4096 bytes (instruction 0)"));
+  EXPECT_EQ(table.refusal(), table.message(kTableOffsets, "table 0: 16 bytes at offset 4088 do not fit in a storage "
+                                                          "of 4096 bytes (instruction 0)"));
 }
 
 TEST(DiscontiguousBytecode, ShapeHasRankTwoOrMore) {
