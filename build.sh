@@ -118,7 +118,6 @@ test_threads() {
 test_fuzzers() {
   local seconds=${FUZZ_SECONDS:-30}
   if [ "$seconds" = 0 ]; then return; fi
-  test_importer_fuzzer "$seconds" || return 1
   if ! command -v clang++ >/dev/null; then
     log "clang++ not found: fuzzers skipped"
     return
@@ -142,12 +141,14 @@ test_fuzzers() {
   done
 }
 
-# The ONNX importer's fuzzer (Atheris) over the plain build's Python package.
+# The ONNX importer's fuzzer (Atheris) over the package test_python installed into
+# build/venv, for FUZZ_SECONDS.
 test_importer_fuzzer() {
-  local seconds=$1 dir=build/fuzz-onnx
+  local seconds=${FUZZ_SECONDS:-30} dir=build/fuzz-onnx
+  if [ "$seconds" = 0 ]; then return; fi
   log "fuzzing: onnx_import_fuzzer for $seconds s"
   rm -rf "$dir" && mkdir -p "$dir/corpus"
-  PYTHONPATH=build/python python3 tests/fuzz/onnx_import_fuzzer.py -max_total_time="$seconds" -timeout=20 \
+  build/venv/bin/python tests/fuzz/onnx_import_fuzzer.py -max_total_time="$seconds" -timeout=20 \
     -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" \
     tests/fuzz/corpus/onnx_import_fuzzer 2>"$dir/log" || { tail -n 40 "$dir/log"; return 1; }
   grep -E "^stat::number_of_executed_units|^Done" "$dir/log" || true
@@ -170,6 +171,9 @@ test_python() {
 
 case "${1:-}" in
   demo) install_debian_packages; install_python_packages; demo ;;
-  test) install_debian_packages; install_python_packages; test_all; test_threads; test_fuzzers; test_python ;;
+  test)
+    install_debian_packages; install_python_packages
+    test_all; test_threads; test_fuzzers; test_python; test_importer_fuzzer
+    ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac
