@@ -6,7 +6,7 @@ net; the table shows each net's time per inference under each setting, its kerne
 launches and its planned activation bytes, so that a target's "kernels" defaults
 (docs/operators.md) can be chosen from measurements.
 
-    python benchmarks/tuning_sweep.py --export DIR [--nets resnet18,mobilenet_v2] [--target opencl-gpu]
+    python benchmarks/tuning_sweep.py --export DIR [--nets resnet18,mobilenet_v2] [--target opencl-gpu] [--only RE]
     python benchmarks/tuning_sweep.py --from DIR [--vm-run build/src/vm-run] [--device gpu]
 
 `--export` needs the compiler (the Python package); it writes one .stw per net and
@@ -40,6 +40,23 @@ def with_depthwise(settings, px):
     return dict(settings, conv=dict(settings["conv"], DW_PX=px))
 
 
+def with_launch(settings, **launch):
+    return dict(settings, launch=dict(settings.get("launch", {}), **launch))
+
+
+def direct(max_tiles, pointwise_only=True, px=4, ob=2, **launch):
+    """The GPU defaults with the direct convolution for layers of fewer tiles than max_tiles."""
+    settings = with_launch(GPU, DIRECT_MAX_TILES=max_tiles, DIRECT_POINTWISE_ONLY=int(pointwise_only), **launch)
+    return dict(settings, conv_direct={"DCONV_PX": px, "DCONV_OB": ob})
+
+
+def texture(px=4, ob=2, **launch):
+    return with_launch({"conv_texture": {"TCONV_PX": px, "TCONV_OB": ob}}, **launch)
+
+
+GPU = with_split(tiles(64, 64, 4, 4), 512, 2 << 20)
+
+
 # name -> (texture mode, tuning)
 SETTINGS = {
     "64x64/8x8 split128": (False, with_split(tiles(64, 64, 8, 8), 128)),
@@ -61,6 +78,20 @@ SETTINGS = {
     "texture px2 ob2": (True, {"conv_texture": {"TCONV_PX": 2, "TCONV_OB": 2}}),
     "texture px4 ob1": (True, {"conv_texture": {"TCONV_PX": 4, "TCONV_OB": 1}}),
     "texture px8 ob1": (True, {"conv_texture": {"TCONV_PX": 8, "TCONV_OB": 1}}),
+    "texture px4 ob2 slices16": (True, texture(SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
+    "texture px4 ob2 slices32": (True, texture(SLICES_MAX=32, SLICE_ITEMS=1 << 18)),
+    "texture px2 ob2 slices16": (True, texture(2, 2, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
+    "texture px4 ob1 slices16": (True, texture(4, 1, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
+    "direct<128 pointwise": (False, direct(128)),
+    "direct<512 pointwise": (False, direct(512)),
+    "direct<2048 pointwise": (False, direct(2048)),
+    "direct<512 all": (False, direct(512, False)),
+    "direct<128 all": (False, direct(128, False)),
+    "direct<512 pointwise px2 ob2": (False, direct(512, px=2)),
+    "direct<512 pointwise px4 ob4": (False, direct(512, ob=4)),
+    "direct<512 pointwise px4 ob1": (False, direct(512, ob=1)),
+    "direct<512 pointwise slices16": (False, direct(512, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
+    "direct<512 all slices16": (False, direct(512, False, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
 }
 
 
@@ -78,8 +109,10 @@ def export(args):
     rows = []
     for net in args.nets:
         model = bench.zero_weights(getattr(models, net)())
-        for setting, (texture, tuning) in SETTINGS.items():
-            module = sw.from_onnx(model, texture=texture, target=args.target, tuning=tuning)
+        for setting, (on_images, tuning) in SETTINGS.items():
+            if args.only and not re.search(args.only, setting):
+                continue
+            module = sw.from_onnx(model, texture=on_images, target=args.target, tuning=tuning)
             exe = sw.compile(module, target=args.target)
             exe.save(os.path.join(args.export, file_name(net, setting)))
             rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
@@ -122,6 +155,7 @@ def main():
     parser.add_argument("--nets", default="resnet18,resnet50,mobilenet_v2", type=lambda s: [n for n in s.split(",") if n])
     parser.add_argument("--target", default="opencl-gpu")
     parser.add_argument("--export", metavar="DIR")
+    parser.add_argument("--only", metavar="REGEX", help="export only the settings whose name matches")
     parser.add_argument("--from", dest="from_dir", metavar="DIR")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--device", default=None)

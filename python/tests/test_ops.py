@@ -187,6 +187,34 @@ def conv_cases(rng):
     ]
 
 
+# The direct convolution (conv_direct.cl) for every layer, whatever its tiles.
+DIRECT = {"launch": {"DIRECT_MAX_TILES": 1 << 30, "DIRECT_POINTWISE_ONLY": 0}}
+
+
+def direct_conv_cases(rng):
+    def direct(name, *args, defines=None, **kw):
+        tuning = dict(DIRECT, conv_direct=defines) if defines else DIRECT
+        return conv_case("direct_" + name, rng, *args, tuning=tuning, **kw)
+
+    return [
+        direct("conv3x3_p1_odd_k5", (1, 3, 13, 11), (5, 3, 3, 3), pads=(1, 1, 1, 1)),
+        direct("conv3x3_s2_asym_relu_b2", (2, 5, 13, 11), (17, 5, 3, 3), strides=(2, 2), pads=(1, 0, 2, 1),
+               activation=("relu",)),
+        direct("conv3x3_s3_dil2_clip", (1, 17, 13, 11), (8, 17, 3, 3), strides=(3, 3), pads=(2, 2, 2, 2),
+               dilations=(2, 2), activation=("clip", 0.0, 6.0)),
+        direct("conv1x1_residual_relu_b2", (2, 17, 13, 11), (5, 17, 1, 1), residual=True, activation=("relu",)),
+        direct("conv1x1_slices_k70", (1, 160, 7, 7), (70, 160, 1, 1), activation=("hardswish",)),
+        direct("conv3x3_grouped_k6", (1, 8, 13, 11), (12, 2, 3, 3), group=4, pads=(1, 1, 1, 1)),
+        direct("conv1x1_grouped_b2", (2, 6, 13, 11), (10, 3, 1, 1), group=2, bias=False),
+        direct("conv1x1_inplace_residual", (1, 17, 13, 11), (6, 17, 1, 1), residual=True, in_place=True),
+        direct("conv3x3_inplace_residual_slices", (1, 64, 7, 5), (9, 64, 3, 3), pads=(1, 1, 1, 1), residual=True,
+               in_place=True, activation=("relu",)),
+        direct("conv1x1_px2_ob4", (1, 40, 9, 9), (23, 40, 1, 1), defines={"DCONV_PX": 2, "DCONV_OB": 4}),
+        direct("conv7x7_s2_px8_ob1", (1, 3, 13, 11), (16, 3, 7, 7), strides=(2, 2), pads=(3, 3, 3, 3),
+               defines={"DCONV_PX": 8, "DCONV_OB": 1}),
+    ]
+
+
 def gemm_case(name, rng, m, k, n, trans_a=False, trans_b=False, c_shape=None, alpha=1.0, beta=1.0,
               activation=None, b_var=False):
     a = rand(rng, *((k, m) if trans_a else (m, k)))
@@ -535,9 +563,9 @@ def assert_close(y, ref):
                                   f"(error {err[worst]:.3g}, bound {bound[worst]:.3g})")
 
 
-BUFFER_CASES = (conv_cases(np.random.default_rng(1)) + matrix_cases(np.random.default_rng(2))
-                + elementwise_cases(np.random.default_rng(3)) + pooling_cases(np.random.default_rng(4))
-                + layout_cases(np.random.default_rng(5)))
+BUFFER_CASES = (conv_cases(np.random.default_rng(1)) + direct_conv_cases(np.random.default_rng(7))
+                + matrix_cases(np.random.default_rng(2)) + elementwise_cases(np.random.default_rng(3))
+                + pooling_cases(np.random.default_rng(4)) + layout_cases(np.random.default_rng(5)))
 TEXTURE_CASES = texture_cases(np.random.default_rng(6))
 
 

@@ -17,6 +17,7 @@ CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
+DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
 # fewer work-groups than SPLIT_K_GROUPS (a multiple of a GPU's compute units) cuts its
@@ -24,9 +25,12 @@ TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
 # tiles x parts approaches SPLIT_K_GROUPS, and whose workspace of partial sums
 # (k_split outputs) stays within SPLIT_K_MAX_BYTES (0: no bound). 1x1 convolutions that split take the
 # implicit-GEMM kernel instead of stowage_gemm.
-# The texture convolution doubles its input-channel slices (at most 8, at most the
-# input blocks of a group) while its launch has fewer work-items than this.
-TEXTURE_SLICE_ITEMS = 65536
+# The direct convolution (conv_direct.cl) replaces the implicit GEMM of a layer whose
+# output tiles give fewer work-groups than DIRECT_MAX_TILES (0: never), for 1x1
+# kernels only while DIRECT_POINTWISE_ONLY is set.
+# The texture and direct convolutions double their input-channel slices (at most
+# SLICES_MAX, at most the input blocks or channels of a group) while their launch
+# has fewer work-items than SLICE_ITEMS.
 
 
 def _setting(unit, defaults, name):
@@ -53,11 +57,13 @@ def _k_split(tiles, k_total, tile_k, launch, output_bytes):
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
 
 
-def _texture_conv_launch(d0, d1, blocks, input_blocks, max_group):
-    """(grid, local) of stowage_conv2d_image: [d0, d1] work-items per output block
-    step, blocks steps, and slices over the input blocks in local[2]."""
+def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch):
+    """(grid, local) of stowage_conv2d_image and stowage_conv2d_direct: [d0, d1]
+    work-items per output block step, blocks steps, and slices over the inputs
+    (input blocks or channels of a group) in local[2]."""
     slices = 1
-    while slices < 8 and slices * 2 <= input_blocks and d0 * d1 * blocks * slices < TEXTURE_SLICE_ITEMS:
+    while (slices < launch["SLICES_MAX"] and slices * 2 <= inputs
+           and d0 * d1 * blocks * slices < launch["SLICE_ITEMS"]):
         slices *= 2
     slices = min(slices, max_group)
     l0 = min(shapes.pow2_at_least(d0), 16, max_group // slices)
@@ -166,8 +172,8 @@ class MatrixOps(Core):
             wp[:k, :cg] = w
             w_img = self._const(wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
             ob = _setting(unit, TCONV_DEFAULTS, "TCONV_OB")
-            grid, local = _texture_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
-                                               cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128))
+            grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
+                                              cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128), self.launch)
             self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
                          p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
                          grid=grid, local=local)
@@ -205,11 +211,14 @@ class MatrixOps(Core):
                          n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
                          flags, *act, grid=grid, local=local)
             return dst
-        # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
-        w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
+        if self._direct_conv(tiles[0] * tiles[1] * group, r == s == 1):
+            self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act)
+            return dst
+        # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
+        w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
                            self.launch, n * k * p * q * 4)
         if pointwise and k_split == 1:
@@ -231,6 +240,25 @@ class MatrixOps(Core):
         self._launch(unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
+
+    def _direct_conv(self, tiles, one_by_one):
+        return tiles < self.launch["DIRECT_MAX_TILES"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
+
+    def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
+        n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
+        group = g["group"]
+        cg, kg = c // group, k // group
+        kg4 = shapes.ceil_div(kg, 4)
+        wp = np.zeros((group, kg4 * 4, cg, r, s), np.float32)
+        wp[:, :kg] = w.reshape(group, kg, cg, r, s)
+        w_var = self._const(wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2))
+        unit = self._unit("conv_direct")
+        px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
+        grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,
+                                          unit.defines.get("DCONV_MAX_GROUP", 128), self.launch)
+        self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, bias_var or w_var, res_var or w_var, dst, n, c,
+                     g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
+                     flags, *act, grid=grid, local=local)
 
     # ---- GEMM -------------------------------------------------------------------
 

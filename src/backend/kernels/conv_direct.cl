@@ -1,0 +1,123 @@
+// Direct convolution on NCHW float32 buffers, blocked over pixels and output
+// channels (docs/operators.md). It is the buffer twin of stowage_conv2d_image: for
+// layers whose output is small (late layers at batch 1, pointwise layers of a few
+// hundred pixels) the implicit GEMM of conv.cl makes too few tiles to fill a GPU,
+// while this kernel gives every work-item a small register block and spreads the
+// reduction over slices of a work-group.
+//
+// stowage_conv2d_direct: any stride, padding, dilation and group count.
+//   Weights: float4s [groups][Kg4][Cg][R][S] (Kg4 = ceil(Kg / 4), Kg = K / groups,
+//   Cg = C / groups): element (g, kb, ci, r, s) holds w[g Kg + 4 kb .. + 3][ci][r][s],
+//   zeros past Kg. A work-item computes DCONV_PX neighbouring pixels of one output
+//   row for DCONV_OB blocks of 4 output channels of one group, over the input
+//   channels of its slice: the local[2] slices of a work-group take every
+//   local[2]-th input channel and add their partial sums through local memory at
+//   the end, in a fixed order.
+//   Launch: local = [l0, l1, slices] with l0 l1 slices <= DCONV_MAX_GROUP (else the
+//   kernel writes NaN); grid = [ceil(Q / DCONV_PX) rounded up to l0, N * P rounded
+//   up to l1, groups * ceil(Kg4 / DCONV_OB) * slices].
+//
+// It ends in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
+// output's shape), activation. res may be y itself (a residual updated in place):
+// each output is read and written by the same work-item. Indices are int: every
+// tensor has fewer than 2^31 elements (the Python layer checks).
+#include <stowage/epilogue.cl.h>
+
+#ifndef DCONV_PX
+#define DCONV_PX 4
+#endif
+#ifndef DCONV_OB
+#define DCONV_OB 2
+#endif
+#ifndef DCONV_MAX_GROUP
+#define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
+#endif
+
+__kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* bias,
+                                    __global const float* res, __global float* y, int N, int C, int H, int W, int K,
+                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
+                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
+  __local float4 partial[DCONV_MAX_GROUP * DCONV_OB * DCONV_PX];
+  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
+  const int q0 = get_global_id(0) * DCONV_PX, np = get_global_id(1), blk = get_group_id(2);
+  const bool active = q0 < Q && np < N * P;  // the others only join the barrier
+  const int Cg = C / groups, Kg = K / groups, Kg4 = (Kg + 3) / 4;
+  const int steps = (Kg4 + DCONV_OB - 1) / DCONV_OB;
+  const int g = blk / steps, ob0 = (blk - g * steps) * DCONV_OB;
+  const int img = np / P, p = np - img * P;
+  const int RS = R * S, HW = H * W, PQ = P * Q;
+  if (items * slices > DCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
+    if (active && slice == 0)
+      for (int o = 0; o < DCONV_OB * 4 && ob0 * 4 + o < Kg; ++o)
+        for (int i = 0; i < DCONV_PX && q0 + i < Q; ++i) y[((img * K + g * Kg + ob0 * 4 + o) * P + p) * Q + q0 + i] = NAN;
+    return;
+  }
+
+  float4 acc[DCONV_OB][DCONV_PX];
+#pragma unroll
+  for (int o = 0; o < DCONV_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+
+  const __global float* xg = x + (img * C + g * Cg) * HW;
+  const __global float4* wg = w + (g * Kg4 + ob0) * Cg * RS;
+  const int iw0 = q0 * stride_w - pad_left;
+  // Slice `slice` of the work-group takes the input channels slice, slice + slices, ...
+  for (int ci = slice; active && ci < Cg; ci += slices) {
+    const __global float* plane = xg + ci * HW;
+    for (int r = 0; r < R; ++r) {
+      const int ih = p * stride_h - pad_top + r * dil_h;
+      if (ih < 0 || ih >= H) continue;
+      const __global float* row = plane + ih * W;
+      for (int s = 0; s < S; ++s) {
+        float in[DCONV_PX];
+#pragma unroll
+        for (int i = 0; i < DCONV_PX; ++i) {
+          const int iw = iw0 + i * stride_w + s * dil_w;
+          in[i] = (iw >= 0 && iw < W) ? row[iw] : 0.0f;
+        }
+        const int tap = (ci * R + r) * S + s;
+#pragma unroll
+        for (int o = 0; o < DCONV_OB; ++o) {
+          if (ob0 + o >= Kg4) break;
+          const float4 wv = wg[o * Cg * RS + tap];
+#pragma unroll
+          for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = fma((float4)(in[i]), wv, acc[o][i]);
+        }
+      }
+    }
+  }
+
+  // Several slices: each writes its partial sums to local memory, then slice s adds
+  // up every slice's values of the outputs j = o * DCONV_PX + i = s, s + slices, ...
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < DCONV_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i) partial[((slice * DCONV_OB + o) * DCONV_PX + i) * items + t] = acc[o][i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!active) return;
+  // Unrolled, so that acc is indexed by constants and stays in registers.
+#pragma unroll
+  for (int o = 0; o < DCONV_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) {
+      const int j = o * DCONV_PX + i, q = q0 + i;
+      if (j % slices != slice || ob0 + o >= Kg4 || q >= Q) continue;
+      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
+      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * DCONV_OB * DCONV_PX + j) * items + t];
+      const float lanes[4] = {v.x, v.y, v.z, v.w};
+      for (int l = 0; l < 4; ++l) {
+        const int m = (ob0 + o) * 4 + l;
+        if (m >= Kg) break;
+        const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
+        float u = lanes[l];
+        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
+        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
+        y[idx] = stowage_activate(u, act, act_a, act_b);
+      }
+    }
+  }
+}
