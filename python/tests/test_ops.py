@@ -188,7 +188,7 @@ def conv_cases(rng):
 
 
 # The direct convolution (conv_direct.cl) for every layer, whatever its tiles.
-DIRECT = {"launch": {"DIRECT_MAX_TILES": 1 << 30, "DIRECT_POINTWISE_ONLY": 0}}
+DIRECT = {"launch": {"DIRECT_MAX_PIXELS": 1 << 30, "DIRECT_POINTWISE_ONLY": 0}}
 
 
 def direct_conv_cases(rng):
@@ -648,3 +648,12 @@ def test_every_family_ships_a_kernel_file():
 
     missing = [f for f in FAMILIES if not os.path.isfile(os.path.join(kernel_dir(), f + ".cl"))]
     assert not missing, f"no .cl file in {kernel_dir()} for {missing}"
+
+
+def test_unknown_tuning_is_refused_by_name():
+    bb = sw.Builder()
+    f = bb.function("main")
+    with pytest.raises(sw.InvalidInputError, match="unknown kernel family 'convv'"):
+        OpBuilder(bb, f, tuning={"convv": {"CONV_TILE_M": 32}})
+    with pytest.raises(sw.InvalidInputError, match="unknown launch setting 'DIRECT_MAX_TILES'"):
+        OpBuilder(bb, f, tuning={"launch": {"DIRECT_MAX_TILES": 512}})

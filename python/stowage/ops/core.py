@@ -19,7 +19,7 @@ WEIGHT_TEXTURE_SCOPE = "global.texture-weight"
 # The library's launch policy, unless the target's "kernels" say otherwise under
 # "launch" (see stowage.ops.matrix).
 LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_BYTES": 2 << 20,
-                   "DIRECT_MAX_TILES": 0, "DIRECT_POINTWISE_ONLY": 1, "SLICES_MAX": 8, "SLICE_ITEMS": 65536}
+                   "DIRECT_MAX_PIXELS": 0, "DIRECT_POINTWISE_ONLY": 1, "SLICES_MAX": 8, "SLICE_ITEMS": 65536}
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,6 +93,10 @@ class Core:
         for family, values in user.items():
             self.tuning.setdefault(family, {}).update(values)
         self.launch = dict(LAUNCH_DEFAULTS, **self.tuning.pop("launch", {}))
+        unknown = sorted(set(self.launch) - set(LAUNCH_DEFAULTS))
+        if unknown:  # a misspelt setting would otherwise be ignored without a word
+            raise InvalidInputError(f"OpBuilder: unknown launch setting {', '.join(map(repr, unknown))} (known: "
+                                    f"{', '.join(sorted(LAUNCH_DEFAULTS))})")
         self._logical = {}  # image Var name -> logical NCHW shape
         self._twins = {}  # Var name -> Var holding the same value in the other layout
         self._made = set()  # tensors this builder allocated (or views of them): may be overwritten

@@ -25,9 +25,10 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # tiles x parts approaches SPLIT_K_GROUPS, and whose workspace of partial sums
 # (k_split outputs) stays within SPLIT_K_MAX_BYTES (0: no bound). 1x1 convolutions that split take the
 # implicit-GEMM kernel instead of stowage_gemm.
-# The direct convolution (conv_direct.cl) replaces the implicit GEMM of a layer whose
-# output tiles give fewer work-groups than DIRECT_MAX_TILES (0: never), for 1x1
-# kernels only while DIRECT_POINTWISE_ONLY is set.
+# The direct convolution (conv_direct.cl) replaces the implicit GEMM of a layer of at
+# most DIRECT_MAX_PIXELS output pixels (N P Q; 0: never), for 1x1 kernels only while
+# DIRECT_POINTWISE_ONLY is set: with few pixels, GEMM tiles are few and mostly empty,
+# while with many the GEMM's reuse through local memory wins.
 # The texture and direct convolutions double their input-channel slices (at most
 # SLICES_MAX, at most the input blocks or channels of a group) while their launch
 # has fewer work-items than SLICE_ITEMS.
@@ -214,7 +215,7 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-        if self._direct_conv(tiles[0] * tiles[1] * group, r == s == 1):
+        if self._direct_conv(n * p * q, r == s == 1):
             self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
@@ -241,8 +242,8 @@ class MatrixOps(Core):
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
 
-    def _direct_conv(self, tiles, one_by_one):
-        return tiles < self.launch["DIRECT_MAX_TILES"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
+    def _direct_conv(self, pixels, one_by_one):
+        return pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
 
     def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
