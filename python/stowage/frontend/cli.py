@@ -1,6 +1,7 @@
 """stowage-import: an ONNX model to a Stowage bytecode file.
 
     stowage-import model.onnx -o model.stw [--target T] [--texture] [--shape NAME=1x3x224x224] [--report]
+                   [--tuning FILE]
 
 Exit status: 0 written, 2 the model (or an argument) is invalid or uses what Stowage
 does not support, 1 anything else. Errors are one line on stderr.
@@ -30,13 +31,19 @@ def main(argv=None):
     parser.add_argument("--texture", action="store_true", help="activations and convolution weights in textures")
     parser.add_argument("--shape", action="append", default=[], help="NAME=1x3x224x224 for an input left dynamic")
     parser.add_argument("--report", action="store_true", help="print the memory report")
+    parser.add_argument("--tuning", metavar="FILE", help="a tuning cache (python -m stowage.tuner): kernels per layer")
     args = parser.parse_args(argv)
     from .. import compile as compile_module
     from .onnx import from_onnx
 
     try:
         shapes = dict(parse_shape(s) for s in args.shape) or None
-        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target)
+        tuning = None
+        if args.tuning:
+            from ..tuner import load
+
+            tuning = load(args.tuning)
+        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target, tuning=tuning)
         exe = compile_module(module, target=args.target)
         exe.save(args.output)
     except (InvalidInputError, UnsupportedError) as e:

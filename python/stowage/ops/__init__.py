@@ -21,7 +21,7 @@ describes the kernels, their launches and the tuning constants.
 
 from .elementwise import ElementwiseOps
 from .layout import LayoutOps
-from .matrix import MatrixOps
+from .matrix import CONV_KERNELS, MatrixOps, conv_layer_key
 from .pooling import PoolingOps
 from .units import FAMILIES, Unit, kernel_dir
 
@@ -41,4 +41,4 @@ class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps):
         super().__init__(builder, function, texture=texture, target=target, tuning=tuning)
 
 
-__all__ = ["OpBuilder", "Unit", "FAMILIES", "kernel_dir"]
+__all__ = ["OpBuilder", "Unit", "FAMILIES", "CONV_KERNELS", "conv_layer_key", "kernel_dir"]

@@ -83,11 +83,14 @@ class Core:
         self.max_image = (facts["max_image_height"], facts["max_image_width"])
         self.buffer_alignment = next(sc["alignment"] for sc in facts["scopes"] if sc["name"] == "global")
         user = dict(tuning or {})
+        # Per-layer kernel choices (stowage.tuner): a mapping from a layer's key to a kernel.
+        choices = user.pop("layers", None)
+        self.layer_choices = {} if choices is None else choices
         for family in user:
             if family not in units.FAMILIES and family != "launch":
                 raise InvalidInputError(
                     f"OpBuilder: argument 'tuning': unknown kernel family '{family}' "
-                    f"(known: {', '.join(units.FAMILIES + ('launch',))})")
+                    f"(known: {', '.join(units.FAMILIES + ('launch', 'layers'))})")
         # The target's defaults, each overridden by what the caller gives.
         self.tuning = {family: dict(values) for family, values in facts["kernels"].items()}
         for family, values in user.items():

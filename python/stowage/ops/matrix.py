@@ -72,6 +72,20 @@ def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch):
     return (shapes.round_up(d0, l0), shapes.round_up(d1, l1), blocks * slices), (l0, l1, slices)
 
 
+# The kernels a buffer convolution (not depthwise) may take, as the tuning's per-layer
+# choices name them: the implicit GEMM (conv.cl, gemm.cl; split-K by the launch
+# policy) or the direct convolution (conv_direct.cl).
+CONV_KERNELS = ("gemm", "direct")
+
+
+def conv_layer_key(g):
+    """A convolution's geometry as the key of the tuning's per-layer choices."""
+    pads = ",".join(map(str, g["pads"]))
+    return (f"n{g['n']} c{g['c']} h{g['h']} w{g['w']} k{g['k']} r{g['r']} s{g['s']} "
+            f"stride{g['strides'][0]},{g['strides'][1]} pad{pads} dil{g['dilations'][0]},{g['dilations'][1]} "
+            f"group{g['group']}")
+
+
 def _weight_array(op, weight, rank):
     if isinstance(weight, Var):
         raise InvalidInputError(f"{op}: argument 'weight': expected a numpy array (weights are constants)")
@@ -215,7 +229,7 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-        if self._direct_conv(n * p * q, r == s == 1):
+        if self._direct_conv(g):
             self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
@@ -242,7 +256,17 @@ class MatrixOps(Core):
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
 
-    def _direct_conv(self, pixels, one_by_one):
+    def _direct_conv(self, g):
+        """Whether a (not depthwise) buffer convolution runs as a direct convolution:
+        as the tuning's per-layer choices say (stowage.tuner), else by the launch policy."""
+        choice = self.layer_choices.get(conv_layer_key(g))
+        if choice is not None:
+            if choice not in CONV_KERNELS:
+                raise InvalidInputError(f"conv2d: tuning 'layers': '{choice}' for {conv_layer_key(g)} is no kernel "
+                                        f"(known: {', '.join(CONV_KERNELS)})")
+            return choice == "direct"
+        one_by_one = g["r"] == g["s"] == 1
+        pixels = g["n"] * g["p"] * g["q"]
         return pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
 
     def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act):

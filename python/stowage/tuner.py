@@ -1,0 +1,192 @@
+"""The convolution tuner: which kernel each buffer convolution of a model takes,
+measured on the device, kept in a cache file.
+
+What it tunes: for every buffer-mode convolution that is not depthwise, the implicit
+GEMM (conv.cl / gemm.cl, split-K as the target's launch policy says) against the
+direct convolution (conv_direct.cl), each with the target's kernel settings. Each
+distinct layer geometry is compiled on its own as a function per kernel, and
+`vm-run --reps` times them on the device. The cache is a JSON file (by default
+`stowage-tuning.json` where the command runs; `-o` names another) holding the
+device's name, the target, and per layer key the kernel chosen and the times
+measured; `from_onnx(..., tuning=stowage.tuner.load(FILE))` and
+`stowage-import --tuning FILE` apply it. Layers the cache does not name keep the
+target's policy.
+
+The compiler and the device may be on different machines, so the work is split:
+
+    python -m stowage.tuner export MODEL.onnx [MODEL.onnx ...] DIR [--target opencl-gpu]
+    python -m stowage.tuner time DIR --vm-run PATH [--device gpu] [-o stowage-tuning.json]
+
+`export` needs the compiler and writes DIR/layers.json, one .stw file per layer and
+its input (zeros: no kernel's speed depends on the values); `time` needs only
+vm-run and numpy.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+CACHE_FORMAT = "stowage-tuning 1"
+DEFAULT_CACHE = "stowage-tuning.json"
+
+
+class _Recorder(dict):
+    """Per-layer choices that choose nothing and remember each layer asked about."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked = {}
+
+    def get(self, key, default=None):
+        self.asked.setdefault(key, None)
+        return default
+
+
+def _geometry(key):
+    """The conv2d arguments of a layer key (stowage.ops.conv_layer_key)."""
+    m = re.fullmatch(r"n(\d+) c(\d+) h(\d+) w(\d+) k(\d+) r(\d+) s(\d+) stride(\d+),(\d+) "
+                     r"pad(\d+),(\d+),(\d+),(\d+) dil(\d+),(\d+) group(\d+)", key)
+    if m is None:
+        raise ValueError(f"'{key}' is no layer key")
+    n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g = map(int, m.groups())
+    return dict(x=(n, c, h, w), weight=(k, c // g, r, s), strides=(sh, sw), pads=(pt, pl, pb, pr),
+                dilations=(dh, dw), group=g)
+
+
+def layers_of(model, target="opencl-gpu"):
+    """The layer keys of the buffer convolutions of an ONNX model that the tuner can choose for."""
+    from .frontend.onnx import from_onnx
+
+    recorder = _Recorder()
+    from_onnx(model, target=target, tuning={"layers": recorder})
+    return list(recorder.asked)
+
+
+def layer_module(key, target="opencl-gpu"):
+    """A module with one function per kernel (stowage.ops.CONV_KERNELS), each the layer alone."""
+    from .builder import Builder
+    from .ops import CONV_KERNELS, OpBuilder
+
+    geo = _geometry(key)
+    weight = np.zeros(geo["weight"], np.float32)
+    bias = np.zeros(geo["weight"][0], np.float32)
+    bb = Builder()
+    for kernel in CONV_KERNELS:
+        with bb.function(kernel) as f:
+            x = f.param("x", geo["x"], "float32")
+            ops = OpBuilder(bb, f, target=target, tuning={"layers": {key: kernel}})
+            y = ops.conv2d(x, weight, bias, strides=geo["strides"], pads=geo["pads"], dilations=geo["dilations"],
+                           group=geo["group"], activation=("relu",))
+            f.ret(ops.output(y))
+    return bb.module()
+
+
+def export(models, out_dir, target="opencl-gpu"):
+    from . import compile as compile_module
+
+    os.makedirs(out_dir, exist_ok=True)
+    keys = []
+    for model in models:
+        keys += [k for k in layers_of(model, target) if k not in keys]
+    layers = []
+    for i, key in enumerate(keys):
+        name = f"layer{i:03d}"
+        compile_module(layer_module(key, target), target=target).save(os.path.join(out_dir, name + ".stw"))
+        np.save(os.path.join(out_dir, name + ".x.npy"), np.zeros(_geometry(key)["x"], np.float32))
+        layers.append({"key": key, "file": name})
+    with open(os.path.join(out_dir, "layers.json"), "w") as f:
+        json.dump({"target": target, "layers": layers}, f, indent=1)
+    return layers
+
+
+def _time(vm_run, path, function, x, device, repeat, reps):
+    cmd = [vm_run, path, "--function", function, "--input", x, "--repeat", str(repeat), "--reps", str(reps)]
+    if device:
+        cmd += ["--device", device]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    m = re.search(r"median ([0-9.]+) us, min ([0-9.]+) us per invocation", run.stdout)
+    if run.returncode != 0 or m is None:
+        raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
+    first = run.stdout.splitlines()[0] if run.stdout else ""
+    return float(m.group(1)), first
+
+
+def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5):
+    """Times each exported layer under each kernel; returns the cache's content."""
+    from_file = json.load(open(os.path.join(in_dir, "layers.json")))
+    entries, device_name = {}, None
+    for layer in from_file["layers"]:
+        path = os.path.join(in_dir, layer["file"] + ".stw")
+        x = os.path.join(in_dir, layer["file"] + ".x.npy")
+        times = {}
+        for kernel in ("gemm", "direct"):
+            times[kernel], first = _time(vm_run, path, kernel, x, device, repeat, reps)
+            m = re.search(r" on (.*)$", first)
+            device_name = device_name or (m.group(1) if m else None)
+        best = min(times, key=times.get)
+        entries[layer["key"]] = {"kernel": best, "us": times}
+    return {"format": CACHE_FORMAT, "target": from_file["target"], "device": device_name, "layers": entries}
+
+
+def load(path):
+    """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel}}."""
+    from .errors import FileError, InvalidInputError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            cache = json.load(f)
+    except OSError as e:
+        raise FileError(f"tuning cache '{path}': {e.strerror}") from None
+    except ValueError as e:
+        raise InvalidInputError(f"tuning cache '{path}': not JSON ({e})") from None
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not isinstance(cache.get("layers"), dict):
+        raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
+    choices = {}
+    for key, entry in cache["layers"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("kernel"), str):
+            raise InvalidInputError(f"tuning cache '{path}': layer '{key}' names no kernel")
+        choices[key] = entry["kernel"]
+    return {"layers": choices}
+
+
+def print_table(cache, out=sys.stdout):
+    print(f"# device: {cache['device']}; target: {cache['target']}\n", file=out)
+    print("| layer | gemm (us) | direct (us) | chosen |", file=out)
+    print("| --- | ---: | ---: | --- |", file=out)
+    for key, entry in cache["layers"].items():
+        print(f"| {key} | {entry['us']['gemm']:.1f} | {entry['us']['direct']:.1f} | {entry['kernel']} |", file=out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m stowage.tuner", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel")
+    ex.add_argument("paths", nargs="+", metavar="MODEL.onnx ... DIR")
+    ex.add_argument("--target", default="opencl-gpu")
+    tm = sub.add_parser("time", help="time the exported layers with vm-run and write the cache")
+    tm.add_argument("dir")
+    tm.add_argument("--vm-run", default="vm-run")
+    tm.add_argument("--device", default=None)
+    tm.add_argument("-o", "--output", default=DEFAULT_CACHE)
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        if len(args.paths) < 2:
+            parser.error("export needs at least one model and the output directory")
+        layers = export(args.paths[:-1], args.paths[-1], args.target)
+        print(f"exported {len(layers)} layers to {args.paths[-1]}")
+        return 0
+    cache = time_layers(args.dir, args.vm_run, args.device)
+    with open(args.output, "w") as f:
+        json.dump(cache, f, indent=1)
+    print_table(cache)
+    print(f"\nwrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
