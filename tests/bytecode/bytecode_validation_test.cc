@@ -48,6 +48,14 @@ Constant int_constant(int64_t value) {
   return c;
 }
 
+// The int constant 1 with another kind and dtype.
+Constant relabelled(ConstantKind kind, DType dtype) {
+  Constant c = int_constant(1);
+  c.kind = kind;
+  c.dtype = dtype;
+  return c;
+}
+
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 // A second function `helper(t) -> t` for call tests.
@@ -287,18 +295,10 @@ INSTANTIATE_TEST_SUITE_P(
         TableCase{"ShapeConstantDType", [](Executable& e) { e.constants[0].dtype = DType::kInt32; },
                   "constant 0: a shape constant's dtype must be int64"},
         TableCase{"FloatConstantDType",
-                  [](Executable& e) {
-                    Constant f = int_constant(1);
-                    f.kind = ConstantKind::kFloat;
-                    add_constant(e, f);
-                  },
+                  [](Executable& e) { add_constant(e, relabelled(ConstantKind::kFloat, DType::kInt64)); },
                   "constant 3: a float constant cannot have dtype int64"},
         TableCase{"IntConstantDType",
-                  [](Executable& e) {
-                    Constant i = int_constant(1);
-                    i.dtype = DType::kFloat32;
-                    add_constant(e, i);
-                  },
+                  [](Executable& e) { add_constant(e, relabelled(ConstantKind::kInt, DType::kFloat32)); },
                   "constant 3: an int constant cannot have dtype float32"},
         TableCase{"UnknownConstantKind", [](Executable& e) { e.constants[0].kind = static_cast<ConstantKind>(3); },
                   "constant 0: unknown constant kind 3"},
