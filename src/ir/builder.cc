@@ -57,7 +57,7 @@ bool is_scope_char(char c) {
 [[noreturn]] void throw_verify(std::string message) { throw StowageError(ErrorKind::kVerify, message); }
 
 void check_name(std::string_view op, std::string_view name) {
-  if (std::optional<std::string> problem = name_problem(name)) throw_verify(fmt::format("{}: name {}", op, *problem));
+  if (Status s = validate_name(name); !s) throw_verify(fmt::format("{}: name {}", op, s.error().message()));
 }
 
 }  // namespace

@@ -31,40 +31,33 @@ std::vector<ConstantReport> report_constants(const Module& module, const Constan
 }  // namespace
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options) {
-  if (auto status = read_module_kernels(module, target.table_entry_bytes, options.file_name); !status) {
-    return status.error();
-  }
-  if (auto status = verify_module(module, target, options.file_name); !status) return status.error();
+  STOWAGE_TRY(read_module_kernels(module, target.table_entry_bytes, options.file_name));
+  STOWAGE_TRY(verify_module(module, target, options.file_name));
   MemoryReport memory;
   if (has_tensor_level_bindings(module)) {
-    auto planned = plan_memory(module, target, options.plan);
-    if (!planned) return planned.error();
-    memory = planned.take();
+    STOWAGE_TRY_ASSIGN(memory, plan_memory(module, target, options.plan));
     if (auto status = verify_module(module, target, options.file_name); !status) {
       return Error(ErrorKind::kRuntime, "the planned program fails verification (a planner bug): " +
                                             status.error().message());
     }
   }
-  auto constants = plan_constants(module, target);
-  if (!constants) return constants.error();
-  memory.constants = report_constants(module, *constants);
+  STOWAGE_TRY_ASSIGN(ConstantPlan constants, plan_constants(module, target));
+  memory.constants = report_constants(module, constants);
   CodegenOptions codegen;
-  codegen.constants = &*constants;
+  codegen.constants = &constants;
   // The constants' bytes are in the executable's constant sections already: the
   // text keeps only small ones.
   if (options.keep_ir_text) codegen.debug_text = print_module(module, PrintOptions{kDebugTextConstantBytes});
-  auto exe = generate_executable(module, target, codegen);
-  if (!exe) return exe.error();
-  return CompileResult{std::move(module), exe.take(), std::move(memory)};
+  STOWAGE_TRY_ASSIGN(Executable exe, generate_executable(module, target, codegen));
+  return CompileResult{std::move(module), std::move(exe), std::move(memory)};
 }
 
 Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,
                                      const CompileOptions& options) {
-  auto module = parse_module(text, file_name);
-  if (!module) return module.error();
+  STOWAGE_TRY_ASSIGN(Module module, parse_module(text, file_name));
   CompileOptions named = options;
   named.file_name = std::string(file_name);
-  return compile_module(module.take(), target, named);
+  return compile_module(std::move(module), target, named);
 }
 
 }  // namespace stowage::ir

@@ -49,9 +49,8 @@ constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn
 
 }  // namespace
 
-std::optional<std::string> numbers_to_bytes(DType dtype, std::span<const ConstantNumber> numbers,
-                                            std::vector<std::byte>& out) {
-  out.clear();
+Expected<std::vector<std::byte>> numbers_to_bytes(DType dtype, std::span<const ConstantNumber> numbers) {
+  std::vector<std::byte> out;
   out.reserve(numbers.size() * dtype_bytes(dtype));
   for (size_t i = 0; i < numbers.size(); ++i) {
     const ConstantNumber& n = numbers[i];
@@ -64,7 +63,10 @@ std::optional<std::string> numbers_to_bytes(DType dtype, std::span<const Constan
       }
       continue;
     }
-    if (n.is_float) return fmt::format("element {} is a float, but the dtype is {}", i, dtype_name(dtype));
+    if (n.is_float) {
+      return Error(ErrorKind::kInvalidInput, fmt::format("element {} is a float, but the dtype is {}", i,
+                                                         dtype_name(dtype)));
+    }
     const int64_t v = n.int_value;
     bool ok = true;
     switch (dtype) {
@@ -79,9 +81,11 @@ std::optional<std::string> numbers_to_bytes(DType dtype, std::span<const Constan
       case DType::kUInt64: ok = fits<uint64_t>(v); if (ok) put(out, static_cast<uint64_t>(v)); break;
       default: break;
     }
-    if (!ok) return fmt::format("element {} ({}) does not fit {}", i, v, dtype_name(dtype));
+    if (!ok) {
+      return Error(ErrorKind::kInvalidInput, fmt::format("element {} ({}) does not fit {}", i, v, dtype_name(dtype)));
+    }
   }
-  return std::nullopt;
+  return out;
 }
 
 std::optional<std::string> format_numbers(DType dtype, std::span<const std::byte> bytes) {
@@ -131,9 +135,9 @@ std::optional<std::string> format_numbers(DType dtype, std::span<const std::byte
     parsed.push_back(n);
   }
   // NaN payloads and signs do not survive `nan`: keep the list only if it reads back.
-  std::vector<std::byte> again;
-  if (numbers_to_bytes(dtype, parsed, again) || again.size() != bytes.size() ||
-      (!bytes.empty() && std::memcmp(again.data(), bytes.data(), bytes.size()) != 0)) {  // empty: data() may be null
+  Expected<std::vector<std::byte>> again = numbers_to_bytes(dtype, parsed);
+  if (!again || again->size() != bytes.size() ||
+      (!bytes.empty() && std::memcmp(again->data(), bytes.data(), bytes.size()) != 0)) {  // empty: data() may be null
     return std::nullopt;
   }
   return out + "]";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stowage/support/dtype.h"
+#include "stowage/support/error.h"
 
 namespace stowage::ir::text {
 
@@ -26,10 +27,9 @@ struct ConstantNumber {
   double float_value = 0.0;
 };
 
-// The bytes of `numbers` as elements of `dtype`; an error message when one does
-// not fit the dtype (an integer out of range, a float for an integer dtype).
-std::optional<std::string> numbers_to_bytes(DType dtype, std::span<const ConstantNumber> numbers,
-                                            std::vector<std::byte>& out);
+// The bytes of `numbers` as elements of `dtype`; an error when one does not fit
+// the dtype (an integer out of range, a float for an integer dtype).
+Expected<std::vector<std::byte>> numbers_to_bytes(DType dtype, std::span<const ConstantNumber> numbers);
 
 // `[1.5, -2.0]`: the elements of `bytes` as numbers, or nullopt when some would not
 // read back to the same bytes (a NaN with a payload).

@@ -38,17 +38,17 @@ OpForm form_of(Op op) {
 
 bool is_tensor_or_storage(const Type& t) { return t.kind == Type::Kind::kTensor || t.kind == Type::Kind::kStorage; }
 
-Problem check_type_extents(const Type& type) {
+Status check_type_extents(const Type& type) {
   if (type.kind == Type::Kind::kTensor) {
     for (int64_t extent : type.shape) {
-      if (extent < 0) return fmt::format("{} has a negative extent", print_type(type));
+      if (extent < 0) return broken_rule("{} has a negative extent", print_type(type));
     }
-    if (!checked_nbytes(type.shape, type.dtype)) return fmt::format("{} is larger than 2^64 bytes", print_type(type));
+    if (!checked_nbytes(type.shape, type.dtype)) return broken_rule("{} is larger than 2^64 bytes", print_type(type));
   }
   for (const Type& field : type.fields) {
-    if (auto p = check_type_extents(field)) return p;
+    STOWAGE_TRY(check_type_extents(field));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace
@@ -84,14 +84,14 @@ std::optional<FunctionVerifier::Failure> FunctionVerifier::run() {
     vars_.emplace(c.name, std::move(info));
   }
   if (auto failure = check_params()) return failure;
-  if (auto problem = check_type_extents(function_.ret_type)) {
-    return Failure{Where::kSignature, "return type " + *problem, function_.loc, 0, {}};
+  if (Status s = check_type_extents(function_.ret_type); !s) {
+    return Failure{Where::kSignature, "return type " + s.error().message(), function_.loc, 0, {}};
   }
   for (size_t i = 0; i < function_.bindings.size(); ++i) {
     const Binding& b = function_.bindings[i];
-    if (auto problem = check_binding(b)) return Failure{Where::kBinding, *problem, b.loc, i, {}};
+    if (Status s = check_binding(b); !s) return Failure{Where::kBinding, s.error().message(), b.loc, i, {}};
   }
-  if (auto problem = check_return()) return Failure{Where::kReturn, *problem, function_.ret_loc, 0, {}};
+  if (Status s = check_return(); !s) return Failure{Where::kReturn, s.error().message(), function_.ret_loc, 0, {}};
   return std::nullopt;
 }
 
@@ -107,7 +107,7 @@ std::optional<FunctionVerifier::Failure> FunctionVerifier::check_params() {
     if (const VarInfo* earlier = lookup(p.name)) {
       return fail(fmt::format("'{}' is declared twice (first{})", p.name, at_loc(earlier->def_loc)));
     }
-    if (auto problem = check_type_extents(p.type)) return fail(*problem);
+    if (Status s = check_type_extents(p.type); !s) return fail(s.error().message());
     VarInfo info;
     info.type = p.type;
     info.def_loc = p.loc;
@@ -117,42 +117,45 @@ std::optional<FunctionVerifier::Failure> FunctionVerifier::check_params() {
   return std::nullopt;
 }
 
-Problem FunctionVerifier::check_binding(const Binding& b) {
+Status FunctionVerifier::check_binding(const Binding& b) {
   result_info_ = VarInfo();
-  if (auto p = check_form(b)) return p;
-  if (auto p = check_uses(b)) return p;
-  if (auto p = check_result_is_new(b)) return p;
-  Problem problem;
-  switch (b.op) {
-    case Op::kAllocStorage: problem = check_alloc_storage(b); break;
-    case Op::kAllocTensor: problem = check_alloc_tensor(b); break;
-    case Op::kKillObject: problem = check_kill(b); break;
-    case Op::kCopyTensor: problem = check_copy(b); break;
-    case Op::kCallKernel: problem = check_call_kernel(b); break;
-    case Op::kEmpty: problem = check_empty(b); break;
-    case Op::kCall: problem = check_call(b); break;
-    case Op::kAllocDiscontiguousTensor: problem = check_alloc_discontiguous(b); break;
-    case Op::kEmptyDiscontiguous: problem = check_empty_discontiguous(b); break;
-    case Op::kView: problem = check_view(b); break;
-  }
-  if (problem) return problem;
+  STOWAGE_TRY(check_form(b));
+  STOWAGE_TRY(check_uses(b));
+  STOWAGE_TRY(check_result_is_new(b));
+  STOWAGE_TRY(check_op(b));
   if (!b.result.empty()) define_result(b);
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_form(const Binding& b) {
+Status FunctionVerifier::check_op(const Binding& b) {
+  switch (b.op) {
+    case Op::kAllocStorage: return check_alloc_storage(b);
+    case Op::kAllocTensor: return check_alloc_tensor(b);
+    case Op::kKillObject: return check_kill(b);
+    case Op::kCopyTensor: return check_copy(b);
+    case Op::kCallKernel: return check_call_kernel(b);
+    case Op::kEmpty: return check_empty(b);
+    case Op::kCall: return check_call(b);
+    case Op::kAllocDiscontiguousTensor: return check_alloc_discontiguous(b);
+    case Op::kEmptyDiscontiguous: return check_empty_discontiguous(b);
+    case Op::kView: return check_view(b);
+  }
+  return Status::ok();
+}
+
+Status FunctionVerifier::check_form(const Binding& b) {
   const char* op = op_name(b.op);
-  if (op_produces_value(b.op) && b.result.empty()) return fmt::format("{} produces a value but binds no variable", op);
+  if (op_produces_value(b.op) && b.result.empty()) return broken_rule("{} produces a value but binds no variable", op);
   if (!op_produces_value(b.op) && !b.result.empty()) {
-    return fmt::format("{} produces no value to bind to '{}'", op, b.result);
+    return broken_rule("{} produces no value to bind to '{}'", op, b.result);
   }
   OpForm form = form_of(b.op);
   if (b.vars.size() != form.vars) {
-    return fmt::format("{} takes {} variable operand{}, got {}", op, form.vars, form.vars == 1 ? "" : "s",
+    return broken_rule("{} takes {} variable operand{}, got {}", op, form.vars, form.vars == 1 ? "" : "s",
                        b.vars.size());
   }
   auto unused = [op](std::string_view field) {
-    return fmt::format("{} does not take '{}'; leave that field at its default", op, field);
+    return broken_rule("{} does not take '{}'; leave that field at its default", op, field);
   };
   if (!form.args && !b.args.empty()) return unused("args");
   if (!form.shape && !b.shape.empty()) return unused("shape");
@@ -166,50 +169,50 @@ Problem FunctionVerifier::check_form(const Binding& b) {
   if (!form.table_scope && !b.table_scope.empty()) return unused("table_scope");
   if (!form.table_offsets && !b.table_offsets.empty()) return unused("table_offsets");
   if (!form.data_offsets && !b.data_offsets.empty()) return unused("data_offsets");
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_use(const std::string& name, bool is_kill) {
+Status FunctionVerifier::check_use(const std::string& name, bool is_kill) {
   const VarInfo* info = lookup(name);
-  if (info == nullptr) return fmt::format("'{}' is not defined", name);
+  if (info == nullptr) return broken_rule("'{}' is not defined", name);
   if (!info->view_of.empty()) {
     const VarInfo& base = *lookup(info->view_of);
     if (base.killed) {
-      return fmt::format("'{}' is a view of '{}', which was killed{}", name, info->view_of, at_loc(base.kill_loc));
+      return broken_rule("'{}' is a view of '{}', which was killed{}", name, info->view_of, at_loc(base.kill_loc));
     }
   }
-  if (!info->killed) return std::nullopt;
-  if (is_kill) return fmt::format("'{}' is killed twice (first{})", name, at_loc(info->kill_loc));
-  return fmt::format("'{}' is used after its kill_object{}", name, at_loc(info->kill_loc));
+  if (!info->killed) return Status::ok();
+  if (is_kill) return broken_rule("'{}' is killed twice (first{})", name, at_loc(info->kill_loc));
+  return broken_rule("'{}' is used after its kill_object{}", name, at_loc(info->kill_loc));
 }
 
-Problem FunctionVerifier::check_uses(const Binding& b) {
+Status FunctionVerifier::check_uses(const Binding& b) {
   for (const std::string& var : b.vars) {
-    if (auto p = check_use(var, b.op == Op::kKillObject)) return p;
+    STOWAGE_TRY(check_use(var, b.op == Op::kKillObject));
   }
   for (const Arg& arg : b.args) {
     if (arg.kind != Arg::Kind::kVar) continue;
-    if (auto p = check_use(arg.var, false)) return p;
+    STOWAGE_TRY(check_use(arg.var, false));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_result_is_new(const Binding& b) {
-  if (b.result.empty()) return std::nullopt;
-  if (!is_valid_variable_name(b.result)) return fmt::format("'{}' is not a valid variable name", b.result);
+Status FunctionVerifier::check_result_is_new(const Binding& b) {
+  if (b.result.empty()) return Status::ok();
+  if (!is_valid_variable_name(b.result)) return broken_rule("'{}' is not a valid variable name", b.result);
   const VarInfo* earlier = lookup(b.result);
-  if (earlier == nullptr) return std::nullopt;
-  if (earlier->is_param) return fmt::format("'{}' is already defined as a parameter", b.result);
-  if (earlier->is_constant) return fmt::format("'{}' is already defined as a constant", b.result);
-  return fmt::format("'{}' is already defined{}", b.result, at_loc(earlier->def_loc));
+  if (earlier == nullptr) return Status::ok();
+  if (earlier->is_param) return broken_rule("'{}' is already defined as a parameter", b.result);
+  if (earlier->is_constant) return broken_rule("'{}' is already defined as a constant", b.result);
+  return broken_rule("'{}' is already defined{}", b.result, at_loc(earlier->def_loc));
 }
 
-Problem FunctionVerifier::check_kill(const Binding& b) {
+Status FunctionVerifier::check_kill(const Binding& b) {
   const std::string& name = b.vars[0];
   VarInfo& info = vars_.at(name);
-  if (info.is_constant) return fmt::format("constant '{}' cannot be killed: it lives as long as the VM", name);
+  if (info.is_constant) return broken_rule("constant '{}' cannot be killed: it lives as long as the VM", name);
   if (!is_tensor_or_storage(info.type)) {
-    return fmt::format("'{}' is {}; only tensors and storages can be killed", name, print_type(info.type));
+    return broken_rule("'{}' is {}; only tensors and storages can be killed", name, print_type(info.type));
   }
   info.killed = true;
   info.kill_loc = b.loc;
@@ -221,26 +224,28 @@ Problem FunctionVerifier::check_kill(const Binding& b) {
     auto& live = live_storages_[info.storage->scope];
     live.erase(std::remove(live.begin(), live.end(), name), live.end());
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_copy(const Binding& b) {
+Status FunctionVerifier::check_copy(const Binding& b) {
   const Type& src = lookup(b.vars[0])->type;
   const Type& dst = lookup(b.vars[1])->type;
-  if (src.kind != Type::Kind::kTensor) return fmt::format("source '{}' is {}, not a tensor", b.vars[0], print_type(src));
+  if (src.kind != Type::Kind::kTensor) {
+    return broken_rule("source '{}' is {}, not a tensor", b.vars[0], print_type(src));
+  }
   if (dst.kind != Type::Kind::kTensor) {
-    return fmt::format("destination '{}' is {}, not a tensor", b.vars[1], print_type(dst));
+    return broken_rule("destination '{}' is {}, not a tensor", b.vars[1], print_type(dst));
   }
   if (!(src == dst)) {
-    return fmt::format("source is {} but destination is {}; shapes and dtypes must be equal", print_type(src),
+    return broken_rule("source is {} but destination is {}; shapes and dtypes must be equal", print_type(src),
                        print_type(dst));
   }
   const VarInfo& s = *lookup(b.vars[0]);
   const VarInfo& d = *lookup(b.vars[1]);
-  if (d.is_constant) return fmt::format("constant '{}' is read-only: it cannot be copied into", b.vars[1]);
+  if (d.is_constant) return broken_rule("constant '{}' is read-only: it cannot be copied into", b.vars[1]);
   auto in_image = [](const VarInfo& v) { return v.scope != nullptr && v.scope->kind == ScopeKind::kImage2d; };
   if ((s.discontiguous && in_image(d)) || (d.discontiguous && in_image(s))) {
-    return std::string("copy_tensor between a discontiguous tensor and an image tensor is not supported; copy "
+    return broken_rule("copy_tensor between a discontiguous tensor and an image tensor is not supported; copy "
                        "through a buffer tensor");
   }
   // Two images are copied pixel for pixel, so their extents (the layouts' reshapes
@@ -249,43 +254,42 @@ Problem FunctionVerifier::check_copy(const Binding& b) {
     std::optional<ImageExtent> from = image_extent(src.shape, s.scope->image_layout());
     std::optional<ImageExtent> to = image_extent(dst.shape, d.scope->image_layout());
     if (from && to && (from->height != to->height || from->width != to->width)) {
-      return fmt::format("copy_tensor between images of {}x{} pixels (scope '{}') and {}x{} pixels (scope '{}') is "
+      return broken_rule("copy_tensor between images of {}x{} pixels (scope '{}') and {}x{} pixels (scope '{}') is "
                          "not supported; copy through a buffer tensor",
                          from->height, from->width, s.scope->name, to->height, to->width, d.scope->name);
     }
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 // A view shares a byte range of a contiguous buffer tensor: inside it, aligned as the
 // scope's sub-buffers must be. It lives no longer than the tensor it views.
-Problem FunctionVerifier::check_view(const Binding& b) {
+Status FunctionVerifier::check_view(const Binding& b) {
   const std::string& name = b.vars[0];
   const VarInfo& base = *lookup(name);
-  if (base.type.kind != Type::Kind::kTensor) return fmt::format("'{}' is {}, not a tensor", name, print_type(base.type));
-  if (base.discontiguous) return fmt::format("'{}' is a discontiguous tensor, which has no byte range to view", name);
+  if (base.type.kind != Type::Kind::kTensor) {
+    return broken_rule("'{}' is {}, not a tensor", name, print_type(base.type));
+  }
+  if (base.discontiguous) return broken_rule("'{}' is a discontiguous tensor, which has no byte range to view", name);
   if (base.scope != nullptr && base.scope->kind == ScopeKind::kImage2d) {
-    return fmt::format("'{}' is in image scope '{}'; only buffer tensors can be viewed", name, base.scope->name);
+    return broken_rule("'{}' is in image scope '{}'; only buffer tensors can be viewed", name, base.scope->name);
   }
-  if (b.offset < 0) return fmt::format("offset {} is negative", b.offset);
-  for (int64_t extent : b.shape) {
-    if (extent < 0) return fmt::format("shape {} has a negative extent", print_shape_list(b.shape));
-  }
-  std::optional<uint64_t> nbytes = checked_nbytes(b.shape, b.dtype);
-  if (!nbytes) return fmt::format("shape {} of {} is larger than 2^64 bytes", print_shape_list(b.shape), dtype_name(b.dtype));
+  if (b.offset < 0) return broken_rule("offset {} is negative", b.offset);
+  STOWAGE_TRY(check_tensor_shape(b.shape, b.dtype));
+  const uint64_t nbytes = *checked_nbytes(b.shape, b.dtype);
   const uint64_t base_bytes = *checked_nbytes(base.type.shape, base.type.dtype);  // checked where it was defined
   const auto offset = static_cast<uint64_t>(b.offset);
-  if (*nbytes > base_bytes || offset > base_bytes - *nbytes) {
-    return fmt::format("bytes [{}, {}) lie outside '{}', which has {} bytes", offset, offset + *nbytes, name,
+  if (nbytes > base_bytes || offset > base_bytes - nbytes) {
+    return broken_rule("bytes [{}, {}) lie outside '{}', which has {} bytes", offset, offset + nbytes, name,
                        base_bytes);
   }
   const ScopeDesc* scope = base.scope != nullptr ? base.scope : target_.find_scope("global");
   if (scope != nullptr) {
-    if (Status s = offset_is_aligned(offset, scope->alignment, scope->name); !s) return s.error().message();
+    STOWAGE_TRY(offset_is_aligned(offset, scope->alignment, scope->name));
   }
   result_info_.scope = base.scope;
   result_info_.view_of = base.view_of.empty() ? name : base.view_of;
-  return std::nullopt;
+  return Status::ok();
 }
 
 Type FunctionVerifier::arg_type(const Arg& arg) const {
@@ -297,32 +301,32 @@ Type FunctionVerifier::arg_type(const Arg& arg) const {
   return lookup(arg.var)->type;
 }
 
-Problem FunctionVerifier::check_call(const Binding& b) {
+Status FunctionVerifier::check_call(const Binding& b) {
   const Function* callee = module_.find_function(b.callee);
-  if (callee == nullptr) return fmt::format("unknown function '{}'", b.callee);
+  if (callee == nullptr) return broken_rule("unknown function '{}'", b.callee);
   if (b.args.size() != callee->params.size()) {
-    return fmt::format("function '{}' takes {} argument{}, got {}", b.callee, callee->params.size(),
+    return broken_rule("function '{}' takes {} argument{}, got {}", b.callee, callee->params.size(),
                        callee->params.size() == 1 ? "" : "s", b.args.size());
   }
   for (size_t i = 0; i < b.args.size(); ++i) {
     if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->is_constant) {
-      return fmt::format("{} is a constant, which cannot be passed to a function (it could write its parameter); "
+      return broken_rule("{} is a constant, which cannot be passed to a function (it could write its parameter); "
                          "copy_tensor it into a tensor first",
                          describe_arg(b.args[i], i));
     }
     if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->discontiguous) {
-      return fmt::format("{} is a discontiguous tensor, which cannot be passed to a function; copy_tensor it into a "
+      return broken_rule("{} is a discontiguous tensor, which cannot be passed to a function; copy_tensor it into a "
                          "contiguous tensor first",
                          describe_arg(b.args[i], i));
     }
     Type type = arg_type(b.args[i]);
     const Param& param = callee->params[i];
     if (!(type == param.type)) {
-      return fmt::format("{} is {}, but parameter '{}' of function '{}' is {}", describe_arg(b.args[i], i),
+      return broken_rule("{} is {}, but parameter '{}' of function '{}' is {}", describe_arg(b.args[i], i),
                          print_type(type), param.name, b.callee, print_type(param.type));
     }
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 Type FunctionVerifier::result_type(const Binding& b) const {
@@ -347,26 +351,26 @@ void FunctionVerifier::define_result(const Binding& b) {
   vars_.emplace(b.result, std::move(info));
 }
 
-Problem FunctionVerifier::check_return() {
+Status FunctionVerifier::check_return() {
   const std::string& name = function_.ret;
-  if (name.empty()) return std::string("the function returns no variable");
+  if (name.empty()) return broken_rule("the function returns no variable");
   const VarInfo* info = lookup(name);
-  if (info == nullptr) return fmt::format("'{}' is not defined", name);
-  if (info->killed) return fmt::format("'{}' was killed{}", name, at_loc(info->kill_loc));
+  if (info == nullptr) return broken_rule("'{}' is not defined", name);
+  if (info->killed) return broken_rule("'{}' was killed{}", name, at_loc(info->kill_loc));
   if (info->is_constant) {
-    return fmt::format("'{}' is a constant, which cannot be returned (the caller could write it); return a copy",
+    return broken_rule("'{}' is a constant, which cannot be returned (the caller could write it); return a copy",
                        name);
   }
   if (info->discontiguous) {
-    return fmt::format("'{}' is a discontiguous tensor, which cannot be returned; copy_tensor it into a contiguous "
+    return broken_rule("'{}' is a discontiguous tensor, which cannot be returned; copy_tensor it into a contiguous "
                        "tensor first",
                        name);
   }
   if (!(info->type == function_.ret_type)) {
-    return fmt::format("'{}' is {}, but the function returns {}", name, print_type(info->type),
+    return broken_rule("'{}' is {}, but the function returns {}", name, print_type(info->type),
                        print_type(function_.ret_type));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace stowage::ir::verify

@@ -3,22 +3,33 @@
 // and verify_call_kernel.cc (kernel signatures). Internal to src/ir.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "stowage/bytecode/target.h"
 #include "stowage/ir/ir.h"
+#include "stowage/support/error.h"
 
 namespace stowage::ir::verify {
 
-// A broken rule, described without its context (the function and binding).
-using Problem = std::optional<std::string>;
+// A broken rule, described without its context (the function and binding), which
+// verify_function puts in front of the message.
+template <typename... Args>
+Error broken_rule(fmt::format_string<Args...> format, Args&&... args) {
+  return Error(ErrorKind::kVerify, fmt::format(format, std::forward<Args>(args)...));
+}
 
 // " at 9:3", or nothing for a node built in code.
 std::string at_loc(SourceLoc loc);
+
+// No extent of `shape` is negative and a tensor of it and `dtype` has fewer than 2^64 bytes.
+Status check_tensor_shape(const std::vector<int64_t>& shape, DType dtype);
 
 // A storage made by alloc_storage in this function: its size is known.
 struct StorageInfo {
@@ -78,48 +89,49 @@ class FunctionVerifier {
  private:
   // function_verifier.cc
   std::optional<Failure> check_params();
-  Problem check_binding(const Binding& b);
-  Problem check_form(const Binding& b);
-  Problem check_uses(const Binding& b);
-  Problem check_use(const std::string& name, bool is_kill);
-  Problem check_result_is_new(const Binding& b);
-  Problem check_kill(const Binding& b);
-  Problem check_copy(const Binding& b);
-  Problem check_call(const Binding& b);
-  Problem check_return();
+  Status check_binding(const Binding& b);
+  Status check_op(const Binding& b);  // the rules of b's op
+  Status check_form(const Binding& b);
+  Status check_uses(const Binding& b);
+  Status check_use(const std::string& name, bool is_kill);
+  Status check_result_is_new(const Binding& b);
+  Status check_kill(const Binding& b);
+  Status check_copy(const Binding& b);
+  Status check_call(const Binding& b);
+  Status check_return();
   Type result_type(const Binding& b) const;
   Type arg_type(const Arg& arg) const;
   void define_result(const Binding& b);
 
   // verify_memory.cc
-  Problem check_alloc_storage(const Binding& b);
-  Problem check_capacity(const Binding& b, const ScopeDesc& scope, uint64_t bytes);
-  Problem check_alloc_tensor(const Binding& b);
-  Problem check_buffer_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
-                              uint64_t nbytes, Placement& placement);
-  Problem check_image_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
-                             Placement& placement);
-  Problem check_empty(const Binding& b);
-  Problem check_view(const Binding& b);
+  Status check_alloc_storage(const Binding& b);
+  Status check_capacity(const Binding& b, const ScopeDesc& scope, uint64_t bytes);
+  Status check_alloc_tensor(const Binding& b);
+  Status check_buffer_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
+                             uint64_t nbytes, Placement& placement);
+  Status check_image_tensor(const Binding& b, const std::string& storage_name, StorageInfo& storage,
+                            Placement& placement);
+  Status check_empty(const Binding& b);
+  Status check_view(const Binding& b);
   // A range of `subject` (e.g. "block 2 of tensor 'a'") against the tensors live in `storage`.
-  Problem check_live_overlap(const std::string& subject, const std::string& storage_name, const StorageInfo& storage,
-                             uint64_t begin, uint64_t end) const;
+  Status check_live_overlap(const std::string& subject, const std::string& storage_name, const StorageInfo& storage,
+                            uint64_t begin, uint64_t end) const;
 
   // verify_discontiguous.cc
-  Problem check_alloc_discontiguous(const Binding& b);
-  Problem check_discontiguous_counts(const Binding& b);
-  Problem check_discontiguous_ranges(const Binding& b, bool tables);
-  Problem check_empty_discontiguous(const Binding& b);
-  Problem check_discontiguous_arg(const KernelSignature& kernel, size_t param, const std::string& name);
-  Problem find_scope(const std::string& name, const ScopeDesc** scope) const;
+  Status check_alloc_discontiguous(const Binding& b);
+  Status check_discontiguous_counts(const Binding& b);
+  Status check_discontiguous_ranges(const Binding& b, bool tables);
+  Status check_empty_discontiguous(const Binding& b);
+  Status check_discontiguous_arg(const KernelSignature& kernel, size_t param, const std::string& name);
+  Expected<const ScopeDesc*> find_scope(const std::string& name) const;
 
   // verify_call_kernel.cc
-  Problem check_call_kernel(const Binding& b);
-  Problem check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
-  Problem check_tensor_arg(const KernelSignature& kernel, const KernelParam& param, const std::string& name);
-  Problem check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
-  Problem check_image_aliasing(const KernelSignature& kernel, const Binding& b);
-  Problem check_launch_size(const Binding& b);
+  Status check_call_kernel(const Binding& b);
+  Status check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
+  Status check_tensor_arg(const KernelSignature& kernel, const KernelParam& param, const std::string& name);
+  Status check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
+  Status check_image_aliasing(const KernelSignature& kernel, const Binding& b);
+  Status check_launch_size(const Binding& b);
 
   const VarInfo* lookup(const std::string& name) const;
   std::string describe_arg(const Arg& arg, size_t index) const;

@@ -59,7 +59,7 @@ std::optional<UnitPos> unit_position(CXSourceLocation location) {
 }
 
 // The first error Clang reported, if any.
-std::optional<Error> first_clang_error(const KernelSourceUnit& unit, CXTranslationUnit tu) {
+Status first_clang_error(const KernelSourceUnit& unit, CXTranslationUnit tu) {
   unsigned count = clang_getNumDiagnostics(tu);
   for (unsigned i = 0; i < count; ++i) {
     clang_c::DiagnosticHandle diagnostic(clang_getDiagnostic(tu, i));
@@ -68,7 +68,7 @@ std::optional<Error> first_clang_error(const KernelSourceUnit& unit, CXTranslati
     std::string text = clang_c::take_string(clang_getDiagnosticSpelling(diagnostic.get()));
     return unit_error(unit, unit_position(clang_getDiagnosticLocation(diagnostic.get())), text);
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 // The 1-based line and column (in bytes) of byte `offset` of `source`.
@@ -84,9 +84,9 @@ UnitPos position_of(std::string_view source, uint64_t offset) {
 // inlines those, and any other file would be read on the machine that runs the
 // bytecode (the loader refuses such units). Checked before libclang sees the
 // unit, so that it reads no file of this machine either.
-std::optional<Error> foreign_file_access(const KernelSourceUnit& unit) {
+Status foreign_file_access(const KernelSourceUnit& unit) {
   std::optional<FileAccess> access = first_foreign_file_access(unit.source);
-  if (!access) return std::nullopt;
+  if (!access) return Status::ok();
   return unit_error(unit, position_of(unit.source, access->offset),
                     fmt::format("'{}' is not allowed: a kernel may include only the headers Stowage ships, each as "
                                 "'#include <stowage/NAME>' on a line of its own ({})",
@@ -280,7 +280,7 @@ KernelCursors find_kernels(CXTranslationUnit tu) {
 }
 
 // A declared kernel with no body could not be built on the device.
-std::optional<Error> undefined_kernel(const KernelSourceUnit& unit, const KernelCursors& kernels) {
+Status undefined_kernel(const KernelSourceUnit& unit, const KernelCursors& kernels) {
   std::set<std::string> defined;
   for (CXCursor cursor : kernels.definitions) {
     defined.insert(clang_c::take_string(clang_getCursorSpelling(cursor)));
@@ -290,7 +290,7 @@ std::optional<Error> undefined_kernel(const KernelSourceUnit& unit, const Kernel
     return unit_error(unit, unit_position(clang_getCursorLocation(cursor)),
                       fmt::format("kernel '{}' is declared but not defined", name));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 // OpenCL C 1.2 with the default header (the built-in functions and types), as
@@ -343,7 +343,7 @@ Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourc
 
 Expected<std::vector<KernelSignature>> read_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                               uint32_t table_entry_bytes) {
-  if (std::optional<Error> error = foreign_file_access(unit)) return *error;
+  STOWAGE_TRY(foreign_file_access(unit));
   if (auto known = signature_memo().find(unit.source, table_entry_bytes)) {
     for (KernelSignature& signature : *known) signature.unit = unit_index;
     return std::move(*known);
@@ -357,9 +357,8 @@ namespace {
 
 Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourceUnit& unit, uint32_t unit_index,
                                                                uint32_t table_entry_bytes) {
-  std::string load_error;
-  if (clang_c::load_libclang(load_error) == nullptr) {
-    return Error(ErrorKind::kUnsupported, fmt::format("kernel unit '{}': {}", unit.name, load_error));
+  if (Status loaded = clang_c::load_libclang(); !loaded) {
+    return Error(loaded.error().kind(), fmt::format("kernel unit '{}': {}", unit.name, loaded.error().message()));
   }
   clang_c::IndexHandle index(clang_createIndex(/*excludeDeclarationsFromPCH=*/0, /*displayDiagnostics=*/0));
   std::string file_name = unit.name + ".cl";
@@ -388,15 +387,14 @@ Expected<std::vector<KernelSignature>> parse_kernel_signatures(const KernelSourc
     return unit_error(unit, std::nullopt, fmt::format("libclang could not parse the unit (error code {})",
                                                       static_cast<int>(code)));
   }
-  if (std::optional<Error> error = first_clang_error(unit, tu.get())) return *error;
+  STOWAGE_TRY(first_clang_error(unit, tu.get()));
 
   KernelCursors kernels = find_kernels(tu.get());
-  if (std::optional<Error> error = undefined_kernel(unit, kernels)) return *error;
+  STOWAGE_TRY(undefined_kernel(unit, kernels));
   std::vector<KernelSignature> signatures;
   for (CXCursor cursor : kernels.definitions) {
-    Expected<KernelSignature> signature = read_signature(unit, unit_index, cursor);
-    if (!signature) return signature.error();
-    signatures.push_back(signature.take());
+    STOWAGE_TRY_ASSIGN(KernelSignature signature, read_signature(unit, unit_index, cursor));
+    signatures.push_back(std::move(signature));
   }
   return signatures;
 }

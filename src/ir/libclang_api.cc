@@ -33,10 +33,10 @@ void load() {
 
 }  // namespace
 
-const LibClang* load_libclang(std::string& error) {
+Status load_libclang() {
   std::call_once(g_once, load);
-  error = g_error;
-  return g_error.empty() ? &g_library : nullptr;
+  if (g_error.empty()) return Status::ok();
+  return Error(ErrorKind::kUnsupported, g_error);
 }
 
 const LibClang& libclang() { return g_library; }

@@ -13,6 +13,8 @@
 
 #include <string>
 
+#include "stowage/support/error.h"
+
 #define STOWAGE_LIBCLANG_FUNCTIONS(X)                                                                     \
   X(clang_createIndex) X(clang_disposeIndex) X(clang_parseTranslationUnit2)                             \
   X(clang_disposeTranslationUnit) X(clang_getNumDiagnostics) X(clang_getDiagnostic)                     \
@@ -33,8 +35,8 @@ struct LibClang {
 #undef STOWAGE_LIBCLANG_POINTER
 };
 
-// The loaded library, or nullptr with `error` saying why (once per process).
-const LibClang* load_libclang(std::string& error);
+// Loads the library (once per process), or says why it cannot be loaded.
+Status load_libclang();
 // The loaded library; only valid after load_libclang succeeded.
 const LibClang& libclang();
 

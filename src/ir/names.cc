@@ -33,12 +33,13 @@ bool is_reserved_word(std::string_view name) {
   return parse_dtype(name).has_value();
 }
 
-std::optional<std::string> name_problem(std::string_view name) {
+Status validate_name(std::string_view name) {
   if (!is_identifier(name)) {
-    return fmt::format("'{}' is not a valid name (expected [A-Za-z_][A-Za-z0-9_.]*)", name);
+    return Error(ErrorKind::kInvalidInput,
+                 fmt::format("'{}' is not a valid name (expected [A-Za-z_][A-Za-z0-9_.]*)", name));
   }
-  if (is_reserved_word(name)) return fmt::format("'{}' is a reserved word", name);
-  return std::nullopt;
+  if (is_reserved_word(name)) return Error(ErrorKind::kInvalidInput, fmt::format("'{}' is a reserved word", name));
+  return Status::ok();
 }
 
 }  // namespace stowage::ir

@@ -176,11 +176,9 @@ class Parser {
       fail(list_loc, fmt::format("constant '{}' lists {} numbers, its type {} has {} elements", c.name,
                                  numbers.size(), print_type(c.type), *count));
     }
-    std::vector<std::byte> bytes;
-    if (auto problem = text::numbers_to_bytes(c.type.dtype, numbers, bytes)) {
-      fail(list_loc, fmt::format("constant '{}': {}", c.name, *problem));
-    }
-    return std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+    Expected<std::vector<std::byte>> bytes = text::numbers_to_bytes(c.type.dtype, numbers);
+    if (!bytes) fail(list_loc, fmt::format("constant '{}': {}", c.name, bytes.error().message()));
+    return std::make_shared<const std::vector<std::byte>>(bytes.take());
   }
 
   Function parse_function() {

@@ -153,7 +153,7 @@ Status report_failure(const Function& fn, const verify::FunctionVerifier::Failur
 
 }  // namespace
 
-bool is_valid_variable_name(std::string_view name) { return !name_problem(name).has_value(); }
+bool is_valid_variable_name(std::string_view name) { return validate_name(name).is_ok(); }
 
 bool op_produces_value(Op op) { return op_info(op).result != OpResult::kNone; }
 
@@ -166,11 +166,11 @@ Status verify_function(const Module& module, const Function& function, const Tar
 
 Status verify_module(const Module& module, const TargetDesc& target, std::string_view file_name) {
   Reporter report(file_name);
-  if (Status s = check_units(module, report); !s) return s;
-  if (Status s = check_constants(module, target, report); !s) return s;
-  if (Status s = check_function_names(module, report); !s) return s;
+  STOWAGE_TRY(check_units(module, report));
+  STOWAGE_TRY(check_constants(module, target, report));
+  STOWAGE_TRY(check_function_names(module, report));
   for (const Function& fn : module.functions) {
-    if (Status s = verify_function(module, fn, target, file_name); !s) return s;
+    STOWAGE_TRY(verify_function(module, fn, target, file_name));
   }
   return Status::ok();
 }

@@ -52,41 +52,41 @@ std::string describe_param(const KernelSignature& kernel, const KernelParam& par
 
 }  // namespace
 
-Problem FunctionVerifier::check_call_kernel(const Binding& b) {
+Status FunctionVerifier::check_call_kernel(const Binding& b) {
   const KernelSignature* kernel = module_.find_kernel(b.callee);
-  if (kernel == nullptr) return fmt::format("unknown kernel '{}'", b.callee);
+  if (kernel == nullptr) return broken_rule("unknown kernel '{}'", b.callee);
   // A discontiguous tensor fills three parameters: its tables, its root table's offset, its data.
   auto is_discontiguous = [this](const Arg& a) { return a.kind == Arg::Kind::kVar && lookup(a.var)->discontiguous; };
   size_t filled = 0;
   for (const Arg& a : b.args) filled += is_discontiguous(a) ? 3 : 1;
   if (filled != kernel->params.size()) {
     if (filled == b.args.size()) {
-      return fmt::format("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
+      return broken_rule("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
                          kernel->params.size() == 1 ? "" : "s", b.args.size());
     }
-    return fmt::format("kernel '{}' takes {} parameter{}, but the arguments fill {} (a discontiguous tensor fills 3: "
+    return broken_rule("kernel '{}' takes {} parameter{}, but the arguments fill {} (a discontiguous tensor fills 3: "
                        "tables, root offset, data)",
                        b.callee, kernel->params.size(), kernel->params.size() == 1 ? "" : "s", filled);
   }
   size_t param = 0;
   for (size_t i = 0; i < b.args.size(); ++i) {
     if (is_discontiguous(b.args[i])) {
-      if (auto p = check_discontiguous_arg(*kernel, param, b.args[i].var)) return p;
+      STOWAGE_TRY(check_discontiguous_arg(*kernel, param, b.args[i].var));
       param += 3;
       continue;
     }
-    if (auto p = check_kernel_arg(*kernel, kernel->params[param], b.args[i], i)) return p;
+    STOWAGE_TRY(check_kernel_arg(*kernel, kernel->params[param], b.args[i], i));
     ++param;
   }
   if (filled == b.args.size()) {
-    if (auto p = check_image_aliasing(*kernel, b)) return p;
+    STOWAGE_TRY(check_image_aliasing(*kernel, b));
   }
   return check_launch_size(b);
 }
 
 // The three parameters a discontiguous tensor fills, starting at `first`.
-Problem FunctionVerifier::check_discontiguous_arg(const KernelSignature& kernel, size_t first,
-                                                  const std::string& name) {
+Status FunctionVerifier::check_discontiguous_arg(const KernelSignature& kernel, size_t first,
+                                                 const std::string& name) {
   const VarInfo& tensor = *lookup(name);
   const DiscontiguousInfo& info = *tensor.discontiguous;
   DType entry = info.entry_bytes == 8 ? DType::kUInt64 : DType::kUInt32;
@@ -95,7 +95,7 @@ Problem FunctionVerifier::check_discontiguous_arg(const KernelSignature& kernel,
   const KernelParam& root = kernel.params[first + 1];
   const KernelParam& data = kernel.params[first + 2];
   auto role = [&](const KernelParam& p, std::string_view what, std::string_view wanted) {
-    return fmt::format("{} receives the {} of discontiguous tensor '{}', so it must be {}",
+    return broken_rule("{} receives the {} of discontiguous tensor '{}', so it must be {}",
                        describe_param(kernel, p), what, name, wanted);
   };
   if (tables.kind != KernelParamKind::kGlobalBuffer || !tables.is_const || tables.dtype != entry ||
@@ -109,79 +109,79 @@ Problem FunctionVerifier::check_discontiguous_arg(const KernelSignature& kernel,
   if (!data.is_buffer() || data.dtype != tensor.type.dtype || data.lanes != 1) {
     return role(data, "data", fmt::format("a __global {}* (or const)", element));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
-                                           size_t index) {
+Status FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
+                                          size_t index) {
   if (param.kind == KernelParamKind::kLocal) {
-    return fmt::format("{} is a local buffer, which call_kernel does not support yet", describe_param(kernel, param));
+    return broken_rule("{} is a local buffer, which call_kernel does not support yet", describe_param(kernel, param));
   }
   if (param.kind == KernelParamKind::kScalar) return check_scalar_arg(kernel, param, arg, index);
   if (arg.kind == Arg::Kind::kVar && lookup(arg.var)->type.kind == Type::Kind::kTensor) {
     return check_tensor_arg(kernel, param, arg.var);
   }
   std::string what = arg.kind == Arg::Kind::kVar ? print_type(lookup(arg.var)->type) : "a literal";
-  return fmt::format("{} is a {}, but {} is {}, not a tensor", describe_param(kernel, param),
+  return broken_rule("{} is a {}, but {} is {}, not a tensor", describe_param(kernel, param),
                      kernel_param_kind_name(param.kind), describe_arg(arg, index), what);
 }
 
-Problem FunctionVerifier::check_tensor_arg(const KernelSignature& kernel, const KernelParam& param,
-                                           const std::string& name) {
+Status FunctionVerifier::check_tensor_arg(const KernelSignature& kernel, const KernelParam& param,
+                                          const std::string& name) {
   const VarInfo& tensor = *lookup(name);
   if (tensor.is_constant && param.writes()) {
-    return fmt::format("constant '{}' is read-only, but {} may write it (declare it {})", name,
+    return broken_rule("constant '{}' is read-only, but {} may write it (declare it {})", name,
                        describe_param(kernel, param),
                        param.is_image() ? "read_only image2d_t" : "__global const or __constant");
   }
   // Tensors of unknown placement (parameters, call results) live in buffers.
   bool in_image = tensor.scope != nullptr && tensor.scope->kind == ScopeKind::kImage2d;
   if (param.is_image()) {
-    if (in_image) return std::nullopt;
-    return fmt::format("{} is a {}, but tensor '{}' is not in an image scope", describe_param(kernel, param),
+    if (in_image) return Status::ok();
+    return broken_rule("{} is a {}, but tensor '{}' is not in an image scope", describe_param(kernel, param),
                        kernel_param_kind_name(param.kind), name);
   }
   if (in_image) {
-    return fmt::format("{} is a {}, but tensor '{}' is in image scope '{}'", describe_param(kernel, param),
+    return broken_rule("{} is a {}, but tensor '{}' is in image scope '{}'", describe_param(kernel, param),
                        kernel_param_kind_name(param.kind), name, tensor.scope->name);
   }
   std::string pointee = cl_type_name(param.dtype, param.lanes);
   if (tensor.type.dtype != param.dtype) {
-    return fmt::format("{} points to {}, but tensor '{}' holds {}", describe_param(kernel, param), pointee, name,
+    return broken_rule("{} points to {}, but tensor '{}' holds {}", describe_param(kernel, param), pointee, name,
                        dtype_name(tensor.type.dtype));
   }
   // A shape without an element count is reported where its type is declared.
   std::optional<uint64_t> elements = checked_num_elements(tensor.type.shape);
   if (param.lanes > 1 && elements && *elements % param.lanes != 0) {
-    return fmt::format("{} points to {}, but tensor '{}' has {} elements, not a multiple of {}",
+    return broken_rule("{} points to {}, but tensor '{}' has {} elements, not a multiple of {}",
                        describe_param(kernel, param), pointee, name, *elements, param.lanes);
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
-                                           size_t index) {
+Status FunctionVerifier::check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg,
+                                          size_t index) {
   std::string type = cl_type_name(param.dtype, param.lanes);
   if (param.lanes > 1) {
-    return fmt::format("{} is a vector scalar {}, which call_kernel does not support yet",
+    return broken_rule("{} is a vector scalar {}, which call_kernel does not support yet",
                        describe_param(kernel, param), type);
   }
   bool wants_float = dtype_is_float(param.dtype);
   Type given = arg_type(arg);
   bool matches = wants_float ? given.kind == Type::Kind::kFloat : given.kind == Type::Kind::kInt;
   if (!matches) {
-    return fmt::format("{} is a scalar {}, but {} is {}", describe_param(kernel, param), type,
+    return broken_rule("{} is a scalar {}, but {} is {}", describe_param(kernel, param), type,
                        describe_arg(arg, index), print_type(given));
   }
   if (arg.kind == Arg::Kind::kInt && !int_fits(param.dtype, arg.int_value)) {
-    return fmt::format("the integer {} does not fit {}, a {}", arg.int_value, describe_param(kernel, param), type);
+    return broken_rule("the integer {} does not fit {}, a {}", arg.int_value, describe_param(kernel, param), type);
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 // A tensor seen by the kernel as an image through two parameters, one of them
 // writing: OpenCL 1.2 images are either read or written within one kernel.
-Problem FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, const Binding& b) {
+Status FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, const Binding& b) {
   for (size_t i = 0; i < b.args.size(); ++i) {
     const Arg& a = b.args[i];
     if (a.kind != Arg::Kind::kVar) continue;
@@ -192,37 +192,37 @@ Problem FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, co
       const KernelParam& p = kernel.params[i];
       const KernelParam& q = kernel.params[j];
       if (!p.writes() && !q.writes()) continue;
-      return fmt::format("tensor '{}' is bound to parameters '{}' and '{}' of kernel '{}': it would be read and "
+      return broken_rule("tensor '{}' is bound to parameters '{}' and '{}' of kernel '{}': it would be read and "
                          "written through an image",
                          a.var, p.name, q.name, kernel.name);
     }
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-Problem FunctionVerifier::check_launch_size(const Binding& b) {
+Status FunctionVerifier::check_launch_size(const Binding& b) {
   std::string grid = print_shape_list(b.grid);
-  if (b.grid.empty() || b.grid.size() > 3) return fmt::format("grid {} must have 1 to 3 dimensions", grid);
+  if (b.grid.empty() || b.grid.size() > 3) return broken_rule("grid {} must have 1 to 3 dimensions", grid);
   for (int64_t g : b.grid) {
-    if (g <= 0) return fmt::format("grid {} has an extent that is not positive", grid);
+    if (g <= 0) return broken_rule("grid {} has an extent that is not positive", grid);
   }
   if (std::optional<uint64_t> items = checked_num_elements(b.grid); !items || *items > bytecode::kMaxLaunchWorkItems) {
-    return fmt::format("grid {} has {} work items, more than the limit of {} (2^40)", grid,
+    return broken_rule("grid {} has {} work items, more than the limit of {} (2^40)", grid,
                        items ? fmt::to_string(*items) : "2^64 or more", bytecode::kMaxLaunchWorkItems);
   }
-  if (b.local.empty()) return std::nullopt;
+  if (b.local.empty()) return Status::ok();
   std::string local = print_shape_list(b.local);
   if (b.local.size() != b.grid.size()) {
-    return fmt::format("local size {} has {} dimensions, but grid {} has {}", local, b.local.size(), grid,
+    return broken_rule("local size {} has {} dimensions, but grid {} has {}", local, b.local.size(), grid,
                        b.grid.size());
   }
   for (size_t d = 0; d < b.local.size(); ++d) {
-    if (b.local[d] <= 0) return fmt::format("local size {} has an extent that is not positive", local);
+    if (b.local[d] <= 0) return broken_rule("local size {} has an extent that is not positive", local);
     if (b.grid[d] % b.local[d] != 0) {
-      return fmt::format("local size {} does not divide grid {} in dimension {}", local, grid, d);
+      return broken_rule("local size {} does not divide grid {} in dimension {}", local, grid, d);
     }
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace stowage::ir::verify

@@ -2,9 +2,9 @@
 // form can print and read back unchanged.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <string_view>
+
+#include "stowage/support/error.h"
 
 namespace stowage::ir {
 
@@ -16,8 +16,8 @@ bool is_identifier(std::string_view name);
 // names, true, false, inf, nan.
 bool is_reserved_word(std::string_view name);
 
-// Why `name` cannot name something, e.g. "'1x' is not a valid name (expected
-// [A-Za-z_][A-Za-z0-9_.]*)" or "'return' is a reserved word"; nullopt when it can.
-std::optional<std::string> name_problem(std::string_view name);
+// Ok when `name` can name something; else why not, e.g. "'1x' is not a valid name
+// (expected [A-Za-z_][A-Za-z0-9_.]*)" or "'return' is a reserved word".
+Status validate_name(std::string_view name);
 
 }  // namespace stowage::ir

@@ -95,3 +95,14 @@ class [[nodiscard]] Status {
   do {                                                                \
     if (::stowage::Status status_ = (expr); !status_) return status_.error(); \
   } while (0)
+
+// Declares or assigns `lhs` from the value of the Expected<T> `expr`, or returns its
+// Error from the enclosing function (which returns Status or Expected<U>):
+//   STOWAGE_TRY_ASSIGN(const ScopeDesc* scope, find_scope(name));
+#define STOWAGE_TRY_ASSIGN(lhs, expr) STOWAGE_TRY_ASSIGN_IMPL(STOWAGE_CONCAT(expected_, __LINE__), lhs, expr)
+#define STOWAGE_TRY_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                            \
+  if (!tmp) return tmp.error();                 \
+  lhs = tmp.take()
+#define STOWAGE_CONCAT(a, b) STOWAGE_CONCAT_IMPL(a, b)
+#define STOWAGE_CONCAT_IMPL(a, b) a##b

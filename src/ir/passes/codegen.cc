@@ -133,11 +133,10 @@ class FunctionLowering {
       define(p.name);
     }
     for (const auto& binding : f_.bindings) {
-      if (auto status = lower_binding(binding); !status) return status.error();
+      STOWAGE_TRY(lower_binding(binding));
     }
-    auto ret = reg_of(f_.ret, nullptr);
-    if (!ret) return ret.error();
-    emit(Opcode::kRet, {*ret});
+    STOWAGE_TRY_ASSIGN(uint32_t ret, reg_of(f_.ret, nullptr));
+    emit(Opcode::kRet, {ret});
     out_.result = value_desc(f_.ret, f_.ret_type);
     out_.num_registers = next_reg_;
     return std::move(out_);
@@ -177,9 +176,8 @@ class FunctionLowering {
     for (size_t i = 0; i < b.args.size(); ++i) {
       const Arg& a = b.args[i];
       if (a.kind == Arg::Kind::kVar) {
-        auto r = reg_of(a.var, &b);
-        if (!r) return r.error();
-        regs.push_back(*r);
+        STOWAGE_TRY_ASSIGN(uint32_t r, reg_of(a.var, &b));
+        regs.push_back(r);
         continue;
       }
       DType dtype = i < literal_types.size() ? literal_types[i]
@@ -211,37 +209,32 @@ class FunctionLowering {
         return {};
       }
       case Op::kAllocTensor: {
-        auto storage = reg_of(b.vars.at(0), &b);
-        if (!storage) return storage.error();
+        STOWAGE_TRY_ASSIGN(uint32_t storage, reg_of(b.vars.at(0), &b));
         if (auto it = storage_scope_.find(b.vars[0]); it != storage_scope_.end()) {
           note_offset(*b_.scope_requirement(it->second), static_cast<uint64_t>(b.offset));
         }
         uint32_t shape = b_.shape_constant(b.shape);
         uint32_t r = define(b.result);
         emit(Opcode::kAllocTensor,
-             {r, *storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+             {r, storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
         return {};
       }
       case Op::kView: {
-        auto tensor = reg_of(b.vars.at(0), &b);
-        if (!tensor) return tensor.error();
+        STOWAGE_TRY_ASSIGN(uint32_t tensor, reg_of(b.vars.at(0), &b));
         uint32_t shape = b_.shape_constant(b.shape);
         uint32_t r = define(b.result);
-        emit(Opcode::kView, {r, *tensor, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+        emit(Opcode::kView, {r, tensor, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
         return {};
       }
       case Op::kKillObject: {
-        auto r = reg_of(b.vars.at(0), &b);
-        if (!r) return r.error();
-        emit(Opcode::kKill, {*r});
+        STOWAGE_TRY_ASSIGN(uint32_t r, reg_of(b.vars.at(0), &b));
+        emit(Opcode::kKill, {r});
         return {};
       }
       case Op::kCopyTensor: {
-        auto src = reg_of(b.vars.at(0), &b);
-        if (!src) return src.error();
-        auto dst = reg_of(b.vars.at(1), &b);
-        if (!dst) return dst.error();
-        emit(Opcode::kCopyTensor, {*src, *dst});
+        STOWAGE_TRY_ASSIGN(uint32_t src, reg_of(b.vars.at(0), &b));
+        STOWAGE_TRY_ASSIGN(uint32_t dst, reg_of(b.vars.at(1), &b));
+        emit(Opcode::kCopyTensor, {src, dst});
         return {};
       }
       case Op::kCallKernel: {
@@ -256,17 +249,15 @@ class FunctionLowering {
           literal_types.push_back(p < params.size() ? params[p].dtype : DType::kInt64);
           p += spread ? 3 : 1;
         }
-        auto regs = arg_registers(b, literal_types);
-        if (!regs) return regs.error();
+        STOWAGE_TRY_ASSIGN(std::vector<uint32_t> regs, arg_registers(b, literal_types));
         std::vector<uint32_t> list;
         for (size_t i = 0; i < b.args.size(); ++i) {
           bool spread = b.args[i].kind == Arg::Kind::kVar && discontiguous_.count(b.args[i].var) != 0;
-          list.insert(list.end(), spread ? 3 : 1, (*regs)[i]);
+          list.insert(list.end(), spread ? 3 : 1, regs[i]);
         }
-        Expected<std::vector<uint32_t>> args(std::move(list));
         uint32_t grid = b_.shape_constant(b.grid);
         uint64_t local = b.local.empty() ? kNoConstant : b_.shape_constant(b.local);
-        emit(Opcode::kCallKernel, {k->second, grid, local}, args.take());
+        emit(Opcode::kCallKernel, {k->second, grid, local}, std::move(list));
         return {};
       }
       case Op::kCall: {
@@ -277,10 +268,9 @@ class FunctionLowering {
         for (const auto& p : callee.params) {
           literal_types.push_back(p.type.kind == Type::Kind::kFloat ? DType::kFloat64 : DType::kInt64);
         }
-        auto args = arg_registers(b, literal_types);
-        if (!args) return args.error();
+        STOWAGE_TRY_ASSIGN(std::vector<uint32_t> args, arg_registers(b, literal_types));
         uint32_t r = define(b.result);
-        emit(Opcode::kCall, {r, fn->second}, args.take());
+        emit(Opcode::kCall, {r, fn->second}, std::move(args));
         return {};
       }
       case Op::kEmpty:
@@ -294,17 +284,15 @@ class FunctionLowering {
   }
 
   Status lower_alloc_discontiguous(const Binding& b) {
-    auto tables = reg_of(b.vars.at(0), &b);
-    if (!tables) return tables.error();
-    auto data = reg_of(b.vars.at(1), &b);
-    if (!data) return data.error();
+    STOWAGE_TRY_ASSIGN(uint32_t tables, reg_of(b.vars.at(0), &b));
+    STOWAGE_TRY_ASSIGN(uint32_t data, reg_of(b.vars.at(1), &b));
     // Tables and blocks are read through offsets, not sub-buffers: no offset alignment to note.
     uint32_t table_offsets = b_.shape_constant(b.table_offsets);
     uint32_t data_offsets = b_.shape_constant(b.data_offsets);
     uint32_t shape = b_.shape_constant(b.shape);
     uint32_t r = define(b.result);
     discontiguous_.insert(b.result);
-    emit(Opcode::kAllocDiscontiguous, {r, *tables, table_offsets, *data, data_offsets, shape,
+    emit(Opcode::kAllocDiscontiguous, {r, tables, table_offsets, data, data_offsets, shape,
                                        static_cast<uint64_t>(b.dtype), b_.target().table_entry_bytes});
     return {};
   }
@@ -387,16 +375,13 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
   }
   ConstantPlan planned;
   if (options.constants == nullptr) {
-    auto plan = plan_constants(module, target);
-    if (!plan) return plan.error();
-    planned = plan.take();
+    STOWAGE_TRY_ASSIGN(planned, plan_constants(module, target));
   }
   const ConstantPlan& plan = options.constants != nullptr ? *options.constants : planned;
   std::map<std::string, uint32_t> constants = add_constants(builder, module, plan);
   for (const auto& f : module.functions) {
-    auto lowered = FunctionLowering(builder, f, kernels, functions, constants).lower();
-    if (!lowered) return lowered.error();
-    exe.functions.push_back(lowered.take());
+    STOWAGE_TRY_ASSIGN(stowage::Function lowered, FunctionLowering(builder, f, kernels, functions, constants).lower());
+    exe.functions.push_back(std::move(lowered));
   }
   // A scope whose tensors all sit at offset 0 constrains no alignment: any power
   // of two divides 0, so record the largest.

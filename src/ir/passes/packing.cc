@@ -145,7 +145,7 @@ void fit_group(const Instance& in, GroupState& group, uint64_t capacity, bool lo
 
 Expected<PackResult> pack(std::span<const PackItem> items, const PackOptions& options) {
   const auto start = StepCounter::Clock::now();
-  if (Status status = validate(items); !status) return status.error();
+  STOWAGE_TRY(validate(items));
   const auto limit = std::chrono::duration_cast<StepCounter::Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, std::min(options.time_limit_seconds, 1e9))));
   StepCounter steps(options.max_steps.value_or(std::numeric_limits<uint64_t>::max()), start + limit);

@@ -49,7 +49,7 @@ class Reader {
   Expected<PlanningSolution> read(bool want_offsets) {
     std::optional<std::string_view> header = next_line();
     if (!header) return fail("missing header (expected columns id,lower,upper,size)");
-    if (Status status = read_header(*header); !status) return status.error();
+    STOWAGE_TRY(read_header(*header));
     for (Column required : {kId, kLower, kUpper, kSize})
       if (position_[required] < 0) return fail("missing column '" + std::string(kColumnNames[required]) + "'");
     if (want_offsets && position_[kOffset] < 0) return fail("missing column 'offset'");
@@ -66,22 +66,22 @@ class Reader {
       if (!fresh)
         return fail("column '" + std::string(names_[kId]) + "': '" + item.id + "' already appears on line " +
                     std::to_string(it->second));
-      if (Status s = read_signed(fields, kLower, item.lower); !s) return s.error();
-      if (Status s = read_signed(fields, kUpper, item.upper); !s) return s.error();
+      STOWAGE_TRY(read_signed(fields, kLower, item.lower));
+      STOWAGE_TRY(read_signed(fields, kUpper, item.upper));
       if (upper_is_last_moment_) {
         if (item.upper == std::numeric_limits<int64_t>::max())
           return fail("column '" + std::string(names_[kUpper]) + "': '" + std::string(fields[position_[kUpper]]) +
                       "' is out of range");
         ++item.upper;
       }
-      if (Status s = read_unsigned(fields, kSize, item.size); !s) return s.error();
+      STOWAGE_TRY(read_unsigned(fields, kSize, item.size));
       if (position_[kAlignment] >= 0) {
-        if (Status s = read_unsigned(fields, kAlignment, item.alignment); !s) return s.error();
+        STOWAGE_TRY(read_unsigned(fields, kAlignment, item.alignment));
         if (item.alignment == 0) return fail("column 'alignment': must be at least 1");
       }
       if (want_offsets) {
         uint64_t offset = 0;
-        if (Status s = read_unsigned(fields, kOffset, offset); !s) return s.error();
+        STOWAGE_TRY(read_unsigned(fields, kOffset, offset));
         result.offsets.push_back(offset);
       }
       result.items.push_back(std::move(item));
