@@ -1,5 +1,3 @@
-// (x + y) * z of the add_mul examples: elementwise int32 add and multiply, one
-// work-item per element.
 __kernel void compute_add_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
   size_t i = get_global_id(0);
   c[i] = a[i] + b[i];

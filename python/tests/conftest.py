@@ -7,8 +7,8 @@ import pytest
 
 import stowage as sw
 
-# The add_mul example's kernels (examples/kernels/add_mul.cl), as examples/add_mul.stir
-# holds them: from the newline after the opening quotes.
+# The add_mul example's kernels (examples/kernels/add_mul.cl), after a blank line as
+# the tests always had them.
 EXAMPLE_KERNELS = pathlib.Path(__file__).resolve().parents[2] / "examples" / "kernels"
 ADD_MUL_KERNELS = "\n" + (EXAMPLE_KERNELS / "add_mul.cl").read_text()
 

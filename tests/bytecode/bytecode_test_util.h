@@ -75,7 +75,7 @@ inline Executable make_add_mul_executable() {
   exe.strings = {"global.vtcm"};
   exe.constants = {shape_constant({4096}), shape_constant({4, 64}), shape_constant({256})};
 
-  // The unit as the text form holds it: from the newline after the opening quotes.
+  // examples/kernels/add_mul.cl, after a blank line as this helper always had it.
   const std::string source = "\n" + read_text_file(std::string(STOWAGE_SOURCE_DIR) + "/examples/kernels/add_mul.cl");
   exe.units = {KernelUnit{"vtcm_ops", source}};
   for (const char* name : {"compute_add_in_vtcm", "compute_mul_in_vtcm"}) {

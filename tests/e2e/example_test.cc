@@ -42,8 +42,7 @@ std::vector<int32_t> host_add_mul(const vm::Value& x, const vm::Value& y, const 
 }
 
 // The text form holds kernels inline (a unit may name no file), so the .stir examples
-// carry copies of examples/kernels/: these must stay the files, from the newline
-// after the opening quotes on.
+// carry copies of examples/kernels/: these must stay the files.
 TEST(ExampleTest, InlineKernelUnitsAreTheKernelFiles) {
   const struct {
     const char* example;
@@ -64,7 +63,7 @@ TEST(ExampleTest, InlineKernelUnitsAreTheKernelFiles) {
     for (const ir::KernelSourceUnit& unit : module.units) {
       if (unit.name != c.unit) continue;
       found = true;
-      EXPECT_EQ(unit.source, "\n" + file) << c.example << " holds another " << c.file;
+      EXPECT_EQ(unit.source, file) << c.example << " holds another " << c.file;
     }
     EXPECT_TRUE(found) << c.example << " has no unit " << c.unit;
   }

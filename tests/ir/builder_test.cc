@@ -11,8 +11,7 @@
 namespace stowage::ir {
 namespace {
 
-// examples/kernels/add_mul.cl as examples/add_mul.stir holds it (from the newline
-// after the opening quotes).
+// examples/kernels/add_mul.cl, after a blank line as this test always had it.
 const std::string kVtcmOpsSource = "\n" + testing::read_source_file("examples/kernels/add_mul.cl");
 
 const Type kT = Type::tensor({4, 64}, DType::kInt32);
