@@ -1,11 +1,13 @@
 """conv2d timings through vm-run: textures against buffers, beside cuDNN.
 
-    python3 benchmarks/conv2d_bench.py prepare DIR [--stowc build/src/stowc] [--channels 16,32,64,128,256]
+    python3 benchmarks/conv2d_bench.py prepare DIR [--stowc build/src/stowc]
+        [--conv2d-program build/examples/conv2d_program] [--channels 16,32,64,128,256]
     python3 benchmarks/conv2d_bench.py run DIR [--vm-run build/src/vm-run] [--device SPEC]
 
-`prepare` (needs the compiler) writes, per C, the texture and buffer programs of
-examples/textures/conv2d.py for batch 1, 64x64, 3x3, pad 1, float32, each with 0
-and with REPS back-to-back convolutions, compiled to .stw, and the inputs as .npy.
+`prepare` (needs the compiler) writes, per C, the texture and buffer programs that
+`conv2d_program` prints (examples/textures/conv2d_program.h) for batch 1, 64x64, 3x3,
+pad 1, float32, each with 0 and with REPS back-to-back convolutions, compiled to .stw,
+and the inputs as .npy.
 `run` (runtime only) times each file with `vm-run --repeat`, takes the median of
 5 runs, and reports one convolution's time as (t(REPS) - t(0)) / REPS, so the
 uploads of x and w and the read-back cancel out. GFLOP/s = 2*C*C*64*64*9 / time.
@@ -16,12 +18,8 @@ import pathlib
 import re
 import statistics
 import subprocess
-import sys
 
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "textures"))
-import conv2d  # noqa: E402
 
 H = W = 64
 REPS = 20
@@ -48,7 +46,9 @@ def prepare(args):
         for variant in ("texture", "buffer"):
             for reps in (0, REPS):
                 stem = out / f"{variant}{c}_r{reps}"
-                stem.with_suffix(".stir").write_text(conv2d.program(variant, c, H, W, reps))
+                text = subprocess.run([args.conv2d_program, variant, str(c), str(H), str(W), str(reps)], check=True,
+                                      capture_output=True, text=True).stdout
+                stem.with_suffix(".stir").write_text(text)
                 subprocess.run([args.stowc, str(stem.with_suffix(".stir")), "-o", str(stem.with_suffix(".stw"))],
                                check=True)
     print(f"wrote programs for C in {args.channels} to {out}")
@@ -100,6 +100,7 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("dir")
     p.add_argument("--stowc", default="build/src/stowc")
+    p.add_argument("--conv2d-program", default="build/examples/conv2d_program")
     p.add_argument("--channels", type=lambda s: [int(v) for v in s.split(",")], default=[16, 32, 64, 128, 256])
     r = sub.add_parser("run")
     r.add_argument("dir")

@@ -1,13 +1,7 @@
-"""OpenCL C kernels shared by the Python examples."""
+"""OpenCL C kernels shared by the Python examples: the files of examples/kernels/."""
 
-ADD_MUL_KERNELS = r"""
-__kernel void compute_add_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] + b[i];
-}
+import pathlib
 
-__kernel void compute_mul_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] * b[i];
-}
-"""
+KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
+
+ADD_MUL_KERNELS = (KERNELS / "add_mul.cl").read_text()

@@ -200,6 +200,20 @@ void bind_module(py::module_& m) {
 }
 
 void bind_builders(py::module_& m) {
+  m.def(
+      "op_table",
+      [] {
+        py::list ops;
+        for (size_t i = 0; i < ir::kOpCount; ++i) {
+          const ir::OpInfo& info = ir::op_info(static_cast<ir::Op>(i));
+          py::list operands;
+          for (ir::Operand operand : info.operand_list()) operands.append(ir::operand_kind_name(operand));
+          ops.append(py::make_tuple(info.name, ir::op_result_name(info.result), py::tuple(operands)));
+        }
+        return ops;
+      },
+      "The IR's ops (include/stowage/ir/op_table.h) as (name, result, operand kinds), in table order.");
+
   py::class_<FinishedFunction>(m, "FinishedFunction", "A function finished by ret.")
       .def_property_readonly("name", [](const FinishedFunction& f) { return f.function.name; });
 

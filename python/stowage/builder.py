@@ -121,6 +121,30 @@ class Function:
     def _result_name(op, name):
         return "" if name is None else _checks.text(op, "name", name)
 
+    def _operand(self, op, arg, kind, value):
+        """``value`` as the C++ builder takes an operand of ``kind`` (op_table.h)."""
+        if kind == "var":
+            return self._name_of(op, arg, value)
+        if kind == "args":
+            return self._args(op, value)
+        if kind == "local_kw":
+            return [] if value is None else _checks.extents(op, arg, value)
+        return _CHECKS[kind](op, arg, value)
+
+    def _emit(self, op, name, **operands):
+        """Records ``op``: ``operands`` (argument name: value, in the order of the
+        op's row in the IR's op table) are each converted by their kind in the
+        table, then passed, with the result's name when the op binds one, to the
+        C++ builder's method of the same name. Returns the result's Var, or None."""
+        result, kinds = OPS[op]
+        if len(operands) != len(kinds):
+            raise TypeError(f"{op} takes {len(kinds)} operands ({', '.join(kinds)}), got {len(operands)}")
+        values = [self._operand(op, arg, kind, value) for (arg, value), kind in zip(operands.items(), kinds)]
+        if result == "none":
+            getattr(self._fb, op)(*values)
+            return None
+        return self._var(getattr(self._fb, op)(*values, self._result_name(op, name)))
+
     # ---- ops ----------------------------------------------------------------
 
     def param(self, name, shape_or_type, dtype=None):
@@ -137,29 +161,11 @@ class Function:
     def alloc_storage(self, size, device=0, dtype="uint8", scope="global", name=None):
         """A storage object: ``size`` is (nbytes,) for buffer scopes or
         (height, width) RGBA pixels of ``dtype`` for texture scopes."""
-        op = "alloc_storage"
-        return self._var(
-            self._fb.alloc_storage(
-                _checks.extents(op, "size", size),
-                _checks.integer(op, "device", device),
-                _checks.dtype_name(op, "dtype", dtype),
-                _checks.text(op, "scope", scope),
-                self._result_name(op, name),
-            )
-        )
+        return self._emit("alloc_storage", name, size=size, device=device, dtype=dtype, scope=scope)
 
     def alloc_tensor(self, storage, offset, shape, dtype, name=None):
         """A tensor inside ``storage`` starting at byte ``offset``."""
-        op = "alloc_tensor"
-        return self._var(
-            self._fb.alloc_tensor(
-                self._name_of(op, "storage", storage),
-                _checks.integer(op, "offset", offset),
-                _checks.extents(op, "shape", shape),
-                _checks.dtype_name(op, "dtype", dtype),
-                self._result_name(op, name),
-            )
-        )
+        return self._emit("alloc_tensor", name, storage=storage, offset=offset, shape=shape, dtype=dtype)
 
     def alloc_discontiguous_tensor(self, table_storage, table_offsets, data_storage, data_offsets, shape, dtype,
                                    name=None):
@@ -167,92 +173,98 @@ class Function:
         tables in ``table_storage``: ``table_offsets`` is an int for rank 2, else
         one offset per table, breadth-first; ``data_offsets`` has one per block
         (the last extent of ``shape`` is the block)."""
-        op = "alloc_discontiguous_tensor"
-        return self._var(
-            self._fb.alloc_discontiguous_tensor(
-                self._name_of(op, "table_storage", table_storage),
-                _checks.extents(op, "table_offsets", table_offsets),
-                self._name_of(op, "data_storage", data_storage),
-                _checks.extents(op, "data_offsets", data_offsets),
-                _checks.extents(op, "shape", shape),
-                _checks.dtype_name(op, "dtype", dtype),
-                self._result_name(op, name),
-            )
-        )
+        return self._emit("alloc_discontiguous_tensor", name, table_storage=table_storage,
+                          table_offsets=table_offsets, data_storage=data_storage, data_offsets=data_offsets,
+                          shape=shape, dtype=dtype)
 
     def view(self, tensor, shape, offset=0, dtype=None, name=None):
         """A tensor of ``shape`` (and ``dtype``, default the tensor's) sharing the
         bytes of ``tensor`` from byte ``offset``, with no copy: a reshape, or a
         slice a producer writes straight into. It must lie inside ``tensor``, at an
         offset aligned for its scope, and is used only while ``tensor`` lives."""
-        op = "view"
-        tensor_name = self._name_of(op, "tensor", tensor)
         if dtype is None:
-            dtype = self._var(tensor_name).dtype if not isinstance(tensor, Var) else tensor.dtype
-        return self._var(
-            self._fb.view(
-                tensor_name,
-                _checks.integer(op, "offset", offset),
-                _checks.extents(op, "shape", shape),
-                _checks.dtype_name(op, "dtype", dtype),
-                self._result_name(op, name),
-            )
-        )
+            dtype = (tensor if isinstance(tensor, Var) else self._var(self._name_of("view", "tensor", tensor))).dtype
+        return self._emit("view", name, tensor=tensor, offset=offset, shape=shape, dtype=dtype)
 
     def kill_object(self, var):
         """Ends ``var``'s life: its bytes may be reused by later tensors."""
-        self._fb.kill_object(self._name_of("kill_object", "var", var))
+        self._emit("kill_object", None, var=var)
 
     def copy_tensor(self, src, dst):
         """Copies ``src`` into ``dst`` (equal shapes and dtypes)."""
-        self._fb.copy_tensor(self._name_of("copy_tensor", "src", src), self._name_of("copy_tensor", "dst", dst))
+        self._emit("copy_tensor", None, src=src, dst=dst)
 
     def call_kernel(self, kernel, *args, grid, local=None):
         """Launches ``kernel`` on tensors and scalars (Python ints and floats are
         literals); ``grid`` has 1 to 3 extents, ``local`` is None (the driver
         chooses) or like ``grid``."""
-        op = "call_kernel"
-        kernel = _checks.text(op, "kernel", kernel)
-        cpp_args = self._args(op, args)
-        grid = _checks.extents(op, "grid", grid)
-        local = [] if local is None else _checks.extents(op, "local", local)
-        self._fb.call_kernel(kernel, cpp_args, grid, local)
+        self._emit("call_kernel", None, kernel=kernel, args=args, grid=grid, local=local)
 
     def empty(self, shape, dtype, scope="global", name=None):
         """A tensor-level allocation that the planner places."""
-        op = "empty"
-        return self._var(
-            self._fb.empty(
-                _checks.extents(op, "shape", shape),
-                _checks.dtype_name(op, "dtype", dtype),
-                _checks.text(op, "scope", scope),
-                self._result_name(op, name),
-            )
-        )
+        return self._emit("empty", name, shape=shape, dtype=dtype, scope=scope)
 
     def empty_discontiguous(self, shape, dtype, scope="global", table_scope="global", name=None):
         """A discontiguous tensor that the planner places block by block into free
         space of ``scope``, its tables in ``table_scope``."""
-        op = "empty_discontiguous"
-        return self._var(
-            self._fb.empty_discontiguous(
-                _checks.extents(op, "shape", shape),
-                _checks.dtype_name(op, "dtype", dtype),
-                _checks.text(op, "scope", scope),
-                _checks.text(op, "table_scope", table_scope),
-                self._result_name(op, name),
-            )
-        )
+        return self._emit("empty_discontiguous", name, shape=shape, dtype=dtype, scope=scope, table_scope=table_scope)
 
     def call(self, function, *args, name=None):
         """Calls a function already in the module; returns its result."""
-        op = "call"
-        function = _checks.text(op, "function", function)
-        return self._var(self._fb.call(function, self._args(op, args), self._result_name(op, name)))
+        return self._emit("call", name, function=function, args=args)
 
     def ret(self, var):
         """Finishes the function, returning ``var``; no op may follow."""
         self._finished = self._fb.ret(self._name_of("ret", "var", var))
+
+
+# The IR's ops, from the C++ table (include/stowage/ir/op_table.h): name -> (result,
+# operand kinds in text order).
+OPS = {name: (result, tuple(kinds)) for name, result, kinds in _stowage.op_table()}
+
+# The check (and conversion) of each kind of operand that is a plain value; variables,
+# argument lists and the optional `local` are Function._operand's.
+_CHECKS = {
+    "offset": _checks.integer,
+    "size": _checks.extents,
+    "shape": _checks.extents,
+    "dtype": _checks.dtype_name,
+    "kernel": _checks.text,
+    "function": _checks.text,
+    "table_offsets": _checks.extents,
+    "data_offsets": _checks.extents,
+    "device_kw": _checks.integer,
+    "dtype_kw": _checks.dtype_name,
+    "scope_kw": _checks.text,
+    "scope_opt_kw": _checks.text,
+    "table_scope_kw": _checks.text,
+    "grid_kw": _checks.extents,
+}
+_KINDS = set(_CHECKS) | {"var", "args", "local_kw"}
+
+
+def _generated_method(op, kinds):
+    """A method for an op of the table that Function does not spell out: its
+    operands positionally in text order, then ``name`` when it binds a result."""
+    args = [f"{kind}{i}" for i, kind in enumerate(kinds)]
+
+    def method(self, *values, name=None):
+        if len(values) != len(args):
+            raise TypeError(f"{op} takes {len(args)} operands ({', '.join(kinds)}), got {len(values)}")
+        return self._emit(op, name, **dict(zip(args, values)))
+
+    method.__name__ = op
+    method.__doc__ = f"``{op}`` with operands {', '.join(kinds)} (generated from the IR's op table)."
+    return method
+
+
+for _op, (_result, _kinds) in OPS.items():
+    if set(_kinds) - _KINDS:
+        raise ImportError(f"stowage.builder: op '{_op}' has operand kinds {sorted(set(_kinds) - _KINDS)} "
+                          "that the builder cannot convert")
+    if _op not in Function.__dict__:
+        setattr(Function, _op, _generated_method(_op, _kinds))
+del _op, _result, _kinds
 
 
 class Builder:

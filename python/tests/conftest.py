@@ -1,21 +1,16 @@
 """Shared programs and fixtures of the Python tests."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
 import stowage as sw
 
-ADD_MUL_KERNELS = r"""
-__kernel void compute_add_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] + b[i];
-}
-
-__kernel void compute_mul_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] * b[i];
-}
-"""
+# The add_mul example's kernels (examples/kernels/add_mul.cl), after a blank line as
+# the tests always had them.
+EXAMPLE_KERNELS = pathlib.Path(__file__).resolve().parents[2] / "examples" / "kernels"
+ADD_MUL_KERNELS = "\n" + (EXAMPLE_KERNELS / "add_mul.cl").read_text()
 
 SCALE_KERNELS = r"""
 __kernel void scale_add(__global const float* a, __global float* b, float k, int d) {

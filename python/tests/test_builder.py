@@ -211,3 +211,61 @@ def test_module_is_a_copy():
         f.ret(f.param("x", (4,), "int32"))
     assert before.function_names == []
     assert bb.module().function_names == ["main"]
+
+
+def test_the_op_table_drives_the_builders_methods():
+    import inspect
+
+    from stowage import builder
+
+    # The C++ table, in its order; every op is a method of Function.
+    assert list(builder.OPS)[:3] == ["alloc_storage", "alloc_tensor", "kill_object"]
+    assert builder.OPS["copy_tensor"] == ("none", ("var", "var"))
+    assert builder.OPS["view"] == ("tensor", ("var", "offset", "shape", "dtype"))
+    for op, (result, kinds) in builder.OPS.items():
+        method = getattr(builder.Function, op)
+        params = [p for p in inspect.signature(method).parameters.values() if p.name not in ("self", "name")]
+        if "args" in kinds:  # the arguments are the method's *args
+            assert any(p.kind is p.VAR_POSITIONAL for p in params), op
+        assert len(params) == len(kinds), f"{op}: {[p.name for p in params]} against {kinds}"
+        assert ("name" in inspect.signature(method).parameters) == (result != "none"), op
+
+
+def test_emit_checks_the_operand_count_against_the_table():
+    bb, f = open_function()
+    with f:
+        x = f.param("x", (4, 64), "int32")
+        with pytest.raises(TypeError, match=r"copy_tensor takes 2 operands \(var, var\), got 1"):
+            f._emit("copy_tensor", None, src=x)
+        f.ret(x)
+
+
+def test_a_generated_method_records_what_the_written_one_does():
+    from stowage import builder
+
+    def build(generated):
+        bb, f = open_function()
+        with f:
+            x = f.param("x", (4, 64), "int32")
+            s = f.alloc_storage(1024, name="s")
+            t = builder._generated_method("alloc_tensor", builder.OPS["alloc_tensor"][1])(
+                f, s, 0, (4, 64), "int32", name="t") if generated else f.alloc_tensor(s, 0, (4, 64), "int32", name="t")
+            f.copy_tensor(x, t)
+            f.ret(t)
+        return str(bb.module())
+
+    assert build(generated=True) == build(generated=False)
+    bb, f = open_function()
+    with f:
+        with pytest.raises(TypeError, match=r"alloc_tensor takes 4 operands \(var, offset, shape, dtype\), got 1"):
+            builder._generated_method("alloc_tensor", builder.OPS["alloc_tensor"][1])(f, "s")
+        f.ret(f.param("x", (4,), "int32"))
+
+
+def test_docs_list_every_op_of_the_table():
+    import pathlib
+
+    from stowage import builder
+
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
+    assert [op for op in builder.OPS if f"\n| {op} | `" not in doc] == []

@@ -197,7 +197,24 @@ std::string FunctionBuilder::define(std::string name, Type type) {
   return name;
 }
 
-void FunctionBuilder::add(Binding binding) { function_.bindings.push_back(std::move(binding)); }
+// What a method records has the form of its op's row in op_table.h: a result
+// exactly when the op binds one, one name per variable operand, arguments only for
+// ops that take them. A method disagreeing with the table is a bug in this file,
+// refused here rather than left for the verifier to find in a user's module.
+void FunctionBuilder::add(Binding binding) {
+  const OpInfo& info = op_info(binding.op);
+  size_t vars = 0;
+  for (Operand operand : info.operand_list()) vars += operand == Operand::kVar ? 1 : 0;
+  const bool binds = info.result != OpResult::kNone;
+  if (binding.vars.size() != vars || binding.result.empty() == binds ||
+      (!binding.args.empty() && !info.has(Operand::kArgs))) {
+    fail(info.name, fmt::format("internal error: the builder recorded {} variable operands, {} result and {} "
+                                "arguments where op_table.h has {} variable operands and {}",
+                                binding.vars.size(), binding.result.empty() ? "no" : "a", binding.args.size(), vars,
+                                binds ? "a result" : "no result"));
+  }
+  function_.bindings.push_back(std::move(binding));
+}
 
 // ---- FunctionBuilder: ops ---------------------------------------------------
 
@@ -212,7 +229,7 @@ std::string FunctionBuilder::param(std::string name, Type type) {
 
 std::string FunctionBuilder::alloc_storage(std::vector<int64_t> size, int64_t device, DType dtype,
                                            std::string scope, std::string name) {
-  constexpr std::string_view op = "alloc_storage";
+  const std::string_view op = op_name(Op::kAllocStorage);
   check_open(op);
   if (size.empty() || size.size() > 2) {
     fail(op, fmt::format("argument 'size': expected [nbytes] or [height, width], got {} extents", size.size()));
@@ -234,7 +251,7 @@ std::string FunctionBuilder::alloc_storage(std::vector<int64_t> size, int64_t de
 
 std::string FunctionBuilder::alloc_tensor(const std::string& storage, int64_t offset, std::vector<int64_t> shape,
                                           DType dtype, std::string name) {
-  constexpr std::string_view op = "alloc_tensor";
+  const std::string_view op = op_name(Op::kAllocTensor);
   check_open(op);
   use_of_kind(op, "storage", storage, Type::Kind::kStorage);
   if (offset < 0) fail(op, fmt::format("argument 'offset': {} is negative", offset));
@@ -256,7 +273,7 @@ std::string FunctionBuilder::alloc_discontiguous_tensor(const std::string& table
                                                         const std::string& data_storage,
                                                         std::vector<int64_t> data_offsets, std::vector<int64_t> shape,
                                                         DType dtype, std::string name) {
-  constexpr std::string_view op = "alloc_discontiguous_tensor";
+  const std::string_view op = op_name(Op::kAllocDiscontiguousTensor);
   check_open(op);
   use_of_kind(op, "table_storage", table_storage, Type::Kind::kStorage);
   use_of_kind(op, "data_storage", data_storage, Type::Kind::kStorage);
@@ -283,7 +300,7 @@ std::string FunctionBuilder::alloc_discontiguous_tensor(const std::string& table
 
 std::string FunctionBuilder::view(const std::string& tensor, int64_t offset, std::vector<int64_t> shape, DType dtype,
                                   std::string name) {
-  constexpr std::string_view op = "view";
+  const std::string_view op = op_name(Op::kView);
   check_open(op);
   use_of_kind(op, "tensor", tensor, Type::Kind::kTensor);
   if (offset < 0) fail(op, fmt::format("argument 'offset': {} is negative", offset));
@@ -301,9 +318,10 @@ std::string FunctionBuilder::view(const std::string& tensor, int64_t offset, std
 }
 
 void FunctionBuilder::kill_object(const std::string& var) {
-  check_open("kill_object");
-  use("kill_object", "var", var);
-  refuse_constant("kill_object", "var", var, "lives as long as the VM and cannot be killed");
+  const std::string_view op = op_name(Op::kKillObject);
+  check_open(op);
+  use(op, "var", var);
+  refuse_constant(op, "var", var, "lives as long as the VM and cannot be killed");
   Binding b;
   b.op = Op::kKillObject;
   b.vars = {var};
@@ -312,7 +330,7 @@ void FunctionBuilder::kill_object(const std::string& var) {
 }
 
 void FunctionBuilder::copy_tensor(const std::string& src, const std::string& dst) {
-  constexpr std::string_view op = "copy_tensor";
+  const std::string_view op = op_name(Op::kCopyTensor);
   check_open(op);
   const Type& src_type = use_of_kind(op, "src", src, Type::Kind::kTensor);
   const Type& dst_type = use_of_kind(op, "dst", dst, Type::Kind::kTensor);
@@ -329,7 +347,7 @@ void FunctionBuilder::copy_tensor(const std::string& src, const std::string& dst
 
 void FunctionBuilder::call_kernel(const std::string& kernel, std::vector<Arg> args, std::vector<int64_t> grid,
                                   std::vector<int64_t> local) {
-  constexpr std::string_view op = "call_kernel";
+  const std::string_view op = op_name(Op::kCallKernel);
   check_open(op);
   if (!is_c_identifier(kernel)) fail(op, fmt::format("argument 'kernel': '{}' is not a kernel name", kernel));
   // The kernel may be added to the module later; ModuleBuilder::module() checks.
@@ -345,7 +363,7 @@ void FunctionBuilder::call_kernel(const std::string& kernel, std::vector<Arg> ar
 }
 
 std::string FunctionBuilder::empty(std::vector<int64_t> shape, DType dtype, std::string scope, std::string name) {
-  constexpr std::string_view op = "empty";
+  const std::string_view op = op_name(Op::kEmpty);
   check_open(op);
   check_extents(op, "shape", shape);
   check_scope(op, scope);
@@ -362,7 +380,7 @@ std::string FunctionBuilder::empty(std::vector<int64_t> shape, DType dtype, std:
 
 std::string FunctionBuilder::empty_discontiguous(std::vector<int64_t> shape, DType dtype, std::string scope,
                                                  std::string table_scope, std::string name) {
-  constexpr std::string_view op = "empty_discontiguous";
+  const std::string_view op = op_name(Op::kEmptyDiscontiguous);
   check_open(op);
   check_extents(op, "shape", shape);
   if (shape.size() < 2) fail(op, fmt::format("argument 'shape': rank {} (a discontiguous tensor has rank 2 or more)",
@@ -382,7 +400,7 @@ std::string FunctionBuilder::empty_discontiguous(std::vector<int64_t> shape, DTy
 }
 
 std::string FunctionBuilder::call(const std::string& function, std::vector<Arg> args, std::string name) {
-  constexpr std::string_view op = "call";
+  const std::string_view op = op_name(Op::kCall);
   check_open(op);
   const Function* callee = module_ ? module_->find_function(function) : nullptr;
   if (callee == nullptr) fail(op, fmt::format("argument 'function': no function '{}' in the module", function));

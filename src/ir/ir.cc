@@ -47,6 +47,39 @@ std::string_view keyword_name(Operand operand) {
   }
 }
 
+std::string_view operand_kind_name(Operand operand) {
+  switch (operand) {
+    case kVar: return "var";
+    case kOffset: return "offset";
+    case kSize: return "size";
+    case kShape: return "shape";
+    case kDType: return "dtype";
+    case kKernel: return "kernel";
+    case kFunction: return "function";
+    case kArgs: return "args";
+    case kTableOffsets: return "table_offsets";
+    case kDataOffsets: return "data_offsets";
+    case kDeviceKw: return "device_kw";
+    case kDTypeKw: return "dtype_kw";
+    case kScopeKw: return "scope_kw";
+    case kScopeOptKw: return "scope_opt_kw";
+    case kTableScopeKw: return "table_scope_kw";
+    case kGridKw: return "grid_kw";
+    case kLocalKw: return "local_kw";
+  }
+  return "?";
+}
+
+std::string_view op_result_name(OpResult result) {
+  switch (result) {
+    case kNone: return "none";
+    case kStorage: return "storage";
+    case kTensor: return "tensor";
+    case kCall: return "call";
+  }
+  return "?";
+}
+
 const Function* Module::find_function(std::string_view name) const {
   for (const auto& f : functions) {
     if (f.name == name) return &f;

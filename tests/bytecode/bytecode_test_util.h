@@ -75,17 +75,8 @@ inline Executable make_add_mul_executable() {
   exe.strings = {"global.vtcm"};
   exe.constants = {shape_constant({4096}), shape_constant({4, 64}), shape_constant({256})};
 
-  const char* source = R"(
-__kernel void compute_add_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] + b[i];
-}
-
-__kernel void compute_mul_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] * b[i];
-}
-)";
+  // examples/kernels/add_mul.cl, after a blank line as this helper always had it.
+  const std::string source = "\n" + read_text_file(std::string(STOWAGE_SOURCE_DIR) + "/examples/kernels/add_mul.cl");
   exe.units = {KernelUnit{"vtcm_ops", source}};
   for (const char* name : {"compute_add_in_vtcm", "compute_mul_in_vtcm"}) {
     KernelSignature k;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "stowage/ir/compiler.h"
+#include "stowage/ir/parser.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/vm/vm.h"
 
@@ -38,6 +39,34 @@ std::vector<int32_t> host_add_mul(const vm::Value& x, const vm::Value& y, const 
   std::vector<int32_t> out(256);
   for (int i = 0; i < 256; ++i) out[i] = (xs[i] + ys[i]) * zs[i];
   return out;
+}
+
+// The text form holds kernels inline (a unit may name no file), so the .stir examples
+// carry copies of examples/kernels/: these must stay the files.
+TEST(ExampleTest, InlineKernelUnitsAreTheKernelFiles) {
+  const struct {
+    const char* example;
+    const char* unit;
+    const char* file;
+  } cases[] = {
+      {"add_mul.stir", "vtcm_ops", "add_mul.cl"},
+      {"add_mul_planned.stir", "vtcm_ops", "add_mul.cl"},
+      {"textures/add_one.stir", "tex", "add_one.cl"},
+  };
+  for (const auto& c : cases) {
+    ir::Module module =
+        ir::parse_module(read_text(std::string(STOWAGE_SOURCE_DIR) + "/examples/" + c.example), c.example)
+            .value_or_throw();
+    const std::string file = read_text(std::string(STOWAGE_SOURCE_DIR) + "/examples/kernels/" + c.file);
+    ASSERT_FALSE(file.empty()) << c.file;
+    bool found = false;
+    for (const ir::KernelSourceUnit& unit : module.units) {
+      if (unit.name != c.unit) continue;
+      found = true;
+      EXPECT_EQ(unit.source, file) << c.example << " holds another " << c.file;
+    }
+    EXPECT_TRUE(found) << c.example << " has no unit " << c.unit;
+  }
 }
 
 TEST(ExampleTest, AddMulFromTextRunsThroughTheBytecodeFile) {

@@ -1,7 +1,7 @@
 // Texture memory end to end, on the default device against references computed
 // here: the examples of examples/textures/ (the RFC's add-one; conv2d with NCHW4c
 // activations and OIHW4o weights in textures and in buffers), the conv2d kernels of
-// examples/kernels/ under every launch shape their contract allows, and
+// examples/kernels/conv2d_3x3.cl under every launch shape their contract allows, and
 // tensors of disjoint lifetimes sharing one image.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "conv2d_program.h"
 #include "source_files.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/vm/vm.h"
@@ -19,6 +20,11 @@
 namespace stowage {
 namespace {
 
+using examples::Conv2dLayout;
+using examples::Conv2dShape;
+using examples::conv2d_kernel_unit;
+using examples::conv2d_launch;
+using examples::conv2d_program;
 using testing::read_source_file;
 
 Executable compile(const std::string& text, const std::string& name) {
@@ -113,55 +119,37 @@ TEST(TextureTest, Conv2dExamplesMatchTheReferenceAndEachOther) {
   }
 }
 
-// One conv2d launch of the kernels in examples/kernels/ at storage level.
+// One conv2d launch of examples/kernels/conv2d_3x3.cl at storage level, in the
+// programs of examples/textures/conv2d_program.h.
 struct ConvCase {
   int cin, cout, h, w;
   int lx, ly, slices;
 };
 
+Conv2dLayout layout_of(bool texture) { return texture ? Conv2dLayout::kTexture : Conv2dLayout::kBuffer; }
+
 std::string conv_program(bool texture, const ConvCase& k) {
-  const int ci4 = k.cin / 4, co4 = k.cout / 4;
-  const int across = (k.w + 3) / 4;
-  const int grid_x = (across + k.lx - 1) / k.lx * k.lx, grid_y = (k.h + k.ly - 1) / k.ly * k.ly;
-  std::string storages;
-  if (texture) {
-    storages = fmt::format(
-        "  xs = alloc_storage([{}, {}], device=0, dtype=float32, scope=\"global.texture\")\n"
-        "  ws = alloc_storage([{}, {}], device=0, dtype=float32, scope=\"global.texture-weight\")\n"
-        "  ys = alloc_storage([{}, {}], device=0, dtype=float32, scope=\"global.texture\")\n",
-        ci4 * k.h, k.w, co4, k.cin * 9, co4 * k.h, k.w);
-  } else {
-    storages = fmt::format(
-        "  xs = alloc_storage([{}], device=0, dtype=uint8, scope=\"global\")\n"
-        "  ws = alloc_storage([{}], device=0, dtype=uint8, scope=\"global\")\n"
-        "  ys = alloc_storage([{}], device=0, dtype=uint8, scope=\"global\")\n",
-        ci4 * k.h * k.w * 16, co4 * k.cin * 9 * 16, co4 * k.h * k.w * 16);
-  }
-  const std::string xshape = fmt::format("{}, {}, {}, 4", ci4, k.h, k.w);
-  const std::string wshape = fmt::format("{}, {}, 3, 3, 4", co4, k.cin);
-  const std::string yshape = fmt::format("{}, {}, {}, 4", co4, k.h, k.w);
-  return fmt::format(
-      "kernels conv \"\"\"\n{}\"\"\"\n\n"
-      "fn main(x: Tensor[({}), float32], w: Tensor[({}), float32]) -> Tensor[({}), float32] {{\n{}"
-      "  xt = alloc_tensor(xs, 0, [{}], float32)\n"
-      "  wt = alloc_tensor(ws, 0, [{}], float32)\n"
-      "  yt = alloc_tensor(ys, 0, [{}], float32)\n"
-      "  copy_tensor(x, xt)\n"
-      "  copy_tensor(w, wt)\n"
-      "  call_kernel({}, [xt, wt, yt, {}, {}, {}], grid=[{}, {}, {}], local=[{}, {}, {}])\n"
-      "  os = alloc_storage([{}], device=0, dtype=uint8, scope=\"global\")\n"
-      "  out = alloc_tensor(os, 0, [{}], float32)\n"
-      "  copy_tensor(yt, out)\n"
-      "  return out\n"
-      "}}\n",
-      read_source_file(texture ? "examples/kernels/conv2d_texture.cl" : "examples/kernels/conv2d_nchw4c.cl"),
-      xshape, wshape, yshape, storages, xshape, wshape, yshape, texture ? "conv2d_texture" : "conv2d_nchw4c", k.cin,
-      k.h, k.w, grid_x, grid_y, k.cout / 8 * k.slices, k.lx, k.ly, k.slices, co4 * k.h * k.w * 16, yshape);
+  const Conv2dShape shape{k.cin, k.cout, k.h, k.w};
+  return conv2d_program(layout_of(texture), shape, conv2d_launch(shape, k.lx, k.ly, k.slices),
+                        read_source_file("examples/kernels/conv2d_3x3.cl"), {{"main", 1}});
 }
 
 RunResult run_conv(bool texture, const ConvCase& k, const std::vector<float>& x, const std::vector<float>& w) {
   Executable exe = compile(conv_program(texture, k), texture ? "conv_texture.stir" : "conv_buffer.stir");
   return run(exe, {tensor({k.cin / 4, k.h, k.w, 4}, x), tensor({k.cout / 4, k.cin, 3, 3, 4}, w)});
+}
+
+// The checked-in examples are what the generator writes (conv2d_program texture|buffer
+// 8 16 16 1), so their kernels are those of examples/kernels/ and cannot drift.
+TEST(TextureTest, Conv2dExamplesAreTheGeneratorsPrograms) {
+  const Conv2dShape shape{8, 8, 16, 16};
+  const std::string source = read_source_file("examples/kernels/conv2d_3x3.cl");
+  for (bool texture : {true, false}) {
+    const std::string name = texture ? "conv2d_texture.stir" : "conv2d_buffer.stir";
+    EXPECT_EQ(read_source_file("examples/textures/" + name),
+              conv2d_program(layout_of(texture), shape, conv2d_launch(shape), source, {{"main", 1}}))
+        << name;
+  }
 }
 
 // Slices that share planes unevenly or have none, widths that are not a multiple of
@@ -226,8 +214,9 @@ fn main(x: Tensor[(2, 16, 16, 4), float32], w: Tensor[(2, 8, 3, 3, 4), float32],
 )";
 
 TEST(TextureTest, TensorsOfDisjointLifetimesShareOneImage) {
-  const std::string text = "kernels conv \"\"\"\n" + read_source_file("examples/kernels/conv2d_texture.cl") +
-                           "\"\"\"\n" + kSharedImageProgram;
+  const std::string text =
+      conv2d_kernel_unit(Conv2dLayout::kTexture, read_source_file("examples/kernels/conv2d_3x3.cl")) +
+      kSharedImageProgram;
   Executable exe = compile(text, "shared_image.stir");
   std::vector<float> x = random_floats(8 * 16 * 16, 7), w = random_floats(8 * 8 * 9, 8);
   std::vector<float> v = random_floats(8 * 16 * 12, 9);

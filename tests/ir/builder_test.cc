@@ -5,22 +5,14 @@
 #include <functional>
 #include <string>
 
+#include "e2e/source_files.h"
 #include "stowage/support/error.h"
 
 namespace stowage::ir {
 namespace {
 
-const char* const kVtcmOpsSource = R"(
-__kernel void compute_add_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] + b[i];
-}
-
-__kernel void compute_mul_in_vtcm(__global const int* a, __global const int* b, __global int* c) {
-  size_t i = get_global_id(0);
-  c[i] = a[i] * b[i];
-}
-)";
+// examples/kernels/add_mul.cl, after a blank line as this test always had it.
+const std::string kVtcmOpsSource = "\n" + testing::read_source_file("examples/kernels/add_mul.cl");
 
 const Type kT = Type::tensor({4, 64}, DType::kInt32);
 

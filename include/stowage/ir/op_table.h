@@ -1,7 +1,10 @@
 // The IR's ops, described once: each op's name, what it binds and its operands in
 // the order the text form writes them. The parser, the printer, the verifier's
 // check of which Binding fields an op uses, and the op names all read this table,
-// so adding an op is a row here plus its semantics (verifier rule, planner, codegen).
+// so adding an op is a row here plus its semantics (verifier rule, planner, codegen,
+// the builder method). The C++ builder checks each binding it records against its
+// row; the Python builder (stowage/builder.py) reads the table through the bindings
+// and converts each operand by its kind, making a method for an op it has none for.
 //
 //   X(enumerator, text name, result, operands...)
 #pragma once
@@ -79,6 +82,10 @@ struct OpInfo {
 };
 
 bool is_keyword(Operand operand);
+// Stable names of the table's words, for the bindings: "var", "shape", "grid_kw", ...;
+// "none", "storage", "tensor", "call".
+std::string_view operand_kind_name(Operand operand);
+std::string_view op_result_name(OpResult result);
 // The keyword an operand is written with ("device", "scope", ...); empty for positional ones.
 std::string_view keyword_name(Operand operand);
 

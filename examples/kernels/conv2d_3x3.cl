@@ -1,12 +1,17 @@
-// conv2d 3x3, stride 1, pad 1, float32, batch 1, on textures (image2d RGBA float).
+// conv2d 3x3, stride 1, pad 1, float32, batch 1, NCHW4c activations and OIHW4o
+// weights, one source for two storage layouts: on textures (image2d RGBA float)
+// when the unit defines CONV2D_TEXTURE in front of this text, else on buffers. The
+// programs of examples/textures/conv2d_program.h put that line in.
 //
-// Layouts (the image scopes of the target):
-//   x [Cin/4, H, W, 4]        global.texture         image height Cin/4*H,  width W
-//   w [Cout/4, Cin, 3, 3, 4]  global.texture-weight  image height Cout/4,   width Cin*9
-//   y [Cout/4, H, W, 4]       global.texture         image height Cout/4*H, width W
-// A pixel of x or y holds 4 channels of one position (NCHW4c). A pixel of w holds
+// Layouts (tensors of float32; a float4 is a pixel or a buffer element):
+//   x [Cin/4, H, W, 4]        texture: global.texture         image height Cin/4*H,  width W
+//   w [Cout/4, Cin, 3, 3, 4]  texture: global.texture-weight  image height Cout/4,   width Cin*9
+//   y [Cout/4, H, W, 4]       texture: global.texture         image height Cout/4*H, width W
+// A float4 of x or y holds 4 channels of one position (NCHW4c). A float4 of w holds
 // 4 output channels for one (input channel, ky, kx) (OIHW4o): the pixel at row
-// co4, column ci*9 + ky*3 + kx is w[4*co4 .. 4*co4+3][ci][ky][kx].
+// co4, column ci*9 + ky*3 + kx is w[4*co4 .. 4*co4+3][ci][ky][kx]. On buffers the
+// same tensors are row-major, the same bytes, so both kernels run the same
+// arithmetic in the same order and give the same results to the bit.
 //
 // Launch: local = [LX, LY, S] with LX*LY*S <= 128 and S <= 8;
 //   grid = [ceil(W/4) rounded up to LX, H rounded up to LY, Cout/8 * S].
@@ -31,20 +36,37 @@
 //   per work-item.
 // - Dimension 0 runs along a row: a warp's input reads are neighbouring pixels
 //   (the texture cache's 2D locality), its weight reads one address.
-// - Padding: CLK_ADDRESS_CLAMP reads zeros left of the image, columns from W on
-//   read as zeros (the image may be wider than the tensor), rows above and below
-//   a plane are skipped (they belong to the neighbouring plane).
+// - Padding: positions outside the plane read as zeros (textures: CLK_ADDRESS_CLAMP
+//   reads zeros left of the image; columns from W on are not read, the image may be
+//   wider than the tensor); rows above and below a plane are skipped (they belong
+//   to the neighbouring plane).
 #define CONV_PX 4           // pixels of a row per work-item
 #define CONV_OB 2           // float4 blocks of output channels per work-item
 #define CONV_MAX_GROUP 128  // work-items per group (the reduction area's size)
 #define CONV_MAX_SLICES 8
-#define CONV_W_PLANE (CONV_OB * 36)  // weight pixels per input plane and output pair
+#define CONV_W_PLANE (CONV_OB * 36)  // weight float4s per input plane and output pair
 #define CONV_SCRATCH 1152   // float4s: max(2 * CONV_MAX_SLICES * CONV_W_PLANE, CONV_MAX_GROUP * CONV_OB * CONV_PX)
 
+// The layout's accesses, in the kernel's names: weight float4 i of plane ci4 for
+// blocks ob.., the input at (ci4, iy, ix) or zero outside the row, output (o, p).
+#ifdef CONV2D_TEXTURE
 __constant sampler_t kConvSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+#define CONV_LOAD_W(ci4, i) read_imagef(w, kConvSampler, (int2)((ci4) * 36 + (i) % 36, ob + (i) / 36))
+#define CONV_LOAD_X(ci4, iy, ix) \
+  ((ix) < W ? read_imagef(x, kConvSampler, (int2)((ix), (ci4) * H + (iy))) : (float4)(0.0f))
+#define CONV_STORE_Y(o, p, v) write_imagef(y, (int2)(x0 + (p), (ob + (o)) * H + row), (v))
 
 __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write_only image2d_t y,
                              int C, int H, int W) {
+#else
+#define CONV_LOAD_W(ci4, i) w[((size_t)(ob + (i) / 36) * C + (ci4) * 4) * 9 + (i) % 36]
+#define CONV_LOAD_X(ci4, iy, ix) \
+  ((ix) >= 0 && (ix) < W ? x[((size_t)(ci4) * H + (iy)) * W + (ix)] : (float4)(0.0f))
+#define CONV_STORE_Y(o, p, v) y[((size_t)(ob + (o)) * H + row) * W + x0 + (p)] = (v)
+
+__kernel void conv2d_nchw4c(__global const float4* x, __global const float4* w, __global float4* y,
+                            int C, int H, int W) {
+#endif
   __local float4 scratch[CONV_SCRATCH];
   const int nx = get_local_size(0), ny = get_local_size(1), slices = get_local_size(2);
   const int slice = get_local_id(2);
@@ -59,7 +81,7 @@ __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write
     if (slice == 0 && active)
       for (int o = 0; o < CONV_OB; ++o)
         for (int p = 0; p < CONV_PX; ++p)
-          if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), (float4)(NAN));
+          if (x0 + p < W) CONV_STORE_Y(o, p, (float4)(NAN));
     return;
   }
 
@@ -76,7 +98,7 @@ __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write
     __local float4* wl = scratch + ((step & 1) * slices + slice) * CONV_W_PLANE;
     if (ci4 < planes)
       for (int i = t; i < CONV_W_PLANE; i += slice_items)
-        wl[i] = read_imagef(w, kConvSampler, (int2)(ci4 * 36 + i % 36, ob + i / 36));
+        wl[i] = CONV_LOAD_W(ci4, i);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (ci4 < planes && active) {
 #pragma unroll
@@ -87,7 +109,7 @@ __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write
 #pragma unroll
         for (int i = 0; i < CONV_PX + 2; ++i) {
           const int ix = x0 + i - 1;
-          in[i] = ix < W ? read_imagef(x, kConvSampler, (int2)(ix, ci4 * H + iy)) : (float4)(0.0f);
+          in[i] = CONV_LOAD_X(ci4, iy, ix);
         }
 #pragma unroll
         for (int kx = 0; kx < 3; ++kx) {
@@ -126,13 +148,13 @@ __kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write
     for (int o = 0; o < CONV_OB; ++o)
 #pragma unroll
       for (int p = 0; p < CONV_PX; ++p)
-        if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), acc[o][p]);
+        if (x0 + p < W) CONV_STORE_Y(o, p, acc[o][p]);
     return;
   }
   for (int j = slice; j < CONV_OB * CONV_PX; j += slices) {
     float4 sum = scratch[j * slice_items + t];
     for (int s = 1; s < slices; ++s) sum += scratch[(s * CONV_OB * CONV_PX + j) * slice_items + t];
     const int o = j / CONV_PX, p = j % CONV_PX;
-    if (x0 + p < W) write_imagef(y, (int2)(x0 + p, (ob + o) * H + row), sum);
+    if (x0 + p < W) CONV_STORE_Y(o, p, sum);
   }
 }
