@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "stowage/ir/kernel_reader.h"
+#include "stowage/ir/memory_layout.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
@@ -55,7 +56,17 @@ Expected<CompileResult> compile_module(Module module, const TargetDesc& target, 
   if (options.keep_ir_text) codegen.debug_text = print_module(module, PrintOptions{kDebugTextConstantBytes});
   auto exe = generate_executable(module, target, codegen);
   if (!exe) return exe.error();
-  return CompileResult{std::move(module), exe.take(), std::move(memory)};
+  std::vector<FunctionLayout> layouts;
+  for (const Function& f : module.functions) {
+    auto layout = memory_layout(f, target.table_entry_bytes);
+    if (!layout) return layout.error();
+    layouts.push_back(layout.take());
+  }
+  if (options.keep_memory_layout) {
+    exe->memory_layouts = layouts;
+    exe->minor_version = exe->required_minor_version();
+  }
+  return CompileResult{std::move(module), exe.take(), std::move(memory), std::move(layouts)};
 }
 
 Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,
