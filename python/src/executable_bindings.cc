@@ -9,7 +9,6 @@
 #include "bindings.h"
 #include "errors.h"
 #include "executable_handle.h"
-#include "memory_layout.h"
 #include "stowage/bytecode/target.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/parser.h"
@@ -45,7 +44,7 @@ ir::Module compiled_module(const ExecutableHandle& h) {
   if (h.executable->debug_text.empty()) {
     throw StowageError(
         ErrorKind::kInvalidInput,
-        "the executable carries no IR text (its debug section is empty), so its memory layout is unknown");
+        "the executable carries no IR text (its debug section is empty), so its module cannot be read back");
   }
   ir::Module module = unwrap(ir::parse_module(h.executable->debug_text, "<debug section>"));
   for (ir::ConstantTensor& c : module.constants) {
@@ -100,11 +99,11 @@ py::list describe_functions(const Executable& exe) {
 
 py::dict describe_layout(const FunctionLayout& layout) {
   py::list scopes;
-  for (const ScopeLayout& scope : layout.scopes) {
+  for (const LayoutScope& scope : layout.scopes) {
     py::list storages;
-    for (const StoragePlacement& s : scope.storages) {
+    for (const LayoutStorage& s : scope.storages) {
       py::list tensors;
-      for (const TensorPlacement& t : s.tensors) {
+      for (const LayoutTensor& t : s.tensors) {
         py::dict td;
         td["name"] = t.name;
         td["offset"] = t.offset;
@@ -124,9 +123,9 @@ py::dict describe_layout(const FunctionLayout& layout) {
     py::dict d;
     d["scope"] = scope.scope;
     d["storages"] = storages;
-    d["storage_bytes"] = scope.storage_bytes;
-    d["tensor_bytes"] = scope.tensor_bytes;
-    d["peak_live_bytes"] = scope.peak_live_bytes;
+    d["storage_bytes"] = scope.storage_bytes();
+    d["tensor_bytes"] = scope.tensor_bytes();
+    d["lower_bound"] = scope.lower_bound;
     scopes.append(d);
   }
   py::dict out;
@@ -219,21 +218,16 @@ void bind_executable(py::module_& m) {
                                return rows;
                              })
       .def("memory_layout", [](const ExecutableHandle& h, const std::string& function) {
-        ir::Module module = compiled_module(h);
-        const ir::Function* f = module.find_function(function);
-        if (f == nullptr) {
+        const Executable& exe = *h.executable;
+        for (const FunctionLayout& layout : exe.memory_layouts) {
+          if (layout.function == function) return describe_layout(layout);
+        }
+        if (exe.find_function(function) < 0) {
           throw StowageError(ErrorKind::kInvalidInput, fmt::format("memory layout: no function '{}'", function));
         }
-        // The entry width the code generator wrote into the instructions (one per target).
-        uint32_t entry_bytes = 4;
-        for (const auto& fn : h.executable->functions) {
-          for (const auto& ins : fn.code) {
-            if (ins.op == Opcode::kAllocDiscontiguous) {
-              entry_bytes = static_cast<uint32_t>(ins.ops[operands::AllocDiscontiguous::kEntryBytes]);
-            }
-          }
-        }
-        return describe_layout(unwrap(memory_layout(*f, entry_bytes)));
+        throw StowageError(ErrorKind::kInvalidInput,
+                           fmt::format("memory layout: the executable carries none for function '{}' (it was "
+                                       "written without its memory layout section)", function));
       });
 
   // Compiling and loading run without the GIL: other Python threads go on.

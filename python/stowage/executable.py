@@ -57,12 +57,13 @@ class Executable:
 
     def memory_layout(self, function=None):
         """Where every tensor of ``function`` (default: :meth:`entry_function`)
-        lives over time, from the IR as compiled: a dict with ``function``,
-        ``steps`` (the binding count; time runs over binding indices) and
-        ``scopes``, a list with per scope its ``storages`` (``name``, ``nbytes``,
-        ``start``, ``end`` and ``tensors``: ``name``, ``offset``, ``nbytes``,
-        ``start``, ``end``; a tensor lives over [start, end)), ``storage_bytes``,
-        ``tensor_bytes`` and ``peak_live_bytes``."""
+        lives over time, as the compiler placed it (carried in the file, so a
+        loaded executable has it too): a dict with ``function``, ``steps`` (the
+        binding count; time runs over binding indices) and ``scopes``, a list with
+        per scope its ``storages`` (``name``, ``nbytes``, ``start``, ``end`` and
+        ``tensors``: ``name``, ``offset``, ``nbytes``, ``start``, ``end``; a tensor
+        lives over [start, end)), ``storage_bytes``, ``tensor_bytes`` and
+        ``lower_bound`` (the most tensor bytes alive at one moment)."""
         return self._handle.memory_layout(function or self.entry_function())
 
     @property
@@ -79,8 +80,11 @@ class Executable:
         For scopes the planner placed, the figures are the planner's (the
         returned tensor's own storage is not counted) with ``tensors`` and
         ``spilled``, ``spilled_bytes``, ``discontiguous`` (tensors with blocks
-        here) and ``blocks`` added; for storage-level programs placed by hand they are
-        read from the IR, and ``reuse_only_bytes`` and ``seconds`` are None.
+        here) and ``blocks`` added; otherwise (programs placed by hand, or an
+        executable loaded from a file) they are those of :meth:`memory_layout`,
+        over every storage of the scope, and ``reuse_only_bytes`` and ``seconds``
+        are None. Both count the lower bound the same way, over the tensors of the
+        storages they count.
 
         Every scope also has ``constant_bytes``: the storages of its constants
         (weights), made once per VM and not part of the figures above. A scope that
@@ -95,7 +99,7 @@ class Executable:
             for scope in self.memory_layout()["scopes"]:
                 report[scope["scope"]] = {
                     "planned_bytes": scope["storage_bytes"],
-                    "lower_bound": scope["peak_live_bytes"],
+                    "lower_bound": scope["lower_bound"],
                     "naive_bytes": scope["tensor_bytes"],
                     "reuse_only_bytes": None,
                     "seconds": None,

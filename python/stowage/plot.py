@@ -64,7 +64,7 @@ def _draw_scope(ax, scope, steps, colors):
             )
         base += storage["nbytes"]
 
-    lower_bound = scope["peak_live_bytes"]
+    lower_bound = scope["lower_bound"]
     ax.axhline(lower_bound, color="red", linestyle=":", linewidth=1.5, label=f"lower bound {_bytes_text(lower_bound)}")
     ax.set_xlim(0, max(steps, 1))
     top = max(base, lower_bound, 1)

@@ -73,7 +73,7 @@ def test_memory_layout_shows_tables_and_blocks():
     blocks = sorted((t["offset"], t["name"]) for t in vtcm)
     assert blocks[:3] == [(0, "c block 1"), (256, "a block 1"), (512, "c block 0")]
     assert len(blocks) == 12 and all(t["nbytes"] == 256 for t in vtcm)
-    assert scopes["global.vtcm"]["peak_live_bytes"] == 3 * 1024
+    assert scopes["global.vtcm"]["lower_bound"] == 3 * 1024
     tables = [t for s in scopes["global"]["storages"] for t in s["tensors"] if "table" in t["name"]]
     assert sorted((t["name"], t["offset"], t["nbytes"]) for t in tables) == [
         ("a table 0", 0, 16), ("b table 0", 16, 16), ("c table 0", 32, 16)]

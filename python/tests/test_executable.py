@@ -138,7 +138,7 @@ def test_memory_layout(add_mul_exe):
     assert layout["function"] == "main" and layout["steps"] == 13
     (scope,) = layout["scopes"]
     assert scope["scope"] == "global.vtcm"
-    assert (scope["storage_bytes"], scope["tensor_bytes"], scope["peak_live_bytes"]) == (4096, 5120, 3072)
+    assert (scope["storage_bytes"], scope["tensor_bytes"], scope["lower_bound"]) == (4096, 5120, 3072)
     (storage,) = scope["storages"]
     assert (storage["name"], storage["nbytes"], storage["start"], storage["end"]) == ("vtcm", 4096, 0, 13)
     spans = {t["name"]: (t["offset"], t["nbytes"], t["start"], t["end"]) for t in storage["tensors"]}
@@ -152,6 +152,23 @@ def test_memory_layout(add_mul_exe):
     with pytest.raises(sw.InvalidInputError) as e:
         add_mul_exe.memory_layout("nope")
     assert str(e.value) == "memory layout: no function 'nope'"
+
+
+def test_a_loaded_file_carries_the_layout_the_compiler_made(tmp_path):
+    root = pathlib.Path(__file__).resolve().parents[2]
+    exe = sw.compile((root / "examples" / "add_mul_planned.stir").read_text())
+    path = tmp_path / "planned.stw"
+    exe.save(path)
+    loaded = sw.load(path)
+    assert loaded.memory_layout() == exe.memory_layout()
+    (scope,) = loaded.memory_layout()["scopes"]
+    # Every storage of the scope, the returned tensor's own included: the report of
+    # a loaded file counts them all, the planner's only its own storage.
+    figures = loaded.memory_report[scope["scope"]]
+    assert (figures["planned_bytes"], figures["lower_bound"], figures["naive_bytes"]) == (
+        scope["storage_bytes"], scope["lower_bound"], scope["tensor_bytes"])
+    assert scope["storage_bytes"] > exe.memory_report[scope["scope"]]["planned_bytes"]
+    assert scope["lower_bound"] <= scope["storage_bytes"]
 
 
 def test_names_do_not_change_the_report():

@@ -57,7 +57,22 @@ bool operator==(const ConstantStorage& a, const ConstantStorage& b) {
          a.image == b.image && same_contents(a, b);
 }
 
+uint64_t LayoutScope::storage_bytes() const {
+  uint64_t total = 0;
+  for (const LayoutStorage& s : storages) total += s.nbytes;
+  return total;
+}
+
+uint64_t LayoutScope::tensor_bytes() const {
+  uint64_t total = 0;
+  for (const LayoutStorage& s : storages) {
+    for (const LayoutTensor& t : s.tensors) total += t.nbytes;
+  }
+  return total;
+}
+
 uint16_t Executable::required_minor_version() const {
+  if (!memory_layouts.empty()) return 3;
   if (!constant_storages.empty() || !tensor_constants.empty()) return 2;
   for (const Function& f : functions) {
     for (const Instruction& ins : f.code) {

@@ -23,6 +23,7 @@ std::string_view section_name(SectionKind kind) {
     case SectionKind::kDebug: return "debug";
     case SectionKind::kTensorConstants: return "tensor constants";
     case SectionKind::kConstantData: return "constant data";
+    case SectionKind::kMemoryLayout: return "memory layout";
   }
   return "unknown";
 }
@@ -147,7 +148,7 @@ Status LayoutReader::read_header_fields() {
     return header_error(HeaderField::kSectionCount,
                         fmt::format("{} sections (a file has at most {})", section_count_, kMaxSections));
   }
-  uint64_t table_bytes = uint64_t{section_count_} * kSectionEntrySize;  // <= 7 * 24: no overflow
+  uint64_t table_bytes = uint64_t{section_count_} * kSectionEntrySize;  // <= kMaxSections * 24: no overflow
   if (table_offset_ < kHeaderSize || table_offset_ % kSectionAlignment != 0 ||
       !(table_bytes <= size && table_offset_ <= size - table_bytes)) {
     return header_error(HeaderField::kSectionTableOffset,
@@ -171,6 +172,10 @@ Status LayoutReader::read_section_table() {
     }
   }
   STOWAGE_TRY(check_constant_sections());
+  if (layout_.section(SectionKind::kMemoryLayout) && layout_.minor < 3) {
+    return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no memory layout; it needs 1.3",
+                                                         kMajorVersion, layout_.minor));
+  }
   return check_extents(extents);
 }
 

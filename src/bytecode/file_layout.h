@@ -29,9 +29,10 @@ struct FileLayout {
   }
 };
 
-// Sections every file has; debug and the two constant sections are optional.
+// Sections every file has; debug, the two constant sections and the memory layout are optional.
 inline bool is_required(SectionKind kind) {
-  return kind != SectionKind::kDebug && kind != SectionKind::kTensorConstants && kind != SectionKind::kConstantData;
+  return kind != SectionKind::kDebug && kind != SectionKind::kTensorConstants && kind != SectionKind::kConstantData &&
+         kind != SectionKind::kMemoryLayout;
 }
 
 // Checks the header (magic, version, sizes, both checksums, reserved bytes,

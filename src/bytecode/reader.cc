@@ -56,6 +56,10 @@ class Reader {
   Status read_code_words();
   Status validate_code();
   Status read_debug();
+  Status read_memory_layout();
+  Status read_function_layout(SectionCursor& in, FunctionLayout& out, uint64_t& entries);
+  Status read_layout_storage(SectionCursor& in, uint64_t steps, LayoutStorage& out, uint64_t& entries);
+  Status read_span(SectionCursor& in, uint64_t steps, uint64_t& start, uint64_t& end);
 
   SectionCursor cursor(SectionKind kind) const;
   Status read_name(SectionCursor& in, std::string& out, std::string_view what, bool allow_empty);
@@ -706,11 +710,113 @@ Status Reader::read_debug() {
   return Status::ok();
 }
 
+// start <= end <= steps.
+Status Reader::read_span(SectionCursor& in, uint64_t steps, uint64_t& start, uint64_t& end) {
+  uint64_t at = in.offset();
+  STOWAGE_TRY(in.read(start, "start"));
+  STOWAGE_TRY(in.read(end, "end"));
+  if (!(start <= end && end <= steps)) {
+    return in.error_at(at, fmt::format("lifetime [{}, {}) is not within the function's {} steps", start, end, steps));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_layout_storage(SectionCursor& in, uint64_t steps, LayoutStorage& out, uint64_t& entries) {
+  STOWAGE_TRY(read_name(in, out.name, "storage name", /*allow_empty=*/false));
+  STOWAGE_TRY(in.read(out.nbytes, "storage size"));
+  STOWAGE_TRY(read_span(in, steps, out.start, out.end));
+  uint64_t at = in.offset();
+  uint32_t count = 0;
+  STOWAGE_TRY(in.read(count, "tensor count"));
+  STOWAGE_TRY(in.check_count(at, count, kMaxLayoutEntries - entries, 36, "tensor count"));
+  entries += count;
+  out.tensors.resize(count);
+  for (LayoutTensor& t : out.tensors) {
+    STOWAGE_TRY(read_name(in, t.name, "tensor name", /*allow_empty=*/false));
+    at = in.offset();
+    STOWAGE_TRY(in.read(t.offset, "tensor offset"));
+    STOWAGE_TRY(in.read(t.nbytes, "tensor size"));
+    if (!(t.nbytes <= out.nbytes && t.offset <= out.nbytes - t.nbytes)) {
+      return in.error_at(at, fmt::format("tensor '{}': {} bytes at offset {} do not fit storage '{}' of {} bytes",
+                                         t.name, t.nbytes, t.offset, out.name, out.nbytes));
+    }
+    STOWAGE_TRY(read_span(in, steps, t.start, t.end));
+  }
+  return Status::ok();
+}
+
+Status Reader::read_function_layout(SectionCursor& in, FunctionLayout& out, uint64_t& entries) {
+  uint64_t at = in.offset();
+  STOWAGE_TRY(read_name(in, out.function, "function name", /*allow_empty=*/false));
+  if (exe_.find_function(out.function) < 0) {
+    return in.error_at(at, fmt::format("'{}' is not a function of the file", out.function));
+  }
+  in.set_context(fmt::format("layout of '{}'", out.function));
+  STOWAGE_TRY(in.read(out.steps, "step count"));
+  at = in.offset();
+  uint32_t scopes = 0;
+  STOWAGE_TRY(in.read(scopes, "scope count"));
+  STOWAGE_TRY(in.check_count(at, scopes, kMaxScopes, 16, "scope count"));
+  out.scopes.resize(scopes);
+  for (LayoutScope& scope : out.scopes) {
+    STOWAGE_TRY(read_name(in, scope.scope, "scope name", /*allow_empty=*/false));
+    const uint64_t bound_at = in.offset();
+    STOWAGE_TRY(in.read(scope.lower_bound, "lower bound"));
+    at = in.offset();
+    uint32_t storages = 0;
+    STOWAGE_TRY(in.read(storages, "storage count"));
+    STOWAGE_TRY(in.check_count(at, storages, kMaxLayoutEntries - entries, 32, "storage count"));
+    entries += storages;
+    scope.storages.resize(storages);
+    std::optional<uint64_t> storage_bytes = 0, tensor_bytes = 0;
+    for (LayoutStorage& storage : scope.storages) {
+      at = in.offset();
+      STOWAGE_TRY(read_layout_storage(in, out.steps, storage, entries));
+      storage_bytes = storage_bytes ? checked_add(*storage_bytes, storage.nbytes) : std::nullopt;
+      for (const LayoutTensor& t : storage.tensors) {
+        tensor_bytes = tensor_bytes ? checked_add(*tensor_bytes, t.nbytes) : std::nullopt;
+      }
+      if (!storage_bytes || !tensor_bytes) {
+        return in.error_at(at, fmt::format("scope '{}': its storages' or tensors' bytes overflow 64 bits", scope.scope));
+      }
+    }
+    if (scope.lower_bound > *tensor_bytes) {
+      return in.error_at(bound_at, fmt::format("scope '{}': lower bound {} exceeds its {} tensor bytes", scope.scope,
+                                               scope.lower_bound, *tensor_bytes));
+    }
+  }
+  return Status::ok();
+}
+
+Status Reader::read_memory_layout() {
+  if (!layout_.section(SectionKind::kMemoryLayout)) return Status::ok();
+  SectionCursor in = cursor(SectionKind::kMemoryLayout);
+  uint64_t at = in.offset();
+  uint32_t count = 0;
+  STOWAGE_TRY(in.read(count, "function count"));
+  STOWAGE_TRY(in.check_count(at, count, exe_.functions.size(), 16, "function count"));
+  exe_.memory_layouts.resize(count);
+  std::set<std::string_view> seen;
+  uint64_t entries = 0;  // storages and tensors so far
+  for (uint32_t i = 0; i < count; ++i) {
+    in.set_context(fmt::format("layout {}", i));
+    at = in.offset();
+    STOWAGE_TRY(read_function_layout(in, exe_.memory_layouts[i], entries));
+    if (!seen.insert(exe_.memory_layouts[i].function).second) {
+      in.set_context("");
+      return in.error_at(at, fmt::format("function '{}' has two layouts", exe_.memory_layouts[i].function));
+    }
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
 Expected<Executable> Reader::read() {
   for (Status (Reader::*step)() : {&Reader::read_layout, &Reader::read_strings, &Reader::read_constants,
                                    &Reader::read_kernels, &Reader::read_requirements, &Reader::read_tensor_constants,
                                    &Reader::read_code_words,
-                                   &Reader::read_functions, &Reader::validate_code, &Reader::read_debug}) {
+                                   &Reader::read_functions, &Reader::validate_code, &Reader::read_debug,
+                                   &Reader::read_memory_layout}) {
     if (Status s = (this->*step)(); !s) return s.error();
   }
   return std::move(exe_);

@@ -168,6 +168,35 @@ void write_constant_data(ByteWriter& w, const Executable& exe) {
   }
 }
 
+// Counts are u32 in this section: kMaxLayoutEntries and the other limits keep them small.
+void write_memory_layout(ByteWriter& w, const Executable& exe) {
+  w.u32(static_cast<uint32_t>(exe.memory_layouts.size()));
+  for (const FunctionLayout& f : exe.memory_layouts) {
+    w.str(f.function);
+    w.u64(f.steps);
+    w.u32(static_cast<uint32_t>(f.scopes.size()));
+    for (const LayoutScope& scope : f.scopes) {
+      w.str(scope.scope);
+      w.u64(scope.lower_bound);
+      w.u32(static_cast<uint32_t>(scope.storages.size()));
+      for (const LayoutStorage& storage : scope.storages) {
+        w.str(storage.name);
+        w.u64(storage.nbytes);
+        w.u64(storage.start);
+        w.u64(storage.end);
+        w.u32(static_cast<uint32_t>(storage.tensors.size()));
+        for (const LayoutTensor& t : storage.tensors) {
+          w.str(t.name);
+          w.u64(t.offset);
+          w.u64(t.nbytes);
+          w.u64(t.start);
+          w.u64(t.end);
+        }
+      }
+    }
+  }
+}
+
 struct PlacedSection {
   SectionKind kind;
   uint64_t offset;
@@ -189,6 +218,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
     kinds.push_back(SectionKind::kTensorConstants);
     kinds.push_back(SectionKind::kConstantData);
   }
+  if (!exe.memory_layouts.empty()) kinds.push_back(SectionKind::kMemoryLayout);
 
   std::vector<uint8_t> file(kHeaderSize + kinds.size() * kSectionEntrySize, 0);
   ByteWriter w(file);
@@ -206,6 +236,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
       case SectionKind::kDebug: w.bytes(exe.debug_text); break;
       case SectionKind::kTensorConstants: write_tensor_constants(w, exe); break;
       case SectionKind::kConstantData: write_constant_data(w, exe); break;
+      case SectionKind::kMemoryLayout: write_memory_layout(w, exe); break;
     }
     placed.push_back({kind, begin, w.position() - begin});
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "stowage/ir/kernel_reader.h"
+#include "stowage/ir/memory_layout.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
@@ -49,7 +50,16 @@ Expected<CompileResult> compile_module(Module module, const TargetDesc& target, 
   // text keeps only small ones.
   if (options.keep_ir_text) codegen.debug_text = print_module(module, PrintOptions{kDebugTextConstantBytes});
   STOWAGE_TRY_ASSIGN(Executable exe, generate_executable(module, target, codegen));
-  return CompileResult{std::move(module), std::move(exe), std::move(memory)};
+  std::vector<FunctionLayout> layouts;
+  for (const Function& f : module.functions) {
+    STOWAGE_TRY_ASSIGN(FunctionLayout layout, memory_layout(f, target.table_entry_bytes));
+    layouts.push_back(std::move(layout));
+  }
+  if (options.keep_memory_layout) {
+    exe.memory_layouts = layouts;
+    exe.minor_version = exe.required_minor_version();
+  }
+  return CompileResult{std::move(module), std::move(exe), std::move(memory), std::move(layouts)};
 }
 
 Expected<CompileResult> compile_text(std::string_view text, std::string_view file_name, const TargetDesc& target,

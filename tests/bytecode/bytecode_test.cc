@@ -38,7 +38,10 @@ TEST(Bytecode, LayoutFollowsTheFormatHeader) {
   EXPECT_EQ(testing::get_le<uint32_t>(file, HeaderField::kSectionCount), 7u);  // debug text present
   for (uint32_t k = kFirstSectionKind; k <= kLastSectionKind; ++k) {
     auto kind = static_cast<SectionKind>(k);
-    if (kind == SectionKind::kTensorConstants || kind == SectionKind::kConstantData) continue;  // no constants here
+    // No constants and no memory layout here.
+    if (kind == SectionKind::kTensorConstants || kind == SectionKind::kConstantData ||
+        kind == SectionKind::kMemoryLayout)
+      continue;
     auto s = testing::find_section(file, kind);
     EXPECT_NE(s.entry, 0u) << section_name(static_cast<SectionKind>(k));
     EXPECT_EQ(s.offset % kSectionAlignment, 0u);

@@ -13,6 +13,7 @@
 #include "stowage/support/dtype.h"
 #include "stowage/bytecode/isa.h"
 #include "stowage/bytecode/kernel_signature.h"
+#include "stowage/bytecode/memory_layout.h"
 
 namespace stowage {
 
@@ -177,6 +178,7 @@ struct Executable {
   std::vector<TensorConstant> tensor_constants;  // referenced by kTensorConst operands
   Requirements requirements;
   std::string debug_text;                   // optional: the IR text it was compiled from
+  std::vector<FunctionLayout> memory_layouts;  // optional: where its tensors live, for tools
   // The format's minor version the file declares: at least what its code needs
   // (required_minor_version), so a file re-written keeps its header.
   uint16_t minor_version = 0;

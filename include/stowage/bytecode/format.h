@@ -37,8 +37,8 @@ inline constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'T', 'W', '\r', '\n
 // that changes the meaning of existing bytes bumps the major.
 inline constexpr uint16_t kMajorVersion = 1;
 // 1: alloc_discontiguous_tensor. 2: tensor constants (sections kTensorConstants and
-// kConstantData, opcode load_tensor_constant).
-inline constexpr uint16_t kMinorVersion = 2;
+// kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout.
+inline constexpr uint16_t kMinorVersion = 3;
 
 inline constexpr uint32_t kHeaderSize = 64;
 
@@ -123,9 +123,19 @@ enum class SectionKind : uint32_t {
   // offset that is a multiple of kConstantDataAlignment: a mapped file can be used
   // in place. Bytes between storages are zero.
   kConstantData = 9,
+  // Where each function's tensors live over time (memory_layout.h), for tools
+  // (optional; version 1.3): u32 count, then count x FunctionLayout:
+  //   str function (a function of the file, each at most once), u64 steps,
+  //   u32 scope count, then per scope: str scope, u64 lower_bound (at most the sum
+  //   of its tensors' nbytes), u32 storage count, then per storage: str name,
+  //   u64 nbytes, u64 start, u64 end, u32 tensor count, then per tensor: str name,
+  //   u64 offset, u64 nbytes, u64 start, u64 end. Names are not empty;
+  //   start <= end <= steps; offset + nbytes <= the storage's nbytes; the sums of
+  //   a scope's storage bytes and tensor bytes fit in 64 bits.
+  kMemoryLayout = 10,
 };
 inline constexpr uint32_t kFirstSectionKind = 1;
-inline constexpr uint32_t kLastSectionKind = 9;
+inline constexpr uint32_t kLastSectionKind = 10;
 inline constexpr uint32_t kMaxSections = kLastSectionKind - kFirstSectionKind + 1;
 
 std::string_view section_name(SectionKind kind);
@@ -156,6 +166,8 @@ inline constexpr uint64_t kMaxScopes = 256;
 inline constexpr uint32_t kMaxGridRank = 3;
 inline constexpr uint64_t kMaxConstantStorages = 1u << 16;
 inline constexpr uint64_t kMaxTensorConstants = 1u << 20;
+// Storages and tensors of the memory layout section, all functions together.
+inline constexpr uint64_t kMaxLayoutEntries = uint64_t{1} << 22;
 // Work items of one launch (the product of the grid's extents): far more than any
 // device finishes in reasonable time, and small enough that no driver's arithmetic
 // on it (work items times a local size, byte offsets of 8-byte elements) can wrap

@@ -24,6 +24,7 @@ inline constexpr uint64_t kMaxTextIrBytes = uint64_t{256} << 20;
 
 struct CompileOptions {
   bool keep_ir_text = true;  // store the compiled IR in the executable's debug section
+  bool keep_memory_layout = true;  // store the layouts in the executable (its memory layout section)
   PlanOptions plan;          // for functions with tensor-level `empty` bindings
   std::string file_name;     // where the module's text came from, named in errors at a line:col
 };
@@ -32,6 +33,9 @@ struct CompileResult {
   Module module;            // the module as compiled (storage level)
   Executable executable;
   MemoryReport memory;      // what planning did; empty when nothing was planned
+  // Where every function's tensors live, in the module's function order (the
+  // executable's memory_layouts hold the same unless keep_memory_layout is false).
+  std::vector<FunctionLayout> layouts;
 };
 
 Expected<CompileResult> compile_module(Module module, const TargetDesc& target, const CompileOptions& options = {});

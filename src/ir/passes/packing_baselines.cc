@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "stowage/ir/lifetimes.h"
 #include "stowage/ir/packing.h"
 
 namespace stowage::ir {
@@ -19,17 +20,6 @@ uint64_t saturating_mul(uint64_t a, uint64_t b) {
   uint64_t product;
   return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<uint64_t>::max() : product;
 }
-
-struct Event {
-  int64_t time;
-  bool starts;
-  uint32_t item;
-  bool operator<(const Event& o) const {
-    if (time != o.time) return time < o.time;
-    if (starts != o.starts) return !starts;  // a storage freed at t serves a tensor born at t
-    return item < o.item;
-  }
-};
 
 // Relax's search window: a free storage serves a request when its size lies
 // within a factor of 16 of the request.
@@ -52,39 +42,34 @@ uint64_t naive_total(std::span<const PackItem> items) {
 // serves all items (Relax keeps one per dtype; items here carry none).
 // Items of size 0 or never alive take no storage.
 uint64_t reuse_only_total(std::span<const PackItem> items) {
-  std::vector<Event> events;
-  for (uint32_t i = 0; i < items.size(); ++i) {
-    if (items[i].size == 0 || items[i].lower >= items[i].upper) continue;
-    events.push_back({items[i].lower, true, i});
-    events.push_back({items[i].upper, false, i});
-  }
-  std::sort(events.begin(), events.end());
+  // Deaths come first at one moment: a storage freed at t serves an item born at t.
+  const std::vector<LifetimeEvent> events = lifetime_events(lifetimes_of(items));
   std::vector<uint64_t> storage_size;
   std::vector<uint32_t> storage_of(items.size());
   std::multimap<uint64_t, uint32_t> free_pool;
-  for (const Event& e : events) {
+  for (const LifetimeEvent& e : events) {
     if (!e.starts) {
-      const uint32_t storage = storage_of[e.item];
+      const uint32_t storage = storage_of[e.index];
       free_pool.emplace(storage_size[storage], storage);
       continue;
     }
-    const uint64_t size = items[e.item].size;
+    const uint64_t size = items[e.index].size;
     auto larger = free_pool.lower_bound(size);
     if (larger != free_pool.end() && larger->first <= saturating_mul(size, kMatchRange)) {
-      storage_of[e.item] = larger->second;
+      storage_of[e.index] = larger->second;
       free_pool.erase(larger);
       continue;
     }
     if (larger != free_pool.begin()) {
       auto smaller = std::prev(larger);
       if (smaller->first >= size / kMatchRange) {
-        storage_of[e.item] = smaller->second;
+        storage_of[e.index] = smaller->second;
         storage_size[smaller->second] = size;
         free_pool.erase(smaller);
         continue;
       }
     }
-    storage_of[e.item] = static_cast<uint32_t>(storage_size.size());
+    storage_of[e.index] = static_cast<uint32_t>(storage_size.size());
     storage_size.push_back(size);
   }
   uint64_t total = 0;

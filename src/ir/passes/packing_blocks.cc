@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "stowage/ir/lifetimes.h"
 #include "stowage/ir/packing.h"
 
 namespace stowage::ir {
@@ -14,8 +15,6 @@ struct Taken {
   int64_t lower, upper;  // alive over [lower, upper)
   uint64_t begin, end;   // bytes
 };
-
-bool alive_together(const Taken& t, int64_t lower, int64_t upper) { return t.lower < upper && lower < t.upper; }
 
 uint64_t round_up(uint64_t value, uint64_t alignment) {
   uint64_t rest = value % alignment;
@@ -67,7 +66,7 @@ Expected<BlockPlacement> place_blocks(std::span<const PackItem> items, std::span
     }
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (const Taken& t : taken) {
-      if (alive_together(t, r.lower, r.upper)) busy.emplace_back(t.begin, t.end);
+      if (alive_together(t.lower, t.upper, r.lower, r.upper)) busy.emplace_back(t.begin, t.end);
     }
     std::sort(busy.begin(), busy.end());
     busy.emplace_back(UINT64_MAX, UINT64_MAX);  // the space above everything

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "stowage/ir/lifetimes.h"
 #include "stowage/ir/packing.h"
 
 namespace stowage::ir {
@@ -33,28 +34,11 @@ Status check_each(std::span<const PackItem> items, std::span<const uint64_t> off
   return Status::ok();
 }
 
-struct Event {
-  int64_t time;
-  bool starts;
-  uint32_t item;
-  bool operator<(const Event& o) const {
-    if (time != o.time) return time < o.time;
-    if (starts != o.starts) return !starts;  // [lower, upper): deaths first
-    return item < o.item;
-  }
-};
-
 // Sweeps time keeping the live items ordered by offset. While they are
 // pairwise disjoint in bytes, a newcomer can only collide with its neighbours
 // in that order.
 Status check_overlaps(std::span<const PackItem> items, std::span<const uint64_t> offsets) {
-  std::vector<Event> events;
-  for (uint32_t i = 0; i < items.size(); ++i) {
-    if (items[i].size == 0 || items[i].lower >= items[i].upper) continue;
-    events.push_back({items[i].lower, true, i});
-    events.push_back({items[i].upper, false, i});
-  }
-  std::sort(events.begin(), events.end());
+  const std::vector<LifetimeEvent> events = lifetime_events(lifetimes_of(items));
   std::set<std::pair<uint64_t, uint32_t>> live;
   auto clash = [&](uint32_t a, uint32_t b) {
     if (b < a) std::swap(a, b);
@@ -65,19 +49,19 @@ Status check_overlaps(std::span<const PackItem> items, std::span<const uint64_t>
                      std::to_string(std::max(x.lower, y.lower)) + ", " + std::to_string(std::min(x.upper, y.upper)) +
                      ") and share bytes [" + std::to_string(from) + ", " + std::to_string(to) + ")");
   };
-  for (const Event& e : events) {
-    const uint64_t offset = offsets[e.item];
+  for (const LifetimeEvent& e : events) {
+    const uint64_t offset = offsets[e.index];
     if (!e.starts) {
-      live.erase({offset, e.item});
+      live.erase({offset, e.index});
       continue;
     }
     auto next = live.lower_bound({offset, 0});
-    if (next != live.end() && next->first < offset + items[e.item].size) return clash(e.item, next->second);
+    if (next != live.end() && next->first < offset + items[e.index].size) return clash(e.index, next->second);
     if (next != live.begin()) {
       auto prev = std::prev(next);
-      if (prev->first + items[prev->second].size > offset) return clash(e.item, prev->second);
+      if (prev->first + items[prev->second].size > offset) return clash(e.index, prev->second);
     }
-    live.insert({offset, e.item});
+    live.insert({offset, e.index});
   }
   return Status::ok();
 }

@@ -64,6 +64,7 @@
 #include <optional>
 #include <set>
 
+#include "stowage/ir/lifetimes.h"
 #include "stowage/ir/packing.h"
 #include "stowage/bytecode/discontiguous.h"
 
@@ -565,7 +566,7 @@ class FunctionPlanner {
     out.fits = !room || out.height <= *room;
     std::vector<PackItem> all;
     for (size_t i : members) all.push_back(item_of(tensors_[i], scope));
-    out.proven_optimal = out.height == live_bytes_lower_bound(all);
+    out.proven_optimal = out.height == peak_live_bytes(lifetimes_of(all));
     return out;
   }
 
@@ -588,7 +589,7 @@ class FunctionPlanner {
     r.function = f_.name;
     r.scope = tensors_[members[0]].scope_name;
     r.tensors = names.size();
-    r.lower_bound = live_bytes_lower_bound(items);
+    r.lower_bound = peak_live_bytes(lifetimes_of(items));
     r.naive_bytes = naive_total(items);
     r.reuse_only_bytes = reuse_only_total(items);
     r.spilled = spilled;
