@@ -44,10 +44,9 @@ def with_launch(settings, **launch):
     return dict(settings, launch=dict(settings.get("launch", {}), **launch))
 
 
-def direct(max_pixels, pointwise_only=True, px=4, ob=2, dw=0, **launch):
+def direct(max_pixels, pointwise_only=True, px=4, ob=2, **launch):
     """The GPU defaults with the direct convolution for layers of at most max_pixels output pixels."""
     settings = with_launch(GPU, DIRECT_MAX_PIXELS=max_pixels, DIRECT_POINTWISE_ONLY=int(pointwise_only), **launch)
-    settings = with_depthwise(settings, dw) if dw else settings
     return dict(settings, conv_direct={"DCONV_PX": px, "DCONV_OB": ob})
 
 
@@ -83,12 +82,12 @@ SETTINGS = {
     "texture px4 ob2 slices32": (True, texture(SLICES_MAX=32, SLICE_ITEMS=1 << 18)),
     "texture px2 ob2 slices16": (True, texture(2, 2, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
     "texture px4 ob1 slices16": (True, texture(4, 1, SLICES_MAX=16, SLICE_ITEMS=1 << 18)),
-    **{f"direct<={pixels} {'pointwise' if pw else 'all'} px{px} ob{ob} slices{sl}{' dw' + str(dw) if dw else ''}":
-       (False, direct(pixels, pw, px, ob, dw, SLICES_MAX=sl, SLICE_ITEMS=1 << 18))
-       for pixels, pw, px, ob, sl, dw in [
-           (784, True, 4, 2, 16, 0), (784, True, 2, 1, 16, 0), (784, True, 4, 1, 16, 0), (784, True, 2, 2, 16, 0),
-           (784, True, 2, 1, 32, 0), (784, True, 4, 1, 32, 0), (196, True, 4, 1, 16, 0), (3136, True, 4, 1, 16, 0),
-           (784, False, 4, 1, 16, 0), (196, False, 4, 1, 16, 0), (784, True, 4, 1, 16, 2), (784, True, 4, 1, 16, 8)]},
+    **{f"direct<={pixels} {'pointwise' if pw else 'all'} c<={red} px{px} ob{ob} slices{sl}":
+       (False, direct(pixels, pw, px, ob, SLICES_MAX=sl, SLICE_ITEMS=1 << 18, DIRECT_MAX_REDUCTION=red))
+       for pixels, pw, red, px, ob, sl in [
+           (784, True, 0, 4, 1, 16), (784, True, 256, 4, 1, 16), (784, True, 512, 4, 1, 16),
+           (784, True, 960, 4, 1, 16), (196, True, 960, 4, 1, 16), (784, True, 960, 2, 1, 32),
+           (784, True, 960, 4, 1, 32), (3136, True, 512, 4, 1, 16), (784, False, 960, 4, 1, 16)]},
 }
 
 

@@ -250,11 +250,13 @@ def test_networks_match_onnx_runtime(net, texture, device):
     check(model, {"input": image()}, device, texture=texture)
 
 
-def test_networks_tuned_for_the_gpu_target_match_onnx_runtime(device):
-    """opencl-gpu's kernel defaults (4x4 accumulators, more split-K) compute the same logits."""
+@pytest.mark.parametrize("net,texture", [("resnet18", False), ("mobilenet_v2", False), ("mobilenet_v2", True)])
+def test_networks_tuned_for_the_gpu_target_match_onnx_runtime(net, texture, device):
+    """opencl-gpu's kernel defaults (4x4 accumulators, more split-K, direct convolutions
+    for layers of few pixels, more slices) compute the same logits."""
     from stowage import models
 
-    check(models.resnet18(), {"input": image()}, device, target="opencl-gpu")
+    check(getattr(models, net)(), {"input": image()}, device, texture=texture, target="opencl-gpu")
 
 
 # Kernel launches per inference, by kernel: fusion (conv + BN + bias + activation +
@@ -278,15 +280,36 @@ LAUNCHES = {
 }
 
 
-@pytest.mark.parametrize("net,texture", sorted(LAUNCHES), ids=lambda v: str(v))
-def test_launch_counts_per_network(net, texture):
+# The same under opencl-gpu's kernel defaults (kernel names carry their settings).
+GPU_LAUNCHES = {
+    ("resnet18", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 18, "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 16,
+                          "stowage_conv2d_direct_ob1_px4": 3, "stowage_max_pool2d": 1, "stowage_global_avg_pool": 1},
+    ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 20, "stowage_max_pool2d_image": 1,
+                         "stowage_global_avg_pool_image": 1, "stowage_image_to_nchw": 1,
+                         "stowage_conv2d_direct_ob1_px4": 1},
+    ("mobilenet_v2", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 2,
+                              "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 1,
+                              "stowage_conv2d_depthwise_k16_m64_n64_wm4_wn4": 17,
+                              "stowage_gemm_k16_m64_n64_wm4_wn4": 12, "stowage_conv2d_direct_ob1_px4": 22,
+                              "stowage_global_avg_pool": 1},
+    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 35,
+                             "stowage_conv2d_depthwise_image": 17, "stowage_global_avg_pool_image": 1,
+                             "stowage_image_to_nchw": 1, "stowage_conv2d_k16_m64_n64_wm4_wn4": 1,
+                             "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 1},
+}
+
+
+@pytest.mark.parametrize("net,texture,target", sorted([k + ("opencl",) for k in LAUNCHES] +
+                                                       [k + ("opencl-gpu",) for k in GPU_LAUNCHES]),
+                         ids=lambda v: str(v))
+def test_launch_counts_per_network(net, texture, target):
     import collections
 
     from stowage import models
 
-    module = sw.from_onnx(getattr(models, net)(), texture=texture)
+    module = sw.from_onnx(getattr(models, net)(), texture=texture, target=target)
     launches = collections.Counter(re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text()))
-    assert dict(launches) == LAUNCHES[(net, texture)]
+    assert dict(launches) == (LAUNCHES if target == "opencl" else GPU_LAUNCHES)[(net, texture)]
 
 
 @pytest.mark.slow

@@ -26,9 +26,10 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # (k_split outputs) stays within SPLIT_K_MAX_BYTES (0: no bound). 1x1 convolutions that split take the
 # implicit-GEMM kernel instead of stowage_gemm.
 # The direct convolution (conv_direct.cl) replaces the implicit GEMM of a layer of at
-# most DIRECT_MAX_PIXELS output pixels (N P Q; 0: never), for 1x1 kernels only while
+# most DIRECT_MAX_PIXELS output pixels (N P Q; 0: never) and a reduction (C/groups R S)
+# of at most DIRECT_MAX_REDUCTION (0: any), for 1x1 kernels only while
 # DIRECT_POINTWISE_ONLY is set: with few pixels, GEMM tiles are few and mostly empty,
-# while with many the GEMM's reuse through local memory wins.
+# while with many pixels or long reductions the GEMM's reuse through local memory wins.
 # The texture and direct convolutions double their input-channel slices (at most
 # SLICES_MAX, at most the input blocks or channels of a group) while their launch
 # has fewer work-items than SLICE_ITEMS.
@@ -267,7 +268,10 @@ class MatrixOps(Core):
             return choice == "direct"
         one_by_one = g["r"] == g["s"] == 1
         pixels = g["n"] * g["p"] * g["q"]
-        return pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
+        reduction = g["c"] // g["group"] * g["r"] * g["s"]
+        longest = self.launch["DIRECT_MAX_REDUCTION"]
+        return (pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
+                and (longest == 0 or reduction <= longest))
 
     def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
