@@ -204,6 +204,40 @@ TEST(Packing, SmallRandomInstancesAreOptimal) {
   }
 }
 
+// Items drawn from a few shapes, so that many are identical (twins the
+// search places in one order only) or share their lifetime, and long-lived
+// ones often end up with nothing unplaced alive beside them (where a failure
+// settles the node): the pruning must not lose the optimum.
+TEST(Packing, SmallInstancesOfRepeatedShapesAreOptimal) {
+  uint64_t state = 777;
+  auto next = [&](uint64_t bound) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % bound;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    PackItem shapes[3];
+    for (PackItem& shape : shapes) {
+      shape.lower = static_cast<int64_t>(next(4));
+      shape.upper = shape.lower + 1 + static_cast<int64_t>(next(5));
+      shape.size = 1 + next(3);
+      shape.alignment = next(5) == 0 ? 2u : 1u;
+    }
+    std::vector<PackItem> items;
+    const uint64_t n = 3 + next(5);
+    for (uint64_t i = 0; i < n; ++i) {
+      PackItem item = shapes[next(3)];
+      item.id = "b" + std::to_string(i);
+      items.push_back(item);
+    }
+    const uint64_t optimum = exhaustive_optimum(items);
+    Expected<PackResult> result = pack(items, steps_only());
+    ASSERT_TRUE(result.has_value());
+    EXPECT_EQ(result->height, optimum) << "trial " << trial;
+    EXPECT_TRUE(result->proven_optimal) << "trial " << trial;
+    expect_valid(items, *result, std::nullopt);
+  }
+}
+
 // Found among random instances: the lower bound 18 cannot be reached, which
 // the exhaustive search confirms.
 std::vector<PackItem> instance_above_its_bound() {
@@ -226,6 +260,24 @@ TEST(Packing, OptimumAboveTheLowerBound) {
   EXPECT_EQ(result->height, 19u);
   EXPECT_TRUE(result->proven_optimal);
   expect_valid(items, *result, std::nullopt);
+}
+
+// Three identical buffers alive all along, on top of an instance that cannot
+// reach its bound: the proof that the new bound does not fit takes about
+// 320,000 steps when the three are placed in one order only, and about
+// 3,600,000 when every order of them is searched (measured when the rule
+// came in).
+TEST(Packing, IdenticalBuffersAreSearchedInOneOrder) {
+  std::vector<PackItem> items = instance_above_its_bound();
+  for (int k = 0; k < 3; ++k) items.push_back({"same" + std::to_string(k), 0, 7, 1, 1});
+  EXPECT_EQ(live_bytes_lower_bound(items), 21u);
+  PackOptions options = steps_only(1000000);
+  options.capacity = 21;
+  options.lower_when_over = false;
+  Expected<PackResult> result = pack(items, options);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_FALSE(result->fits);
+  EXPECT_TRUE(result->proven_unfit) << "steps: " << result->steps;
 }
 
 TEST(Packing, CapacityMissReportsTheBestHeight) {

@@ -23,6 +23,7 @@
 // limit is a proof.
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "packing_internal.h"
 
@@ -85,6 +86,10 @@ struct ExactSearch::Shared {
   const Instance& in;
   Rows overlaps;  // per item: the items alive at a common moment
   Rows members;   // per section: its items
+  // Per item: the item before it (by number) with the same sections, size
+  // and alignment, or kNoRank. Such twins are interchangeable, so the search
+  // places them in the order of their numbers only.
+  std::vector<uint32_t> twin;
   std::vector<std::vector<uint32_t>> rank_of;
   SubproblemMemo memo{kMemoValues};
 
@@ -96,6 +101,19 @@ struct ExactSearch::Shared {
     for (const std::vector<uint32_t>& row : by_section) {
       members.data.insert(members.data.end(), row.begin(), row.end());
       members.end_row();
+    }
+    twin.assign(n, kNoRank);
+    std::vector<uint32_t> order(n);
+    for (uint32_t i = 0; i < n; ++i) order[i] = i;
+    auto key = [&](uint32_t i) {
+      return std::make_tuple(in.first_section[i], in.end_section[i], in.size[i], in.align[i], i);
+    };
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (uint32_t k = 1; k < n; ++k) {
+      const uint32_t a = order[k - 1], b = order[k];
+      if (in.first_section[a] == in.first_section[b] && in.end_section[a] == in.end_section[b] &&
+          in.size[a] == in.size[b] && in.align[a] == in.align[b])
+        twin[b] = a;
     }
     // Two items overlap in time exactly when their section ranges intersect.
     for (uint32_t i = 0; i < n; ++i) {
@@ -116,7 +134,7 @@ class Search {
   // `shuffle` (when not 0) seeds the order in which the first item is chosen.
   Search(ExactSearch::Shared& shared, const std::vector<uint32_t>& rank_of, uint64_t capacity, StepCounter& steps,
          uint64_t shuffle)
-      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), memo_(shared.memo), rank_of_(rank_of),
+      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin), memo_(shared.memo), rank_of_(rank_of),
         capacity_(capacity), steps_(steps), random_(shuffle) {}
 
   SearchOutcome run(std::vector<uint64_t>& offsets) {
@@ -165,6 +183,7 @@ class Search {
   };
   struct Mark {
     size_t lowest, floor;
+    uint64_t highest_lowest;
   };
   static constexpr uint32_t kNoPiece = std::numeric_limits<uint32_t>::max();
   // The depth-first search keeps its own stack (deep searches would overflow
@@ -181,7 +200,8 @@ class Search {
     bool entered = false;   // node: candidates computed
     size_t next = 0, stop = 0, base = 0;  // node: candidates_[base, stop), next to try
     uint32_t item = kNoRank;  // node: the candidate placed while a child runs
-    Mark mark{0, 0};
+    Mark mark{0, 0, 0};
+    bool settles = false;   // node: a failure of `item` is the node's
   };
 
   bool placed(uint32_t i) const { return offset_[i] != kUnplaced; }
@@ -271,6 +291,7 @@ class Search {
       unplace(f.item, f.mark);
       f.item = kNoRank;
       if (child != Result::kNotFound) return pop_node(child);
+      if (f.settles) return pop_node(Result::kNotFound);
     }
     while (f.next < f.stop) {
       if (!steps_.take(1 + work_ / kWorkPerStep)) return pop_node(Result::kStopped);
@@ -278,12 +299,20 @@ class Search {
       const uint32_t i = candidates_[f.next++];
       const uint64_t at = lowest_[i];
       const Mark mark = place(i);
-      if (!floors_fit(mark)) {
+      // Nothing unplaced is alive with i: where i goes changes nothing for the
+      // others. A completion after any later candidate would stay one with i
+      // moved down first to where it is now, so if i fails, the node fails.
+      // Not where the first choice is shuffled: later candidates there are not
+      // later in (offset, rank) order.
+      const bool settles = hatless_ && !(random_ != 0 && placed_stack_.size() == 1);
+      if (!floors_fit(mark, at)) {
         unplace(i, mark);
+        if (settles) return pop_node(Result::kNotFound);
         continue;
       }
       f.item = i;
       f.mark = mark;
+      f.settles = settles;
       // Continue in the same part, or in its pieces where i was the last
       // unplaced item crossing a border.
       borders_.clear();
@@ -319,6 +348,7 @@ class Search {
       const uint64_t top = lowest_[i] + in_.size[i];
       if (top > capacity_) return Result::kNotFound;  // lowest_ only rises further down
       lowest_top = std::min(lowest_top, top);
+      if (twin_[i] != kNoRank && !placed(twin_[i])) continue;
       if (f.last_rank == kNoRank || before(f.last_offset, f.last_rank, lowest_[i], rank_of_[i]))
         candidates_.push_back(i);
     }
@@ -416,17 +446,59 @@ class Search {
   // at or above its floor (the lowest offset any of them can take), so their
   // bytes must fit between there and the capacity. Other sections kept their
   // floor and lost no room since their last check.
-  bool floors_fit(const Mark& mark) {
+  bool floors_fit(const Mark& mark, uint64_t at) {
     work_ += floor_changes_.size() - mark.floor;
     for (size_t c = mark.floor; c < floor_changes_.size(); ++c) {
       const uint32_t s = floor_changes_[c].section;
       if (remaining_[s] != 0 && floor_[s] + remaining_[s] > capacity_) return false;
     }
+    return stairs_fit(mark, at);
+  }
+
+  // Section bounds at every height (the staircase): in a section, the
+  // unplaced items that cannot go below t (their lowest offset, or the offset
+  // `at` that later placements cannot undercut, is t or more) need their bytes
+  // between t and the capacity. The floor is one such t; items raised by
+  // placed items outside the section stand higher, and the bytes below them
+  // can only be filled by the others. Checked in the sections of the items
+  // that rose, sorting their unplaced items by lowest offset.
+  bool stairs_fit(const Mark& mark, uint64_t at) {
+    if (lowest_changes_.size() == mark.lowest) return true;
+    if (++epoch_ == 0) {
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      epoch_ = 1;
+    }
+    stamp_.resize(in_.section_count(), 0);
+    touched_.clear();
+    for (size_t c = mark.lowest; c < lowest_changes_.size(); ++c) {
+      const uint32_t j = lowest_changes_[c].item;
+      work_ += in_.end_section[j] - in_.first_section[j];
+      for (uint32_t s = in_.first_section[j]; s < in_.end_section[j]; ++s)
+        if (stamp_[s] != epoch_) {
+          stamp_[s] = epoch_;
+          touched_.push_back(s);
+        }
+    }
+    for (uint32_t s : touched_) {
+      // No unplaced item needs to start higher: the floor check covers all heights.
+      if (highest_lowest_ + remaining_[s] <= capacity_) continue;
+      stairs_.clear();
+      for (uint32_t m : members_.row(s))
+        if (!placed(m)) stairs_.push_back({std::max(lowest_[m], at), in_.size[m]});
+      work_ += 2 * members_.row(s).size();
+      std::sort(stairs_.begin(), stairs_.end(), [](const Stair& a, const Stair& b) { return a.lowest > b.lowest; });
+      uint64_t above = 0;  // bytes of the items from the highest down to k
+      for (size_t k = 0; k < stairs_.size(); ++k) {
+        above += stairs_[k].size;
+        const bool last_at_height = k + 1 == stairs_.size() || stairs_[k + 1].lowest != stairs_[k].lowest;
+        if (last_at_height && stairs_[k].lowest + above > capacity_) return false;
+      }
+    }
     return true;
   }
 
   Mark place(uint32_t i) {
-    const Mark mark{lowest_changes_.size(), floor_changes_.size()};
+    const Mark mark{lowest_changes_.size(), floor_changes_.size(), highest_lowest_};
     const uint64_t at = lowest_[i], top = at + in_.size[i];
     offset_[i] = at;
     placed_stack_.push_back(i);
@@ -436,13 +508,16 @@ class Search {
     }
     for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s) --crossing_[s];
     work_ += 2 * (in_.end_section[i] - in_.first_section[i]) + overlaps_.row(i).size();
+    hatless_ = true;
     for (uint32_t other : overlaps_.row(i)) {
       if (placed(other)) continue;
+      hatless_ = false;
       const uint64_t raised = align_up(top, in_.align[other]);
       const uint64_t old = lowest_[other];
       if (raised <= old) continue;
       lowest_changes_.push_back({other, old});
       lowest_[other] = raised;
+      highest_lowest_ = std::max(highest_lowest_, raised);
       work_ += in_.end_section[other] - in_.first_section[other];
       for (uint32_t s = in_.first_section[other]; s < in_.end_section[other]; ++s)
         if (floor_[s] == old) leave_floor(s);
@@ -491,6 +566,7 @@ class Search {
     for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s) ++crossing_[s];
     offset_[i] = kUnplaced;
     placed_stack_.pop_back();
+    highest_lowest_ = mark.highest_lowest;
   }
 
   // Saves the offsets of the items placed on the current path. Pieces solved
@@ -502,6 +578,7 @@ class Search {
   const Instance& in_;
   const Rows& overlaps_;
   const Rows& members_;
+  const std::vector<uint32_t>& twin_;
   SubproblemMemo& memo_;
   const std::vector<uint32_t>& rank_of_;
   const uint64_t capacity_;
@@ -526,6 +603,14 @@ class Search {
   std::vector<FloorChange> floor_changes_;
   std::vector<uint32_t> key_items_;
   std::vector<uint64_t> key_values_, memo_offsets_;
+  struct Stair {
+    uint64_t lowest, size;
+  };
+  std::vector<Stair> stairs_;      // stairs_fit's items of one section
+  std::vector<uint32_t> stamp_, touched_;  // stairs_fit's sections, marked with epoch_
+  uint32_t epoch_ = 0;
+  uint64_t highest_lowest_ = 0;  // no lowest offset is higher (the highest ever set on this path)
+  bool hatless_ = false;  // the item placed last is alive with no unplaced item
   uint64_t work_ = 0;  // entries visited, not yet charged as steps
 };
 
