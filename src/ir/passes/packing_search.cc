@@ -17,7 +17,11 @@
 //    canonical order;
 //  - the memo (SubproblemMemo): a piece is a set of items with the lowest
 //    offset each may take; one shown to have no packing rules out the same
-//    items starting as high or higher, and a packing found is reused.
+//    items starting as high or higher, and a packing found is reused;
+//  - twins: items of the same sections, size and alignment are placed in the
+//    order of their numbers only (any packing can swap them);
+//  - hatless items: when the item just placed is alive with no unplaced item
+//    and its subtree fails, the later candidates fail too (see step_node).
 // Runs under several static rankings alternate with short runs that shuffle
 // the first choice (see `within`); a run that ends without hitting its step
 // limit is a proof.
@@ -134,8 +138,8 @@ class Search {
   // `shuffle` (when not 0) seeds the order in which the first item is chosen.
   Search(ExactSearch::Shared& shared, const std::vector<uint32_t>& rank_of, uint64_t capacity, StepCounter& steps,
          uint64_t shuffle)
-      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin), memo_(shared.memo), rank_of_(rank_of),
-        capacity_(capacity), steps_(steps), random_(shuffle) {}
+      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin), memo_(shared.memo),
+        rank_of_(rank_of), capacity_(capacity), steps_(steps), random_(shuffle) {}
 
   SearchOutcome run(std::vector<uint64_t>& offsets) {
     const uint32_t n = in_.count(), sections = in_.section_count();
@@ -183,7 +187,6 @@ class Search {
   };
   struct Mark {
     size_t lowest, floor;
-    uint64_t highest_lowest;
   };
   static constexpr uint32_t kNoPiece = std::numeric_limits<uint32_t>::max();
   // The depth-first search keeps its own stack (deep searches would overflow
@@ -200,7 +203,7 @@ class Search {
     bool entered = false;   // node: candidates computed
     size_t next = 0, stop = 0, base = 0;  // node: candidates_[base, stop), next to try
     uint32_t item = kNoRank;  // node: the candidate placed while a child runs
-    Mark mark{0, 0, 0};
+    Mark mark{0, 0};
     bool settles = false;   // node: a failure of `item` is the node's
   };
 
@@ -305,7 +308,7 @@ class Search {
       // Not where the first choice is shuffled: later candidates there are not
       // later in (offset, rank) order.
       const bool settles = hatless_ && !(random_ != 0 && placed_stack_.size() == 1);
-      if (!floors_fit(mark, at)) {
+      if (!floors_fit(mark)) {
         unplace(i, mark);
         if (settles) return pop_node(Result::kNotFound);
         continue;
@@ -446,59 +449,17 @@ class Search {
   // at or above its floor (the lowest offset any of them can take), so their
   // bytes must fit between there and the capacity. Other sections kept their
   // floor and lost no room since their last check.
-  bool floors_fit(const Mark& mark, uint64_t at) {
+  bool floors_fit(const Mark& mark) {
     work_ += floor_changes_.size() - mark.floor;
     for (size_t c = mark.floor; c < floor_changes_.size(); ++c) {
       const uint32_t s = floor_changes_[c].section;
       if (remaining_[s] != 0 && floor_[s] + remaining_[s] > capacity_) return false;
     }
-    return stairs_fit(mark, at);
-  }
-
-  // Section bounds at every height (the staircase): in a section, the
-  // unplaced items that cannot go below t (their lowest offset, or the offset
-  // `at` that later placements cannot undercut, is t or more) need their bytes
-  // between t and the capacity. The floor is one such t; items raised by
-  // placed items outside the section stand higher, and the bytes below them
-  // can only be filled by the others. Checked in the sections of the items
-  // that rose, sorting their unplaced items by lowest offset.
-  bool stairs_fit(const Mark& mark, uint64_t at) {
-    if (lowest_changes_.size() == mark.lowest) return true;
-    if (++epoch_ == 0) {
-      std::fill(stamp_.begin(), stamp_.end(), 0);
-      epoch_ = 1;
-    }
-    stamp_.resize(in_.section_count(), 0);
-    touched_.clear();
-    for (size_t c = mark.lowest; c < lowest_changes_.size(); ++c) {
-      const uint32_t j = lowest_changes_[c].item;
-      work_ += in_.end_section[j] - in_.first_section[j];
-      for (uint32_t s = in_.first_section[j]; s < in_.end_section[j]; ++s)
-        if (stamp_[s] != epoch_) {
-          stamp_[s] = epoch_;
-          touched_.push_back(s);
-        }
-    }
-    for (uint32_t s : touched_) {
-      // No unplaced item needs to start higher: the floor check covers all heights.
-      if (highest_lowest_ + remaining_[s] <= capacity_) continue;
-      stairs_.clear();
-      for (uint32_t m : members_.row(s))
-        if (!placed(m)) stairs_.push_back({std::max(lowest_[m], at), in_.size[m]});
-      work_ += 2 * members_.row(s).size();
-      std::sort(stairs_.begin(), stairs_.end(), [](const Stair& a, const Stair& b) { return a.lowest > b.lowest; });
-      uint64_t above = 0;  // bytes of the items from the highest down to k
-      for (size_t k = 0; k < stairs_.size(); ++k) {
-        above += stairs_[k].size;
-        const bool last_at_height = k + 1 == stairs_.size() || stairs_[k + 1].lowest != stairs_[k].lowest;
-        if (last_at_height && stairs_[k].lowest + above > capacity_) return false;
-      }
-    }
     return true;
   }
 
   Mark place(uint32_t i) {
-    const Mark mark{lowest_changes_.size(), floor_changes_.size(), highest_lowest_};
+    const Mark mark{lowest_changes_.size(), floor_changes_.size()};
     const uint64_t at = lowest_[i], top = at + in_.size[i];
     offset_[i] = at;
     placed_stack_.push_back(i);
@@ -517,7 +478,6 @@ class Search {
       if (raised <= old) continue;
       lowest_changes_.push_back({other, old});
       lowest_[other] = raised;
-      highest_lowest_ = std::max(highest_lowest_, raised);
       work_ += in_.end_section[other] - in_.first_section[other];
       for (uint32_t s = in_.first_section[other]; s < in_.end_section[other]; ++s)
         if (floor_[s] == old) leave_floor(s);
@@ -566,7 +526,6 @@ class Search {
     for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s) ++crossing_[s];
     offset_[i] = kUnplaced;
     placed_stack_.pop_back();
-    highest_lowest_ = mark.highest_lowest;
   }
 
   // Saves the offsets of the items placed on the current path. Pieces solved
@@ -603,13 +562,6 @@ class Search {
   std::vector<FloorChange> floor_changes_;
   std::vector<uint32_t> key_items_;
   std::vector<uint64_t> key_values_, memo_offsets_;
-  struct Stair {
-    uint64_t lowest, size;
-  };
-  std::vector<Stair> stairs_;      // stairs_fit's items of one section
-  std::vector<uint32_t> stamp_, touched_;  // stairs_fit's sections, marked with epoch_
-  uint32_t epoch_ = 0;
-  uint64_t highest_lowest_ = 0;  // no lowest offset is higher (the highest ever set on this path)
   bool hatless_ = false;  // the item placed last is alive with no unplaced item
   uint64_t work_ = 0;  // entries visited, not yet charged as steps
 };
