@@ -19,9 +19,11 @@
 //    offset each may take; one shown to have no packing rules out the same
 //    items starting as high or higher, and a packing found is reused;
 //  - twins: items of the same sections, size and alignment are placed in the
-//    order of their numbers only (any packing can swap them);
+//    order of their ranks only (any packing can swap them);
 //  - hatless items: when the item just placed is alive with no unplaced item
-//    and its subtree fails, the later candidates fail too (see step_node).
+//    and its subtree fails, the later candidates fail too (see step_node);
+//  - the bottom rule: at the start of a part, an item alive with all the
+//    others at the lowest offset goes there first (see bottom_item).
 // Runs under several static rankings alternate with short runs that shuffle
 // the first choice (see `within`); a run that ends without hitting its step
 // limit is a proof.
@@ -90,11 +92,12 @@ struct ExactSearch::Shared {
   const Instance& in;
   Rows overlaps;  // per item: the items alive at a common moment
   Rows members;   // per section: its items
-  // Per item: the item before it (by number) with the same sections, size
-  // and alignment, or kNoRank. Such twins are interchangeable, so the search
-  // places them in the order of their numbers only.
-  std::vector<uint32_t> twin;
   std::vector<std::vector<uint32_t>> rank_of;
+  // Per ranking, per item: the item ranked just before it among those of the
+  // same sections, size and alignment, or kNoRank. Such twins are
+  // interchangeable, so the search places them in the order of their ranks
+  // only (the order it would try them in anyway).
+  std::vector<std::vector<uint32_t>> twin_of;
   SubproblemMemo memo{kMemoValues};
 
   explicit Shared(const Instance& instance) : in(instance), rank_of(rankings(instance)) {
@@ -106,18 +109,20 @@ struct ExactSearch::Shared {
       members.data.insert(members.data.end(), row.begin(), row.end());
       members.end_row();
     }
-    twin.assign(n, kNoRank);
-    std::vector<uint32_t> order(n);
-    for (uint32_t i = 0; i < n; ++i) order[i] = i;
-    auto key = [&](uint32_t i) {
-      return std::make_tuple(in.first_section[i], in.end_section[i], in.size[i], in.align[i], i);
-    };
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    for (uint32_t k = 1; k < n; ++k) {
-      const uint32_t a = order[k - 1], b = order[k];
-      if (in.first_section[a] == in.first_section[b] && in.end_section[a] == in.end_section[b] &&
-          in.size[a] == in.size[b] && in.align[a] == in.align[b])
-        twin[b] = a;
+    for (const std::vector<uint32_t>& rank : rank_of) {
+      std::vector<uint32_t> order(n), twin(n, kNoRank);
+      for (uint32_t i = 0; i < n; ++i) order[i] = i;
+      auto key = [&](uint32_t i) {
+        return std::make_tuple(in.first_section[i], in.end_section[i], in.size[i], in.align[i], rank[i]);
+      };
+      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+      for (uint32_t k = 1; k < n; ++k) {
+        const uint32_t a = order[k - 1], b = order[k];
+        if (in.first_section[a] == in.first_section[b] && in.end_section[a] == in.end_section[b] &&
+            in.size[a] == in.size[b] && in.align[a] == in.align[b])
+          twin[b] = a;
+      }
+      twin_of.push_back(std::move(twin));
     }
     // Two items overlap in time exactly when their section ranges intersect.
     for (uint32_t i = 0; i < n; ++i) {
@@ -136,10 +141,9 @@ namespace {
 class Search {
  public:
   // `shuffle` (when not 0) seeds the order in which the first item is chosen.
-  Search(ExactSearch::Shared& shared, const std::vector<uint32_t>& rank_of, uint64_t capacity, StepCounter& steps,
-         uint64_t shuffle)
-      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin), memo_(shared.memo),
-        rank_of_(rank_of), capacity_(capacity), steps_(steps), random_(shuffle) {}
+  Search(ExactSearch::Shared& shared, size_t ranking, uint64_t capacity, StepCounter& steps, uint64_t shuffle)
+      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin_of[ranking]),
+        memo_(shared.memo), rank_of_(shared.rank_of[ranking]), capacity_(capacity), steps_(steps), random_(shuffle) {}
 
   SearchOutcome run(std::vector<uint64_t>& offsets) {
     const uint32_t n = in_.count(), sections = in_.section_count();
@@ -205,6 +209,7 @@ class Search {
     uint32_t item = kNoRank;  // node: the candidate placed while a child runs
     Mark mark{0, 0};
     bool settles = false;   // node: a failure of `item` is the node's
+    bool forced = false;    // node: its one candidate goes to the bottom (see bottom_item)
   };
 
   bool placed(uint32_t i) const { return offset_[i] != kUnplaced; }
@@ -323,7 +328,9 @@ class Search {
         if (crossing_[s] == 0) borders_.push_back(s + 1);
       const uint32_t part_index = f.part;  // f dangles once a frame is pushed
       if (borders_.empty()) {
-        push_node(part_index, at, rank_of_[i]);
+        // After an item placed under the bottom rule, every unplaced item of
+        // the part starts above it: no order to keep, as at a piece's start.
+        push_node(part_index, at, frames_.back().forced ? kNoRank : rank_of_[i]);
       } else {
         push_pieces(part_index, borders_);
       }
@@ -342,6 +349,17 @@ class Search {
     f.entered = true;
     f.base = f.next = candidates_.size();
     const Part& part = parts_[f.part];
+    if (f.last_rank == kNoRank) {
+      const uint32_t j = bottom_item(part);
+      if (j != kNoRank) {
+        const uint64_t top = lowest_[j] + in_.size[j];
+        if (top > capacity_) return Result::kNotFound;
+        candidates_.push_back(j);
+        f.stop = candidates_.size();
+        f.forced = true;
+        return Result::kNone;
+      }
+    }
     uint64_t lowest_top = kUnplaced;
     bool any = false;
     work_ += part.items.size();
@@ -387,6 +405,40 @@ class Search {
     f.stop = candidates_.size();
     if (random_ != 0 && placed_stack_.empty()) shuffle(first, candidates_.end());
     return Result::kNone;
+  }
+
+  // At the start of a part (no order to keep), an unplaced item alive with
+  // every other unplaced item of the part, at the lowest offset any of them
+  // can take, goes there first: in any packing of the part, nothing is beside
+  // it, so moving it down to that offset and the items that were below it up
+  // by its size gives a packing too (when its size keeps their alignment).
+  // The lowest numbered such item, or kNoRank.
+  uint32_t bottom_item(const Part& part) {
+    uint64_t low = kUnplaced, align = 1;
+    uint32_t unplaced = 0;
+    for (uint32_t i : part.items) {
+      if (placed(i)) continue;
+      ++unplaced;
+      low = std::min(low, lowest_[i]);
+      align = std::max(align, in_.align[i]);
+    }
+    work_ += part.items.size();
+    uint32_t best = kNoRank;
+    for (uint32_t i : part.items) {
+      if (placed(i) || lowest_[i] != low || (best != kNoRank && i > best)) continue;
+      if (align > 1 && !shifts_keep_alignment(part, in_.size[i])) return kNoRank;
+      uint32_t beside = 0;
+      for (uint32_t other : overlaps_.row(i)) beside += !placed(other);
+      work_ += overlaps_.row(i).size();
+      if (beside + 1 == unplaced) best = i;
+    }
+    return best;
+  }
+
+  bool shifts_keep_alignment(const Part& part, uint64_t shift) const {
+    for (uint32_t k : part.items)
+      if (!placed(k) && shift % in_.align[k] != 0) return false;
+    return true;
   }
 
   // A Fisher-Yates shuffle driven by splitmix64: the same seed, the same order.
@@ -621,19 +673,19 @@ SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::ve
     if (steps.exhausted()) return SearchOutcome::kStopped;
     const bool plain = plain_steps <= shuffled_steps;
     uint64_t limit, seed = 0;
-    const std::vector<uint32_t>* rank_of;
+    size_t ranking;
     if (plain) {
       const uint64_t round = plain_runs / ranks.size();
       limit = (2 * n + 16) << std::min<uint64_t>(round + 1, 40);
-      rank_of = &ranks[plain_runs++ % ranks.size()];
+      ranking = plain_runs++ % ranks.size();
     } else {
       limit = (kStepsPerRunPerItem * n + 1024) * luby(shuffled_runs + 1);
-      rank_of = &ranks[shuffled_runs % ranks.size()];
+      ranking = shuffled_runs % ranks.size();
       seed = ++shuffled_runs;
     }
     const uint64_t before = steps.used();
     StepCounter slice = steps.slice(limit);
-    const SearchOutcome outcome = Search(*shared_, *rank_of, capacity, slice, seed).run(offsets);
+    const SearchOutcome outcome = Search(*shared_, ranking, capacity, slice, seed).run(offsets);
     steps.absorb(slice);
     (plain ? plain_steps : shuffled_steps) += steps.used() - before;
     if (outcome != SearchOutcome::kStopped) return outcome;
