@@ -4,58 +4,19 @@
 #include <limits>
 
 #include "packing_internal.h"
+#include "stowage/ir/lifetimes.h"
 
 namespace stowage::ir {
-namespace {
-
-struct Event {
-  int64_t time;
-  uint32_t item;
-  bool starts;  // deaths sort before births at the same moment: [lower, upper)
-  bool operator<(const Event& o) const {
-    if (time != o.time) return time < o.time;
-    if (starts != o.starts) return !starts;
-    return item < o.item;
-  }
-};
-
-bool takes_space(const PackItem& item) { return item.size > 0 && item.lower < item.upper; }
-
-}  // namespace
-
-uint64_t live_bytes_lower_bound(std::span<const PackItem> items) {
-  std::vector<Event> events;
-  for (uint32_t i = 0; i < items.size(); ++i) {
-    if (!takes_space(items[i])) continue;
-    events.push_back({items[i].lower, i, true});
-    events.push_back({items[i].upper, i, false});
-  }
-  std::sort(events.begin(), events.end());
-  // Live bytes are a sum of up to 2^32 sizes: track it exactly in 128 bits.
-  unsigned __int128 live = 0, peak = 0;
-  for (const Event& e : events) {
-    if (e.starts) {
-      live += items[e.item].size;
-      peak = std::max(peak, live);
-    } else {
-      live -= items[e.item].size;
-    }
-  }
-  return peak > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
-                                                     : static_cast<uint64_t>(peak);
-}
+uint64_t live_bytes_lower_bound(std::span<const PackItem> items) { return peak_live_bytes(lifetimes_of(items)); }
 
 namespace packing {
 
 void compute_sections(Instance& in) {
   const uint32_t n = in.count();
-  std::vector<Event> events;
-  events.reserve(2 * n);
-  for (uint32_t i = 0; i < n; ++i) {
-    events.push_back({in.lower[i], i, true});
-    events.push_back({in.upper[i], i, false});
-  }
-  std::sort(events.begin(), events.end());
+  std::vector<Lifetime> lifetimes(n);
+  for (uint32_t i = 0; i < n; ++i) lifetimes[i] = {in.lower[i], in.upper[i], in.size[i]};
+  // The instance holds only items that take space, so every item has its two events.
+  const std::vector<LifetimeEvent> events = lifetime_events(lifetimes);
   in.first_section.assign(n, 0);
   in.end_section.assign(n, 0);
   in.section_total.clear();
@@ -68,7 +29,7 @@ void compute_sections(Instance& in) {
   for (size_t k = 0; k < events.size();) {
     const int64_t time = events[k].time;
     for (; k < events.size() && events[k].time == time; ++k) {
-      const uint32_t item = events[k].item;
+      const uint32_t item = events[k].index;
       if (events[k].starts) {
         in.first_section[item] = in.section_count();
         live += in.size[item];
