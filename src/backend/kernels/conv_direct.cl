@@ -22,6 +22,7 @@
 // each output is read and written by the same work-item. Indices are int: every
 // tensor has fewer than 2^31 elements (the Python layer checks).
 #include <stowage/epilogue.cl.h>
+#include <stowage/slices.cl.h>
 
 #ifndef DCONV_PX
 #define DCONV_PX 4
@@ -89,25 +90,17 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     }
   }
 
-  // Several slices: each writes its partial sums to local memory, then slice s adds
-  // up every slice's values of the outputs j = o * DCONV_PX + i = s, s + slices, ...
-  if (slices > 1) {
-#pragma unroll
-    for (int o = 0; o < DCONV_OB; ++o)
-#pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) partial[((slice * DCONV_OB + o) * DCONV_PX + i) * items + t] = acc[o][i];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  // Several slices add up their partial sums (<stowage/slices.cl.h>).
+  STOWAGE_SLICES_REDUCE(partial, acc, DCONV_OB, DCONV_PX, slice, slices, items, t);
   if (!active) return;
   // Unrolled, so that acc is indexed by constants and stays in registers.
 #pragma unroll
   for (int o = 0; o < DCONV_OB; ++o) {
 #pragma unroll
     for (int i = 0; i < DCONV_PX; ++i) {
-      const int j = o * DCONV_PX + i, q = q0 + i;
-      if (j % slices != slice || ob0 + o >= Kg4 || q >= Q) continue;
-      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
-      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * DCONV_OB * DCONV_PX + j) * items + t];
+      const int q = q0 + i;
+      if (!stowage_slice_finishes(o * DCONV_PX + i, slice, slices) || ob0 + o >= Kg4 || q >= Q) continue;
+      const float4 v = acc[o][i];
       const float lanes[4] = {v.x, v.y, v.z, v.w};
       for (int l = 0; l < 4; ++l) {
         const int m = (ob0 + o) * 4 + l;

@@ -29,6 +29,7 @@
 // launch, so a residual is never updated in place here).
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
+#include <stowage/slices.cl.h>
 
 #ifndef TCONV_PX
 #define TCONV_PX 4
@@ -106,26 +107,17 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     }
   }
 
-  // Several slices: each writes its partial sums to local memory, then slice s adds
-  // up every slice's values of the outputs j = o * TCONV_PX + i = s, s + slices, ...
-  // in a fixed order.
-  if (slices > 1) {
-#pragma unroll
-    for (int o = 0; o < TCONV_OB; ++o)
-#pragma unroll
-      for (int i = 0; i < TCONV_PX; ++i) partial[((slice * TCONV_OB + o) * TCONV_PX + i) * items + t] = acc[o][i];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  // Several slices add up their partial sums (<stowage/slices.cl.h>).
+  STOWAGE_SLICES_REDUCE(partial, acc, TCONV_OB, TCONV_PX, slice, slices, items, t);
   if (!active) return;
-    // Unrolled, so that acc is indexed by constants and stays in registers.
+  // Unrolled, so that acc is indexed by constants and stays in registers.
 #pragma unroll
   for (int o = 0; o < TCONV_OB; ++o) {
 #pragma unroll
     for (int i = 0; i < TCONV_PX; ++i) {
-      const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
-      if (j % slices != slice || ob >= ob_end || q >= Q) continue;
-      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
-      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * TCONV_OB * TCONV_PX + j) * items + t];
+      const int ob = ob0 + o, q = q0 + i;
+      if (!stowage_slice_finishes(o * TCONV_PX + i, slice, slices) || ob >= ob_end || q >= Q) continue;
+      float4 v = acc[o][i];
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
       if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
