@@ -23,6 +23,9 @@ Tensor int_tensor(const std::vector<int32_t>& values) {
 
 struct Inputs {
   std::vector<int32_t> x, y, z;
+  std::vector<Value> args() const {
+    return {Value::from(int_tensor(x)), Value::from(int_tensor(y)), Value::from(int_tensor(z))};
+  }
   std::vector<int32_t> expected() const {
     std::vector<int32_t> out(x.size());
     for (size_t i = 0; i < x.size(); ++i) out[i] = (x[i] + y[i]) * z[i];
@@ -46,11 +49,18 @@ std::unique_ptr<VirtualMachine> make_vm(Executable exe) {
   return vm.take();
 }
 
+// Gives the add_mul kernel's launch (instruction 6) the local size `local`.
+void set_local_size(Executable& exe, std::vector<int64_t> local) {
+  Constant constant;
+  constant.shape = std::move(local);
+  exe.constants.push_back(std::move(constant));
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+}
+
 TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(0);
-  Value out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                  Value::from(int_tensor(in.z))});
+  Value out = vm->invoke("main", in.args());
   ASSERT_EQ(out.kind, Value::Kind::kTensor);
   Tensor result = out.as_tensor();
   EXPECT_EQ(result.shape(), (std::vector<int64_t>{4, 64}));
@@ -104,10 +114,9 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
   exe.requirements.scopes[0].capacity = 6000;  // room for one 4096-byte storage only
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(5);
-  Value held = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                   Value::from(int_tensor(in.z))});
+  Value held = vm->invoke("main", in.args());
   try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    vm->invoke("main", in.args());
     FAIL() << "expected the capacity to be exceeded";
   } catch (const StowageError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -123,8 +132,7 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
   EXPECT_EQ(p.scopes[1].in_use, 3 * 1024u);
   held = Value();  // releasing the result returns the bytes
   EXPECT_EQ(vm->profile().scopes[0].in_use, 4096u);  // still cached by the call site, reusable
-  Value again = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                    Value::from(int_tensor(in.z))});
+  Value again = vm->invoke("main", in.args());
   EXPECT_EQ(again.as_tensor().to_vector<int32_t>(), in.expected());
 }
 
@@ -147,14 +155,11 @@ TEST(VmTest, WrongArgumentsAreRefusedWithTheirName) {
 
 TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
   Executable exe = make_add_mul_executable();
-  Constant local;
-  local.shape = {100};  // does not divide the global size 256
-  exe.constants.push_back(local);
-  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  set_local_size(exe, {100});  // does not divide the global size 256
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
   try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    vm->invoke("main", in.args());
     FAIL();
   } catch (const StowageError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -174,7 +179,7 @@ TEST(VmTest, AGridPastTheWorkItemLimitIsRefusedAtLaunch) {
   Inputs in = make_inputs(0);
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+      vm->invoke("main", in.args());
       FAIL() << "attempt " << attempt;
     } catch (const StowageError& e) {
       EXPECT_EQ(std::string(e.what()),
@@ -195,14 +200,11 @@ TEST(VmTest, ALocalSizePastTheDevicesWorkGroupIsRefused) {
   ASSERT_GT(max_group, 0u);
   int64_t too_many = static_cast<int64_t>(std::bit_ceil(max_group + 1));
   exe.constants[stowage::testing::add_mul_const::kGrid].shape = {too_many};
-  Constant local;
-  local.shape = {too_many};
-  exe.constants.push_back(local);
-  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  set_local_size(exe, {too_many});
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
   try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    vm->invoke("main", in.args());
     FAIL();
   } catch (const StowageError& e) {
     std::string message = e.what();
@@ -228,7 +230,7 @@ TEST(VmTest, TheCallDepthMessageStaysShort) {
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
   try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+    vm->invoke("main", in.args());
     FAIL();
   } catch (const StowageError& e) {
     std::string expected;
@@ -244,16 +246,14 @@ TEST(VmTest, AParameterIsADeviceTensorKernelsTakeAsItIs) {
   exe.functions[0].code[6].list = {0, 5, 6};
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  Value out =
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  Value out = vm->invoke("main", in.args());
   EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), in.expected());
 }
 
 TEST(VmTest, AResultPassedToTheNextInvokeIsNotCopied) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(7);
-  Value first =
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  Value first = vm->invoke("main", in.args());
   vm->reset_profile();
   // (first + y) * z, with `first` as it lies on the device.
   Value second = vm->invoke("main", {first, Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
@@ -289,8 +289,7 @@ TEST(VmTest, AResultOutlivesItsVm) {
   Tensor kept;
   {
     auto vm = make_vm(make_add_mul_executable());
-    kept = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                               Value::from(int_tensor(in.z))})
+    kept = vm->invoke("main", in.args())
                .as_tensor();
   }
   EXPECT_EQ(kept.to_vector<int32_t>(), in.expected());
@@ -316,8 +315,7 @@ TEST(VmTest, ATensorOfAnotherVmIsRefusedWithItsName) {
 TEST(VmTest, DeviceDLPackExportSharesTheBuffer) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(11);
-  Tensor out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                   Value::from(int_tensor(in.z))})
+  Tensor out = vm->invoke("main", in.args())
                    .as_tensor();
   DLManagedTensor* dl = out.to_dlpack_device(Tensor::DeviceCopy::kNever);
   EXPECT_EQ(dl->dl_tensor.device.device_type, kDLOpenCL);
@@ -349,7 +347,7 @@ TEST(VmTest, KillDropsTheReferenceAtOnce) {
   };
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  vm->invoke("main", in.args());
   // After the run only the call site's cache holds the storage.
   Profile p = vm->profile();
   EXPECT_EQ(p.scopes[0].in_use, 4096u);
