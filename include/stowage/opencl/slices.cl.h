@@ -6,10 +6,10 @@
  * the block is finished by slice j % slices, which adds every slice's value of it in
  * slice order (a fixed order: the sums do not depend on the scheduling).
  *
- * STOWAGE_SLICES_REDUCE is a macro, not a function: its loops unroll over constant
- * indices, so that acc stays in registers (a pointer to it would put it in memory).
- * Every work-item of the work-group must reach it (it holds a barrier when
- * slices > 1); `partial` is `__local float4[items * slices * OB * PX]` at least. */
+ * These are macros, not functions: their loops unroll over constant indices, so
+ * that acc stays in registers (a pointer to it would put it in memory). Every
+ * work-item of the work-group must reach STOWAGE_SLICES_REDUCE (it holds a barrier
+ * when slices > 1); `partial` is `__local float4[items * slices * OB * PX]` at least. */
 #ifndef STOWAGE_SLICES_CL_H
 #define STOWAGE_SLICES_CL_H
 
@@ -36,7 +36,18 @@
       }                                                                                          \
   } while (0)
 
-/* Whether this slice finishes output j of the block. */
-inline bool stowage_slice_finishes(int j, int slice, int slices) { return j % slices == slice; }
+/* Declares the register block `float4 acc[OB][PX]`, zeroed. */
+#define STOWAGE_SLICES_BLOCK(acc, OB, PX)                 \
+  float4 acc[OB][PX];                                     \
+  _Pragma("unroll") for (int o_ = 0; o_ < (OB); ++o_)     \
+    _Pragma("unroll") for (int i_ = 0; i_ < (PX); ++i_) acc[o_][i_] = (float4)(0.0f)
+
+/* Loops, unrolled, over the outputs (o, i) of the block that this slice finishes:
+ * the statement that follows runs for each, with o and i constants once unrolled
+ * (`continue` skips to the next). */
+#define STOWAGE_SLICES_FOR_FINISHED(o, i, OB, PX, slice, slices) \
+  _Pragma("unroll") for (int o = 0; o < (OB); ++o)                \
+    _Pragma("unroll") for (int i = 0; i < (PX); ++i)              \
+      if (((o) * (PX) + (i)) % (slices) == (slice))
 
 #endif

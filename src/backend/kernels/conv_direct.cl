@@ -55,11 +55,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     return;
   }
 
-  float4 acc[DCONV_OB][DCONV_PX];
-#pragma unroll
-  for (int o = 0; o < DCONV_OB; ++o)
-#pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+  STOWAGE_SLICES_BLOCK(acc, DCONV_OB, DCONV_PX);
 
   const __global float* xg = x + (img * C + g * Cg) * HW;
   const __global float4* wg = w + (g * Kg4 + ob0) * Cg * RS;
@@ -93,24 +89,20 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   // Several slices add up their partial sums (<stowage/slices.cl.h>).
   STOWAGE_SLICES_REDUCE(partial, acc, DCONV_OB, DCONV_PX, slice, slices, items, t);
   if (!active) return;
-  // Unrolled, so that acc is indexed by constants and stays in registers.
-#pragma unroll
-  for (int o = 0; o < DCONV_OB; ++o) {
-#pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) {
-      const int q = q0 + i;
-      if (!stowage_slice_finishes(o * DCONV_PX + i, slice, slices) || ob0 + o >= Kg4 || q >= Q) continue;
-      const float4 v = acc[o][i];
-      const float lanes[4] = {v.x, v.y, v.z, v.w};
-      for (int l = 0; l < 4; ++l) {
-        const int m = (ob0 + o) * 4 + l;
-        if (m >= Kg) break;
-        const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
-        float u = lanes[l];
-        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
-        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
-        y[idx] = stowage_activate(u, act, act_a, act_b);
-      }
+  // The epilogue of the outputs this slice finishes.
+  STOWAGE_SLICES_FOR_FINISHED(o, i, DCONV_OB, DCONV_PX, slice, slices) {
+    const int q = q0 + i;
+    if (ob0 + o >= Kg4 || q >= Q) continue;
+    const float4 v = acc[o][i];
+    const float lanes[4] = {v.x, v.y, v.z, v.w};
+    for (int l = 0; l < 4; ++l) {
+      const int m = (ob0 + o) * 4 + l;
+      if (m >= Kg) break;
+      const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
+      float u = lanes[l];
+      if (flags & STOWAGE_EPI_BIAS) u += bias[k];
+      if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
+      y[idx] = stowage_activate(u, act, act_a, act_b);
     }
   }
 }

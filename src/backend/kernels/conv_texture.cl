@@ -66,11 +66,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     return;
   }
 
-  float4 acc[TCONV_OB][TCONV_PX];
-#pragma unroll
-  for (int o = 0; o < TCONV_OB; ++o)
-#pragma unroll
-    for (int i = 0; i < TCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+  STOWAGE_SLICES_BLOCK(acc, TCONV_OB, TCONV_PX);
 
   // Slice `slice` of the work-group takes the input blocks slice, slice + slices, ...
   for (int cb = slice; active && cb < Cg4; cb += slices) {
@@ -110,19 +106,15 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
   // Several slices add up their partial sums (<stowage/slices.cl.h>).
   STOWAGE_SLICES_REDUCE(partial, acc, TCONV_OB, TCONV_PX, slice, slices, items, t);
   if (!active) return;
-  // Unrolled, so that acc is indexed by constants and stays in registers.
-#pragma unroll
-  for (int o = 0; o < TCONV_OB; ++o) {
-#pragma unroll
-    for (int i = 0; i < TCONV_PX; ++i) {
-      const int ob = ob0 + o, q = q0 + i;
-      if (!stowage_slice_finishes(o * TCONV_PX + i, slice, slices) || ob >= ob_end || q >= Q) continue;
-      float4 v = acc[o][i];
-      if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
-      const int row = (img * K4 + ob) * P + p;
-      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
-    }
+  // The epilogue of the outputs this slice finishes.
+  STOWAGE_SLICES_FOR_FINISHED(o, i, TCONV_OB, TCONV_PX, slice, slices) {
+    const int ob = ob0 + o, q = q0 + i;
+    if (ob >= ob_end || q >= Q) continue;
+    float4 v = acc[o][i];
+    if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
+    const int row = (img * K4 + ob) * P + p;
+    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+    write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
   }
 }
 
