@@ -30,6 +30,7 @@
 #ifndef DCONV_OB
 #define DCONV_OB 2
 #endif
+#define DCONV_OUTPUTS (DCONV_OB * DCONV_PX)  // outputs of a work-item's register block
 #ifndef DCONV_MAX_GROUP
 #define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -38,7 +39,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
                                     __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                     int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                     int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
-  __local float4 partial[DCONV_MAX_GROUP * DCONV_OB * DCONV_PX];
+  __local float4 partial[DCONV_MAX_GROUP * DCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
   const int q0 = get_global_id(0) * DCONV_PX, np = get_global_id(1), blk = get_group_id(2);
@@ -55,7 +56,11 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     return;
   }
 
-  STOWAGE_SLICES_BLOCK(acc, DCONV_OB, DCONV_PX);
+  float4 acc[DCONV_OB][DCONV_PX];
+#pragma unroll
+  for (int o = 0; o < DCONV_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
 
   const __global float* xg = x + (img * C + g * Cg) * HW;
   const __global float4* wg = w + (g * Kg4 + ob0) * Cg * RS;
@@ -86,23 +91,35 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     }
   }
 
-  // Several slices add up their partial sums (<stowage/slices.cl.h>).
-  STOWAGE_SLICES_REDUCE(partial, acc, DCONV_OB, DCONV_PX, slice, slices, items, t);
+  // Several slices: each keeps its partial sums in local memory, then the slice
+  // that finishes an output adds up every slice's value of it (<stowage/slices.cl.h>).
+  // Unrolled, so that acc is indexed by constants and stays in registers.
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < DCONV_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * DCONV_PX + i, DCONV_OUTPUTS, slice, items, t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
   if (!active) return;
-  // The epilogue of the outputs this slice finishes.
-  STOWAGE_SLICES_FOR_FINISHED(o, i, DCONV_OB, DCONV_PX, slice, slices) {
-    const int q = q0 + i;
-    if (ob0 + o >= Kg4 || q >= Q) continue;
-    const float4 v = acc[o][i];
-    const float lanes[4] = {v.x, v.y, v.z, v.w};
-    for (int l = 0; l < 4; ++l) {
-      const int m = (ob0 + o) * 4 + l;
-      if (m >= Kg) break;
-      const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
-      float u = lanes[l];
-      if (flags & STOWAGE_EPI_BIAS) u += bias[k];
-      if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
-      y[idx] = stowage_activate(u, act, act_a, act_b);
+#pragma unroll
+  for (int o = 0; o < DCONV_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) {
+      const int j = o * DCONV_PX + i, q = q0 + i;
+      if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= Kg4 || q >= Q) continue;
+      const float4 v = stowage_slices_sum(partial, acc[o][i], j, DCONV_OUTPUTS, slices, items, t);
+      const float lanes[4] = {v.x, v.y, v.z, v.w};
+      for (int l = 0; l < 4; ++l) {
+        const int m = (ob0 + o) * 4 + l;
+        if (m >= Kg) break;
+        const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
+        float u = lanes[l];
+        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
+        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
+        y[idx] = stowage_activate(u, act, act_a, act_b);
+      }
     }
   }
 }

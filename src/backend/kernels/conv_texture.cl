@@ -37,6 +37,7 @@
 #ifndef TCONV_OB
 #define TCONV_OB 2
 #endif
+#define TCONV_OUTPUTS (TCONV_OB * TCONV_PX)  // outputs of a work-item's register block
 #ifndef TCONV_MAX_GROUP
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -45,7 +46,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
                                    read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
-  __local float4 partial[TCONV_MAX_GROUP * TCONV_OB * TCONV_PX];
+  __local float4 partial[TCONV_MAX_GROUP * TCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
   const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), blk = get_group_id(2);
@@ -66,7 +67,11 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     return;
   }
 
-  STOWAGE_SLICES_BLOCK(acc, TCONV_OB, TCONV_PX);
+  float4 acc[TCONV_OB][TCONV_PX];
+#pragma unroll
+  for (int o = 0; o < TCONV_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
 
   // Slice `slice` of the work-group takes the input blocks slice, slice + slices, ...
   for (int cb = slice; active && cb < Cg4; cb += slices) {
@@ -103,18 +108,30 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     }
   }
 
-  // Several slices add up their partial sums (<stowage/slices.cl.h>).
-  STOWAGE_SLICES_REDUCE(partial, acc, TCONV_OB, TCONV_PX, slice, slices, items, t);
+  // Several slices: each keeps its partial sums in local memory, then the slice
+  // that finishes an output adds up every slice's value of it (<stowage/slices.cl.h>).
+  // Unrolled, so that acc is indexed by constants and stays in registers.
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < TCONV_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * TCONV_PX + i, TCONV_OUTPUTS, slice, items, t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
   if (!active) return;
-  // The epilogue of the outputs this slice finishes.
-  STOWAGE_SLICES_FOR_FINISHED(o, i, TCONV_OB, TCONV_PX, slice, slices) {
-    const int ob = ob0 + o, q = q0 + i;
-    if (ob >= ob_end || q >= Q) continue;
-    float4 v = acc[o][i];
-    if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
-    const int row = (img * K4 + ob) * P + p;
-    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-    write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+#pragma unroll
+  for (int o = 0; o < TCONV_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) {
+      const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
+      if (!stowage_slice_finishes(j, slice, slices) || ob >= ob_end || q >= Q) continue;
+      float4 v = stowage_slices_sum(partial, acc[o][i], j, TCONV_OUTPUTS, slices, items, t);
+      if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
+      const int row = (img * K4 + ob) * P + p;
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+    }
   }
 }
 
