@@ -9,7 +9,7 @@ arrays (or any DLPack producer) in and :class:`Tensor` objects out. Errors are
 
 import os
 
-from . import _stowage
+from . import _stowage, errors
 from .builder import Builder, Function, Var
 from .errors import (
     ExecutionError,
@@ -124,10 +124,4 @@ __all__ = [
     "devices",
     "targets",
     "plot_memory",
-    "StowageError",
-    "InvalidInputError",
-    "VerifyError",
-    "UnsupportedError",
-    "ExecutionError",
-    "FileError",
-]
+] + errors.__all__

@@ -12,6 +12,7 @@
 #include "stowage/ir/planner.h"
 #include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
+#include "plan_test_util.h"
 
 namespace stowage::ir {
 namespace {
@@ -25,28 +26,8 @@ __kernel void fill(__global const float* x, __global const uint* tables, uint ro
 
 )";
 
-struct Planned {
-  Module module;
-  MemoryReport report;
-  std::string text;  // the first function, planned
-};
-
-// Parses, verifies, plans and verifies again; the error says which step failed.
 Expected<Planned> plan(const std::string& body, const TargetDesc& target, const PlanOptions& options = {}) {
-  auto module = parse_module(std::string(kKernels) + body, "d.stir");
-  if (!module) return module.error();
-  Planned out{module.take(), {}, ""};
-  if (auto status = read_module_kernels(out.module); !status) return status.error();
-  if (auto status = verify_module(out.module, target); !status) return status.error();
-  auto report = plan_memory(out.module, target, options);
-  if (!report) return report.error();
-  out.report = report.take();
-  if (auto status = verify_module(out.module, target); !status) {
-    return Error(ErrorKind::kVerify, "planned program: " + status.error().message() + "\n" +
-                                         print_function(out.module.functions[0]));
-  }
-  out.text = print_function(out.module.functions[0]);
-  return out;
+  return plan_and_verify(std::string(kKernels) + body, "d.stir", target, options);
 }
 
 TargetDesc opencl_target() { return TargetDesc::load("opencl").value_or_throw(); }

@@ -23,6 +23,9 @@ Tensor int_tensor(const std::vector<int32_t>& values) {
 
 struct Inputs {
   std::vector<int32_t> x, y, z;
+  std::vector<Value> args() const {
+    return {Value::from(int_tensor(x)), Value::from(int_tensor(y)), Value::from(int_tensor(z))};
+  }
   std::vector<int32_t> expected() const {
     std::vector<int32_t> out(x.size());
     for (size_t i = 0; i < x.size(); ++i) out[i] = (x[i] + y[i]) * z[i];
@@ -46,11 +49,29 @@ std::unique_ptr<VirtualMachine> make_vm(Executable exe) {
   return vm.take();
 }
 
+// Gives the add_mul kernel's launch (instruction 6) the local size `local`.
+void set_local_size(Executable& exe, std::vector<int64_t> local) {
+  Constant constant;
+  constant.shape = std::move(local);
+  exe.constants.push_back(std::move(constant));
+  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+}
+
+// The error that invoking main with `args` raises; a test failure when main returns.
+StowageError invoke_error(VirtualMachine& vm, std::vector<Value> args) {
+  try {
+    vm.invoke("main", std::move(args));
+  } catch (const StowageError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "main returned instead of raising";
+  return StowageError(ErrorKind::kRuntime, "main returned instead of raising");
+}
+
 TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(0);
-  Value out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                  Value::from(int_tensor(in.z))});
+  Value out = vm->invoke("main", in.args());
   ASSERT_EQ(out.kind, Value::Kind::kTensor);
   Tensor result = out.as_tensor();
   EXPECT_EQ(result.shape(), (std::vector<int64_t>{4, 64}));
@@ -104,16 +125,11 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
   exe.requirements.scopes[0].capacity = 6000;  // room for one 4096-byte storage only
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(5);
-  Value held = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                   Value::from(int_tensor(in.z))});
-  try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-    FAIL() << "expected the capacity to be exceeded";
-  } catch (const StowageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "function 'main' instruction 0 (alloc_storage): scope 'global.vtcm' (emulated on-chip): allocating 4096 "
-              "bytes exceeds the capacity of 6000 bytes (4096 in use)");
-  }
+  Value held = vm->invoke("main", in.args());
+  const StowageError e = invoke_error(*vm, in.args());
+  EXPECT_EQ(std::string(e.what()),
+            "function 'main' instruction 0 (alloc_storage): scope 'global.vtcm' (emulated on-chip): allocating 4096 "
+            "bytes exceeds the capacity of 6000 bytes (4096 in use)");
   Profile p = vm->profile();
   ASSERT_EQ(p.scopes.size(), 2u);  // global.vtcm, and global for the uploaded arguments
   EXPECT_EQ(p.scopes[0].scope, "global.vtcm");
@@ -123,8 +139,7 @@ TEST(VmTest, OnChipCapacityIsEnforcedAndReportedAsEmulated) {
   EXPECT_EQ(p.scopes[1].in_use, 3 * 1024u);
   held = Value();  // releasing the result returns the bytes
   EXPECT_EQ(vm->profile().scopes[0].in_use, 4096u);  // still cached by the call site, reusable
-  Value again = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                    Value::from(int_tensor(in.z))});
+  Value again = vm->invoke("main", in.args());
   EXPECT_EQ(again.as_tensor().to_vector<int32_t>(), in.expected());
 }
 
@@ -133,35 +148,25 @@ TEST(VmTest, WrongArgumentsAreRefusedWithTheirName) {
   std::vector<int32_t> small(128, 1);
   Tensor wrong = host_tensor({2, 64}, DType::kInt32, std::as_bytes(std::span(small)));
   Inputs in = make_inputs(0);
-  try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(wrong), Value::from(int_tensor(in.z))});
-    FAIL();
-  } catch (const StowageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "invoke 'main': argument 1 'y' must be Tensor[(4, 64), int32], got Tensor[(2, 64), int32]");
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-  }
+  const StowageError e =
+      invoke_error(*vm, {Value::from(int_tensor(in.x)), Value::from(wrong), Value::from(int_tensor(in.z))});
+  EXPECT_EQ(std::string(e.what()),
+            "invoke 'main': argument 1 'y' must be Tensor[(4, 64), int32], got Tensor[(2, 64), int32]");
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_THROW(vm->invoke("nope", {}), StowageError);
   EXPECT_THROW(vm->invoke("main", {}), StowageError);
 }
 
 TEST(VmTest, OpenCLErrorsNameFunctionInstructionAndStatus) {
   Executable exe = make_add_mul_executable();
-  Constant local;
-  local.shape = {100};  // does not divide the global size 256
-  exe.constants.push_back(local);
-  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  set_local_size(exe, {100});  // does not divide the global size 256
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-    FAIL();
-  } catch (const StowageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "function 'main' instruction 6 (call_kernel): OpenCL error CL_INVALID_WORK_GROUP_SIZE (-54) from "
-              "clEnqueueNDRangeKernel('compute_add_in_vtcm')");
-    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
-  }
+  const StowageError e = invoke_error(*vm, in.args());
+  EXPECT_EQ(std::string(e.what()),
+            "function 'main' instruction 6 (call_kernel): OpenCL error CL_INVALID_WORK_GROUP_SIZE (-54) from "
+            "clEnqueueNDRangeKernel('compute_add_in_vtcm')");
+  EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
 }
 
 // An Executable made in memory skips the loader's checks; the launch still refuses
@@ -173,15 +178,11 @@ TEST(VmTest, AGridPastTheWorkItemLimitIsRefusedAtLaunch) {
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    try {
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-      FAIL() << "attempt " << attempt;
-    } catch (const StowageError& e) {
-      EXPECT_EQ(std::string(e.what()),
-                "function 'main' instruction 6 (call_kernel): kernel 'compute_add_in_vtcm': grid "
-                "[9223372036854775807, 9223372036854775807, 4] has more than 1099511627776 (2^40) work items");
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    }
+    const StowageError e = invoke_error(*vm, in.args());
+    EXPECT_EQ(std::string(e.what()),
+              "function 'main' instruction 6 (call_kernel): kernel 'compute_add_in_vtcm': grid "
+              "[9223372036854775807, 9223372036854775807, 4] has more than 1099511627776 (2^40) work items");
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   }
   EXPECT_EQ(vm->profile().kernel_launches, 0u);
 }
@@ -195,26 +196,19 @@ TEST(VmTest, ALocalSizePastTheDevicesWorkGroupIsRefused) {
   ASSERT_GT(max_group, 0u);
   int64_t too_many = static_cast<int64_t>(std::bit_ceil(max_group + 1));
   exe.constants[stowage::testing::add_mul_const::kGrid].shape = {too_many};
-  Constant local;
-  local.shape = {too_many};
-  exe.constants.push_back(local);
-  exe.functions[0].code[6].ops[operands::CallKernel::kLocal] = exe.constants.size() - 1;
+  set_local_size(exe, {too_many});
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-    FAIL();
-  } catch (const StowageError& e) {
-    std::string message = e.what();
-    EXPECT_TRUE(message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
-                                                "'compute_add_in_vtcm': local size [{}] exceeds the device's",
-                                                too_many)) ||
-                message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
-                                                "'compute_add_in_vtcm': local size [{}] makes work groups of {} items",
-                                                too_many, too_many)))
-        << message;
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-  }
+  const StowageError e = invoke_error(*vm, in.args());
+  std::string message = e.what();
+  EXPECT_TRUE(message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
+                                              "'compute_add_in_vtcm': local size [{}] exceeds the device's",
+                                              too_many)) ||
+              message.starts_with(fmt::format("function 'main' instruction 6 (call_kernel): kernel "
+                                              "'compute_add_in_vtcm': local size [{}] makes work groups of {} items",
+                                              too_many, too_many)))
+      << message;
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(vm->profile().kernel_launches, 0u);
 }
 
@@ -227,15 +221,11 @@ TEST(VmTest, TheCallDepthMessageStaysShort) {
   main.code = {make_ins(Opcode::kCall, {3, 0}, {0, 1, 2}), make_ins(Opcode::kRet, {3})};
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  try {
-    vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-    FAIL();
-  } catch (const StowageError& e) {
-    std::string expected;
-    for (int i = 0; i < 8; ++i) expected += "function 'main' instruction 0 (call): ";
-    EXPECT_EQ(std::string(e.what()), expected + "call depth exceeds 256 when calling 'main'");
-    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
-  }
+  const StowageError e = invoke_error(*vm, in.args());
+  std::string expected;
+  for (int i = 0; i < 8; ++i) expected += "function 'main' instruction 0 (call): ";
+  EXPECT_EQ(std::string(e.what()), expected + "call depth exceeds 256 when calling 'main'");
+  EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
 }
 
 TEST(VmTest, AParameterIsADeviceTensorKernelsTakeAsItIs) {
@@ -244,16 +234,14 @@ TEST(VmTest, AParameterIsADeviceTensorKernelsTakeAsItIs) {
   exe.functions[0].code[6].list = {0, 5, 6};
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  Value out =
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  Value out = vm->invoke("main", in.args());
   EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), in.expected());
 }
 
 TEST(VmTest, AResultPassedToTheNextInvokeIsNotCopied) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(7);
-  Value first =
-      vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  Value first = vm->invoke("main", in.args());
   vm->reset_profile();
   // (first + y) * z, with `first` as it lies on the device.
   Value second = vm->invoke("main", {first, Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
@@ -289,9 +277,7 @@ TEST(VmTest, AResultOutlivesItsVm) {
   Tensor kept;
   {
     auto vm = make_vm(make_add_mul_executable());
-    kept = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                               Value::from(int_tensor(in.z))})
-               .as_tensor();
+    kept = vm->invoke("main", in.args()).as_tensor();
   }
   EXPECT_EQ(kept.to_vector<int32_t>(), in.expected());
 }
@@ -301,24 +287,19 @@ TEST(VmTest, ATensorOfAnotherVmIsRefusedWithItsName) {
   auto b = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(10);
   Tensor x = a->upload(int_tensor(in.x));
-  try {
-    b->invoke("main", {Value::from(x), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
-    FAIL();
-  } catch (const StowageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "invoke 'main': argument 0 'x' lives on another VM's device or context; pass a host copy "
-              "(Tensor::copy_to_host) or upload it to this VM");
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-  }
+  const StowageError e =
+      invoke_error(*b, {Value::from(x), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  EXPECT_EQ(std::string(e.what()),
+            "invoke 'main': argument 0 'x' lives on another VM's device or context; pass a host copy "
+            "(Tensor::copy_to_host) or upload it to this VM");
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_THROW(b->upload(x), StowageError);
 }
 
 TEST(VmTest, DeviceDLPackExportSharesTheBuffer) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs in = make_inputs(11);
-  Tensor out = vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)),
-                                   Value::from(int_tensor(in.z))})
-                   .as_tensor();
+  Tensor out = vm->invoke("main", in.args()).as_tensor();
   DLManagedTensor* dl = out.to_dlpack_device(Tensor::DeviceCopy::kNever);
   EXPECT_EQ(dl->dl_tensor.device.device_type, kDLOpenCL);
   EXPECT_EQ(dl->dl_tensor.device.device_id, out.device_index());
@@ -349,7 +330,7 @@ TEST(VmTest, KillDropsTheReferenceAtOnce) {
   };
   auto vm = make_vm(std::move(exe));
   Inputs in = make_inputs(0);
-  vm->invoke("main", {Value::from(int_tensor(in.x)), Value::from(int_tensor(in.y)), Value::from(int_tensor(in.z))});
+  vm->invoke("main", in.args());
   // After the run only the call site's cache holds the storage.
   Profile p = vm->profile();
   EXPECT_EQ(p.scopes[0].in_use, 4096u);

@@ -22,6 +22,7 @@
 // each output is read and written by the same work-item. Indices are int: every
 // tensor has fewer than 2^31 elements (the Python layer checks).
 #include <stowage/epilogue.cl.h>
+#include <stowage/slices.cl.h>
 
 #ifndef DCONV_PX
 #define DCONV_PX 4
@@ -29,6 +30,7 @@
 #ifndef DCONV_OB
 #define DCONV_OB 2
 #endif
+#define DCONV_OUTPUTS (DCONV_OB * DCONV_PX)  // outputs of a work-item's register block
 #ifndef DCONV_MAX_GROUP
 #define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -37,7 +39,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
                                     __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                     int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                     int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
-  __local float4 partial[DCONV_MAX_GROUP * DCONV_OB * DCONV_PX];
+  __local float4 partial[DCONV_MAX_GROUP * DCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
   const int q0 = get_global_id(0) * DCONV_PX, np = get_global_id(1), blk = get_group_id(2);
@@ -89,25 +91,25 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     }
   }
 
-  // Several slices: each writes its partial sums to local memory, then slice s adds
-  // up every slice's values of the outputs j = o * DCONV_PX + i = s, s + slices, ...
+  // Several slices: each keeps its partial sums in local memory, then the slice
+  // that finishes an output adds up every slice's value of it (<stowage/slices.cl.h>).
+  // Unrolled, so that acc is indexed by constants and stays in registers.
   if (slices > 1) {
 #pragma unroll
     for (int o = 0; o < DCONV_OB; ++o)
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) partial[((slice * DCONV_OB + o) * DCONV_PX + i) * items + t] = acc[o][i];
+      for (int i = 0; i < DCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * DCONV_PX + i, DCONV_OUTPUTS, slice, items, t);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (!active) return;
-  // Unrolled, so that acc is indexed by constants and stays in registers.
 #pragma unroll
   for (int o = 0; o < DCONV_OB; ++o) {
 #pragma unroll
     for (int i = 0; i < DCONV_PX; ++i) {
       const int j = o * DCONV_PX + i, q = q0 + i;
-      if (j % slices != slice || ob0 + o >= Kg4 || q >= Q) continue;
-      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
-      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * DCONV_OB * DCONV_PX + j) * items + t];
+      if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= Kg4 || q >= Q) continue;
+      const float4 v = stowage_slices_sum(partial, acc[o][i], j, DCONV_OUTPUTS, slices, items, t);
       const float lanes[4] = {v.x, v.y, v.z, v.w};
       for (int l = 0; l < 4; ++l) {
         const int m = (ob0 + o) * 4 + l;

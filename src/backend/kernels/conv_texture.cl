@@ -29,6 +29,7 @@
 // launch, so a residual is never updated in place here).
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
+#include <stowage/slices.cl.h>
 
 #ifndef TCONV_PX
 #define TCONV_PX 4
@@ -36,6 +37,7 @@
 #ifndef TCONV_OB
 #define TCONV_OB 2
 #endif
+#define TCONV_OUTPUTS (TCONV_OB * TCONV_PX)  // outputs of a work-item's register block
 #ifndef TCONV_MAX_GROUP
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -44,7 +46,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
                                    read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
-  __local float4 partial[TCONV_MAX_GROUP * TCONV_OB * TCONV_PX];
+  __local float4 partial[TCONV_MAX_GROUP * TCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
   const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), blk = get_group_id(2);
@@ -106,26 +108,25 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
     }
   }
 
-  // Several slices: each writes its partial sums to local memory, then slice s adds
-  // up every slice's values of the outputs j = o * TCONV_PX + i = s, s + slices, ...
-  // in a fixed order.
+  // Several slices: each keeps its partial sums in local memory, then the slice
+  // that finishes an output adds up every slice's value of it (<stowage/slices.cl.h>).
+  // Unrolled, so that acc is indexed by constants and stays in registers.
   if (slices > 1) {
 #pragma unroll
     for (int o = 0; o < TCONV_OB; ++o)
 #pragma unroll
-      for (int i = 0; i < TCONV_PX; ++i) partial[((slice * TCONV_OB + o) * TCONV_PX + i) * items + t] = acc[o][i];
+      for (int i = 0; i < TCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * TCONV_PX + i, TCONV_OUTPUTS, slice, items, t);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (!active) return;
-    // Unrolled, so that acc is indexed by constants and stays in registers.
 #pragma unroll
   for (int o = 0; o < TCONV_OB; ++o) {
 #pragma unroll
     for (int i = 0; i < TCONV_PX; ++i) {
       const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
-      if (j % slices != slice || ob >= ob_end || q >= Q) continue;
-      float4 v = slices > 1 ? partial[j * items + t] : acc[o][i];
-      for (int sl = 1; sl < slices; ++sl) v += partial[(sl * TCONV_OB * TCONV_PX + j) * items + t];
+      if (!stowage_slice_finishes(j, slice, slices) || ob >= ob_end || q >= Q) continue;
+      float4 v = stowage_slices_sum(partial, acc[o][i], j, TCONV_OUTPUTS, slices, items, t);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
       if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));

@@ -16,6 +16,7 @@
 //   Launch: grid = [HW rounded up to local0, C rounded up to local1, N].
 // Kernels read and write element i in one work-item, so y may be a or x (in place).
 #include <stowage/epilogue.cl.h>
+#include <stowage/grid6.cl.h>
 
 #define STOWAGE_OP_ADD 0
 #define STOWAGE_OP_SUB 1
@@ -46,19 +47,12 @@ __kernel void stowage_binary(__global const float* a, __global const float* b, _
                              int sa5, int sb0, int sb1, int sb2, int sb3, int sb4, int sb5, int sy0, int sy1, int sy2,
                              int sy3, int sy4, int sy5, int a_off, int b_off, int y_off, int act, float act_a,
                              float act_b) {
-  const int i5 = get_global_id(0), i4 = get_global_id(1);
-  if (i5 >= d5 || i4 >= d4) return;
-  int rest = get_global_id(2);
-  const int i3 = rest % d3;
-  rest /= d3;
-  const int i2 = rest % d2;
-  rest /= d2;
-  const int i1 = rest % d1;
-  const int i0 = rest / d1;
-  const int ia = a_off + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3 + i4 * sa4 + i5 * sa5;
-  const int ib = b_off + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3 + i4 * sb4 + i5 * sb5;
-  const int iy = y_off + i0 * sy0 + i1 * sy1 + i2 * sy2 + i3 * sy3 + i4 * sy4 + i5 * sy5;
-  y[iy] = stowage_activate(stowage_binary_op(a[ia], b[ib], op), act, act_a, act_b);
+  const stowage_index6 at = stowage_grid_index6(d1, d2, d3, d4, d5);
+  if (!at.inside) return;
+  const int ia = stowage_offset6(at, a_off, sa0, sa1, sa2, sa3, sa4, sa5);
+  const int ib = stowage_offset6(at, b_off, sb0, sb1, sb2, sb3, sb4, sb5);
+  y[stowage_offset6(at, y_off, sy0, sy1, sy2, sy3, sy4, sy5)] =
+      stowage_activate(stowage_binary_op(a[ia], b[ib], op), act, act_a, act_b);
 }
 
 __kernel void stowage_unary(__global const float* x, __global float* y, int n, int act, float act_a, float act_b) {

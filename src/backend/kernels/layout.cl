@@ -8,37 +8,25 @@
 //   concat input copied into its slice of the output (y strides of the output).
 // stowage_pad: y (contiguous, [d0, .., d5]) is x (contiguous, [e0, .., e5]) moved by
 //   b0..b5 (pads before each dimension, negative ones crop), value elsewhere.
+#include <stowage/grid6.cl.h>
+
 __kernel void stowage_copy_strided(__global const float* x, __global float* y, int d0, int d1, int d2, int d3, int d4,
                                    int d5, int sx0, int sx1, int sx2, int sx3, int sx4, int sx5, int sy0, int sy1,
                                    int sy2, int sy3, int sy4, int sy5, int x_off, int y_off) {
-  const int i5 = get_global_id(0), i4 = get_global_id(1);
-  if (i5 >= d5 || i4 >= d4) return;
-  int rest = get_global_id(2);
-  const int i3 = rest % d3;
-  rest /= d3;
-  const int i2 = rest % d2;
-  rest /= d2;
-  const int i1 = rest % d1;
-  const int i0 = rest / d1;
-  y[y_off + i0 * sy0 + i1 * sy1 + i2 * sy2 + i3 * sy3 + i4 * sy4 + i5 * sy5] =
-      x[x_off + i0 * sx0 + i1 * sx1 + i2 * sx2 + i3 * sx3 + i4 * sx4 + i5 * sx5];
+  const stowage_index6 at = stowage_grid_index6(d1, d2, d3, d4, d5);
+  if (!at.inside) return;
+  y[stowage_offset6(at, y_off, sy0, sy1, sy2, sy3, sy4, sy5)] =
+      x[stowage_offset6(at, x_off, sx0, sx1, sx2, sx3, sx4, sx5)];
 }
 
 __kernel void stowage_pad(__global const float* x, __global float* y, float value, int d0, int d1, int d2, int d3,
                           int d4, int d5, int e0, int e1, int e2, int e3, int e4, int e5, int b0, int b1, int b2,
                           int b3, int b4, int b5) {
-  const int i5 = get_global_id(0), i4 = get_global_id(1);
-  if (i5 >= d5 || i4 >= d4) return;
-  int rest = get_global_id(2);
-  const int i3 = rest % d3;
-  rest /= d3;
-  const int i2 = rest % d2;
-  rest /= d2;
-  const int i1 = rest % d1;
-  const int i0 = rest / d1;
-  const int j0 = i0 - b0, j1 = i1 - b1, j2 = i2 - b2, j3 = i3 - b3, j4 = i4 - b4, j5 = i5 - b5;
+  const stowage_index6 at = stowage_grid_index6(d1, d2, d3, d4, d5);
+  if (!at.inside) return;
+  const int j0 = at.i0 - b0, j1 = at.i1 - b1, j2 = at.i2 - b2, j3 = at.i3 - b3, j4 = at.i4 - b4, j5 = at.i5 - b5;
   const bool inside = j0 >= 0 && j0 < e0 && j1 >= 0 && j1 < e1 && j2 >= 0 && j2 < e2 && j3 >= 0 && j3 < e3 && j4 >= 0 &&
                       j4 < e4 && j5 >= 0 && j5 < e5;
-  const int iy = ((((i0 * d1 + i1) * d2 + i2) * d3 + i3) * d4 + i4) * d5 + i5;
+  const int iy = ((((at.i0 * d1 + at.i1) * d2 + at.i2) * d3 + at.i3) * d4 + at.i4) * d5 + at.i5;
   y[iy] = inside ? x[((((j0 * e1 + j1) * e2 + j2) * e3 + j3) * e4 + j4) * e5 + j5] : value;
 }

@@ -10,13 +10,7 @@
 //   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, N * C4].
 // Padded channels stay zero: every operation maps zeros to zeros.
 #include <stowage/image.cl.h>
-
-#ifndef GAP_LOCAL
-#define GAP_LOCAL 64
-#endif
-#if GAP_LOCAL & (GAP_LOCAL - 1)
-#error "GAP_LOCAL must be a power of two"
-#endif
+#include <stowage/pooling.cl.h>
 
 __kernel void stowage_max_pool2d_image(read_only image2d_t x, write_only image2d_t y, int H, int W, int P, int Q,
                                        int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_top,
@@ -42,18 +36,12 @@ __kernel void stowage_avg_pool2d_image(read_only image2d_t x, write_only image2d
   const int q = get_global_id(0), p = get_global_id(1), plane = get_global_id(2);
   if (q >= Q || p >= P) return;
   const int h0 = p * stride_h - pad_top, w0 = q * stride_w - pad_left;
-  const int h_lo = max(h0, 0), h_hi = min(h0 + kernel_h, H);
-  const int w_lo = max(w0, 0), w_hi = min(w0 + kernel_w, W);
+  const int4 taps = stowage_pool_taps(h0, w0, kernel_h, kernel_w, H, W);
   float4 sum = (float4)(0.0f);
-  for (int ih = h_lo; ih < h_hi; ++ih)
-    for (int iw = w_lo; iw < w_hi; ++iw) sum += read_imagef(x, kStowageSampler, (int2)(iw, plane * H + ih));
-  int count;
-  if (count_include_pad) {
-    count = (min(h0 + kernel_h, H + pad_bottom) - max(h0, -pad_top)) *
-            (min(w0 + kernel_w, W + pad_right) - max(w0, -pad_left));
-  } else {
-    count = (h_hi - h_lo) * (w_hi - w_lo);
-  }
+  for (int ih = taps.s0; ih < taps.s1; ++ih)
+    for (int iw = taps.s2; iw < taps.s3; ++iw) sum += read_imagef(x, kStowageSampler, (int2)(iw, plane * H + ih));
+  const int count = stowage_avg_pool_count(taps, h0, w0, kernel_h, kernel_w, H, W, pad_top, pad_left, pad_bottom,
+                                           pad_right, count_include_pad);
   write_imagef(y, (int2)(q, plane * P + p), count > 0 ? sum / (float)count : (float4)(0.0f));
 }
 
@@ -67,10 +55,6 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
     sum += read_imagef(x, kStowageSampler, (int2)(i - h * W, plane * H + h));
   }
   partial[t] = sum;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int step = GAP_LOCAL / 2; step > 0; step >>= 1) {
-    if (t < step) partial[t] += partial[t + step];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  STOWAGE_GAP_SUM(partial, t);
   if (t == 0) write_imagef(y, (int2)(0, plane), partial[0] / (float)(H * W));
 }
