@@ -105,6 +105,7 @@ def export(models, out_dir, target="opencl-gpu"):
 
 
 def _time(vm_run, path, function, x, device, repeat, reps):
+    reps = max(reps, 2)  # vm-run prints a median from 2 rounds on
     cmd = [vm_run, path, "--function", function, "--input", x, "--repeat", str(repeat), "--reps", str(reps)]
     if device:
         cmd += ["--device", device]

@@ -1,0 +1,110 @@
+"""The convolution tuner: the layers it finds, the programs it times, its cache file
+and how the importer applies a cache."""
+
+import json
+import os
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stowage as sw
+from stowage import tuner
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def small_model():
+    """A 1x1 convolution, a depthwise 3x3 and a 3x3, each with a bias."""
+    rng = np.random.default_rng(5)
+    inits = [("w1", rng.standard_normal((8, 4, 1, 1)).astype(np.float32)), ("b1", np.zeros(8, np.float32)),
+             ("w2", rng.standard_normal((8, 1, 3, 3)).astype(np.float32)), ("b2", np.zeros(8, np.float32)),
+             ("w3", rng.standard_normal((6, 8, 3, 3)).astype(np.float32)), ("b3", np.zeros(6, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["h1"]),
+             helper.make_node("Conv", ["h1", "w2", "b2"], ["h2"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["h2", "w3", "b3"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 9, 7))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+POINTWISE = "n1 c4 h9 w7 k8 r1 s1 stride1,1 pad0,0,0,0 dil1,1 group1"
+STRIDED = "n1 c8 h9 w7 k6 r3 s3 stride2,2 pad1,1,1,1 dil1,1 group1"
+
+
+def uses_direct(text):
+    return any(k.startswith("stowage_conv2d_direct") for k in re.findall(r"call_kernel\(([A-Za-z0-9_]+)", text))
+
+
+def test_the_layers_are_the_buffer_convolutions_that_are_not_depthwise():
+    assert tuner.layers_of(small_model(), "opencl") == [POINTWISE, STRIDED]
+
+
+def test_a_layer_module_has_a_function_per_kernel():
+    gemm, direct = tuner.layer_module(STRIDED, "opencl").text().split("fn direct(")
+    assert uses_direct(direct) and not uses_direct(gemm)
+    assert "call_kernel(stowage_conv2d," in gemm
+
+
+@pytest.mark.parametrize("kernel", ["direct", "gemm"])
+def test_a_cache_chooses_the_kernel_per_layer_and_the_logits_stay(kernel, tmp_path, device):
+    cache = {"format": tuner.CACHE_FORMAT, "target": "opencl", "device": "any",
+             "layers": {POINTWISE: {"kernel": kernel, "us": {}}, STRIDED: {"kernel": kernel, "us": {}}}}
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps(cache))
+    model = small_model()
+    module = sw.from_onnx(model, tuning=tuner.load(str(path)))
+    assert uses_direct(module.text()) == (kernel == "direct")
+    x = np.random.default_rng(1).standard_normal((1, 4, 9, 7)).astype(np.float32)
+    got = sw.VirtualMachine(sw.compile(module), device=device).invoke("main", x).numpy()
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.max(np.abs(got - want)) <= 1e-4 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{", "not JSON"),
+    ('{"format": "other", "layers": {}}', "not a stowage-tuning 1 file"),
+    ('{"format": "stowage-tuning 1", "layers": {"k": {}}}', "layer 'k' names no kernel"),
+])
+def test_a_bad_cache_is_refused_by_name(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(sw.InvalidInputError, match=message):
+        tuner.load(str(path))
+
+
+def test_a_cache_naming_an_unknown_kernel_is_refused_at_import(tmp_path):
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "layers": {POINTWISE: {"kernel": "winograd"}}}))
+    with pytest.raises(sw.InvalidInputError, match="'winograd' for n1 c4 h9 w7 k8 .* is no kernel"):
+        sw.from_onnx(small_model(), tuning=tuner.load(str(path)))
+
+
+def test_a_missing_cache_is_a_file_error(tmp_path):
+    with pytest.raises(sw.FileError, match="tuning cache"):
+        tuner.load(str(tmp_path / "none.json"))
+
+
+def test_export_and_time_write_a_cache_that_import_applies(tmp_path, device):
+    """The two steps with the real vm-run (STOWAGE_VM_RUN), a few invocations each."""
+    vm_run = os.environ.get("STOWAGE_VM_RUN")
+    if not vm_run:
+        pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
+    model_path = tmp_path / "small.onnx"
+    onnx.save(small_model(), model_path)
+    layers = tuner.export([str(model_path)], str(tmp_path / "layers"), target="opencl")
+    assert [layer["key"] for layer in layers] == [POINTWISE, STRIDED]
+    cache = tuner.time_layers(str(tmp_path / "layers"), vm_run, device=device, repeat=2, reps=1)
+    assert set(cache["layers"]) == {POINTWISE, STRIDED}
+    for entry in cache["layers"].values():
+        assert entry["kernel"] in ("gemm", "direct")
+        assert entry["us"]["gemm"] > 0 and entry["us"]["direct"] > 0
+    assert cache["device"]
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps(cache))
+    assert tuner.load(str(path)) == {"layers": {k: e["kernel"] for k, e in cache["layers"].items()}}
