@@ -181,12 +181,21 @@ TEST_P(PerfectInstances, MinimisingReachesTheLowerBound) {
   expect_valid(items, *result, std::nullopt);
 }
 
+// A small deterministic generator (a 64-bit LCG): next(bound) is in [0, bound).
+class SmallRandom {
+ public:
+  explicit SmallRandom(uint64_t seed) : state_(seed) {}
+  uint64_t operator()(uint64_t bound) {
+    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+    return (state_ >> 33) % bound;
+  }
+
+ private:
+  uint64_t state_;
+};
+
 TEST(Packing, SmallRandomInstancesAreOptimal) {
-  uint64_t state = 12345;
-  auto next = [&](uint64_t bound) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return (state >> 33) % bound;
-  };
+  SmallRandom next(12345);
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<PackItem> items;
     const uint64_t n = 2 + next(6);
@@ -210,11 +219,7 @@ TEST(Packing, SmallRandomInstancesAreOptimal) {
 // settles the node); every other trial has an item alive all along (which
 // goes to the bottom first): the pruning must not lose the optimum.
 TEST(Packing, SmallInstancesOfRepeatedShapesAreOptimal) {
-  uint64_t state = 777;
-  auto next = [&](uint64_t bound) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return (state >> 33) % bound;
-  };
+  SmallRandom next(777);
   for (int trial = 0; trial < 200; ++trial) {
     PackItem shapes[3];
     for (PackItem& shape : shapes) {
