@@ -148,7 +148,8 @@ def time_exported(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nets", default="resnet18,resnet50,mobilenet_v2", type=lambda s: [n for n in s.split(",") if n])
+    parser.add_argument("--nets", default="resnet18,resnet50,mobilenet_v2",
+                        type=lambda s: [n for n in s.split(",") if n])
     parser.add_argument("--target", default="opencl-gpu")
     parser.add_argument("--export", metavar="DIR")
     parser.add_argument("--only", metavar="REGEX", help="export only the settings whose name matches")
