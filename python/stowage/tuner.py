@@ -119,7 +119,8 @@ def _time(vm_run, path, function, x, device, repeat, reps):
 
 def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5):
     """Times each exported layer under each kernel; returns the cache's content."""
-    from_file = json.load(open(os.path.join(in_dir, "layers.json")))
+    with open(os.path.join(in_dir, "layers.json"), encoding="utf-8") as f:
+        from_file = json.load(f)
     entries, device_name = {}, None
     for layer in from_file["layers"]:
         path = os.path.join(in_dir, layer["file"] + ".stw")
