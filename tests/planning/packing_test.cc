@@ -194,6 +194,16 @@ class SmallRandom {
   uint64_t state_;
 };
 
+// The packer proves the optimum that exhaustive search finds, with a valid packing.
+void expect_proven_optimal(const std::vector<PackItem>& items, int trial) {
+  const uint64_t optimum = exhaustive_optimum(items);
+  Expected<PackResult> result = pack(items, steps_only());
+  ASSERT_TRUE(result.has_value()) << "trial " << trial;
+  EXPECT_EQ(result->height, optimum) << "trial " << trial;
+  EXPECT_TRUE(result->proven_optimal) << "trial " << trial;
+  expect_valid(items, *result, std::nullopt);
+}
+
 TEST(Packing, SmallRandomInstancesAreOptimal) {
   SmallRandom next(12345);
   for (int trial = 0; trial < 300; ++trial) {
@@ -204,12 +214,7 @@ TEST(Packing, SmallRandomInstancesAreOptimal) {
       items.push_back({"b" + std::to_string(i), lower, lower + 1 + static_cast<int64_t>(next(4)), 1 + next(5),
                        next(4) == 0 ? 2u : 1u});
     }
-    const uint64_t optimum = exhaustive_optimum(items);
-    Expected<PackResult> result = pack(items, steps_only());
-    ASSERT_TRUE(result.has_value());
-    EXPECT_EQ(result->height, optimum) << "trial " << trial;
-    EXPECT_TRUE(result->proven_optimal) << "trial " << trial;
-    expect_valid(items, *result, std::nullopt);
+    expect_proven_optimal(items, trial);
   }
 }
 
@@ -236,12 +241,7 @@ TEST(Packing, SmallInstancesOfRepeatedShapesAreOptimal) {
       items.push_back(item);
     }
     if (trial % 2 == 1) items.push_back({"all", 0, 10, 1 + next(2), 1});
-    const uint64_t optimum = exhaustive_optimum(items);
-    Expected<PackResult> result = pack(items, steps_only());
-    ASSERT_TRUE(result.has_value());
-    EXPECT_EQ(result->height, optimum) << "trial " << trial;
-    EXPECT_TRUE(result->proven_optimal) << "trial " << trial;
-    expect_valid(items, *result, std::nullopt);
+    expect_proven_optimal(items, trial);
   }
 }
 
