@@ -212,7 +212,7 @@ Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& re
   return Error(ErrorKind::kUnsupported, first_reason);
 }
 
-Expected<std::shared_ptr<Context>> Context::create(const DeviceInfo& device) {
+Expected<std::shared_ptr<Context>> Context::create(const DeviceInfo& device, bool profiling_queue) {
   const std::vector<RawDevice>& raw = enumerate();
   const RawDevice* found = nullptr;
   for (const auto& d : raw) {
@@ -227,7 +227,8 @@ Expected<std::shared_ptr<Context>> Context::create(const DeviceInfo& device) {
   cl_int status = CL_SUCCESS;
   ctx->context_ = clCreateContext(nullptr, 1, &ctx->device_, nullptr, nullptr, &status);
   if (status != CL_SUCCESS) return cl_error(status, "clCreateContext");
-  ctx->queue_ = clCreateCommandQueue(ctx->context_, ctx->device_, 0, &status);
+  ctx->queue_ = clCreateCommandQueue(ctx->context_, ctx->device_, profiling_queue ? CL_QUEUE_PROFILING_ENABLE : 0,
+                                    &status);
   if (status != CL_SUCCESS) return cl_error(status, "clCreateCommandQueue");
   return ctx;
 }

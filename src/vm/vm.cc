@@ -65,6 +65,7 @@ VirtualMachine::Impl::~Impl() {
   }
   // Writes of discontiguous tables read from the sites' memory: finish them first.
   if (context) clFinish(context->queue());
+  for (const auto& p : pending_launches) clReleaseEvent(p.event);
   sites.clear();
 }
 
@@ -72,13 +73,14 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
                                                                  const VmOptions& options) {
   auto device = opencl::select_device(options.device, executable->requirements);
   if (!device) return device.error();
-  auto context = opencl::Context::create(*device);
+  auto context = opencl::Context::create(*device, options.kernel_times);
   if (!context) return context.error();
 
   auto impl = std::make_unique<Impl>();
   impl->exe = std::move(executable);
   impl->context = *context;
   impl->profiling = options.profile;
+  impl->kernel_times = options.kernel_times;
   impl->check_bounds = options.check_bounds;
   impl->programs = std::make_unique<opencl::ProgramCache>(impl->context);
   for (const auto& unit : impl->exe->units) {
@@ -308,6 +310,7 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
 }
 
 Profile VirtualMachine::profile() const {
+  impl_->read_kernel_times();
   Profile p;
   p.device_allocations = impl_->device_allocations;
   p.device_bytes_allocated = impl_->device_bytes_allocated;
@@ -321,6 +324,10 @@ Profile VirtualMachine::profile() const {
   p.host_to_device_bytes = transfers.host_to_device_bytes;
   p.device_to_host = transfers.device_to_host;
   p.device_to_host_bytes = transfers.device_to_host_bytes;
+  p.device_busy_us = impl_->device_busy_us;
+  if (impl_->last_end_ns > impl_->first_start_ns) {
+    p.device_span_us = static_cast<double>(impl_->last_end_ns - impl_->first_start_ns) / 1000.0;
+  }
   for (const auto& usage : impl_->scope_usage) p.scopes.push_back(*usage);
   if (impl_->scope_index.count("global") == 0 && impl_->argument_usage->allocations != 0) {
     p.scopes.push_back(*impl_->argument_usage);
@@ -329,7 +336,7 @@ Profile VirtualMachine::profile() const {
     const Function& fn = impl_->exe->functions[f];
     for (size_t pc = 0; pc < impl_->sites[f].size(); ++pc) {
       const SiteState& site = impl_->sites[f][pc];
-      if (site.count == 0) continue;
+      if (site.count == 0 && site.device_count == 0) continue;
       InstructionProfile ip;
       ip.function = fn.name;
       ip.index = static_cast<uint32_t>(pc);
@@ -339,6 +346,8 @@ Profile VirtualMachine::profile() const {
       }
       ip.count = site.count;
       ip.total_us = site.total_us;
+      ip.device_count = site.device_count;
+      ip.device_us = site.device_us;
       p.instructions.push_back(std::move(ip));
     }
   }
@@ -346,6 +355,10 @@ Profile VirtualMachine::profile() const {
 }
 
 void VirtualMachine::reset_profile() {
+  impl_->read_kernel_times();
+  impl_->first_start_ns = UINT64_MAX;
+  impl_->last_end_ns = 0;
+  impl_->device_busy_us = 0;
   impl_->device_allocations = 0;
   impl_->device_bytes_allocated = 0;
   impl_->sub_buffers_created = 0;
@@ -361,6 +374,8 @@ void VirtualMachine::reset_profile() {
     for (auto& site : fsites) {
       site.count = 0;
       site.total_us = 0;
+      site.device_count = 0;
+      site.device_us = 0;
     }
   }
 }

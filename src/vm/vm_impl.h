@@ -42,11 +42,15 @@ struct SiteState {
   // Profiling.
   uint64_t count = 0;
   double total_us = 0;
+  uint64_t device_count = 0;  // kernel_times
+  double device_us = 0;
 };
 
 // check_bounds: bytes past each buffer storage's end, and what they hold.
 inline constexpr uint64_t kGuardBytes = 4096;
 inline constexpr uint32_t kGuardPattern = 0xA5C3E1F7u;
+// kernel_times: events held before they are read (each read waits for the device).
+inline constexpr size_t kMaxPendingLaunches = 65536;
 
 struct VirtualMachine::Impl {
   std::shared_ptr<const Executable> exe;
@@ -69,6 +73,16 @@ struct VirtualMachine::Impl {
   uint64_t constant_bytes = 0;
   bool profiling = false;
   bool check_bounds = false;
+  // kernel_times: launches whose profiling events are not read yet, and what was read.
+  struct PendingLaunch {
+    cl_event event;
+    SiteState* site;  // sites are sized once, at creation
+  };
+  bool kernel_times = false;
+  std::vector<PendingLaunch> pending_launches;
+  uint64_t first_start_ns = UINT64_MAX;
+  uint64_t last_end_ns = 0;
+  double device_busy_us = 0;
   // check_bounds: the buffer storages made with a guard zone, and where.
   struct Guarded {
     std::weak_ptr<StorageObject> storage;
@@ -116,6 +130,8 @@ struct VirtualMachine::Impl {
   // check_bounds: the guard zone of every live guarded storage is intact.
   void check_guards(const std::string& kernel);
   void check_kernel_arg_info(uint32_t kernel_index, cl_kernel kernel);
+  // kernel_times: waits for the pending launches and adds their device times to their sites.
+  void read_kernel_times();
 };
 
 [[noreturn]] void throw_runtime(const std::string& message);

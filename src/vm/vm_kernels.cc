@@ -222,11 +222,44 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                      sig.name, i, param.name, kernel_param_kind_name(param.kind)));
     }
   }
+  cl_event event = nullptr;
   cl_int status = clEnqueueNDRangeKernel(context->queue(), site.kernel, site.dims, nullptr, site.global.data(),
-                                         site.has_local ? site.local.data() : nullptr, 0, nullptr, nullptr);
+                                         site.has_local ? site.local.data() : nullptr, 0, nullptr,
+                                         kernel_times ? &event : nullptr);
   if (status != CL_SUCCESS) throw_cl(status, fmt::format("clEnqueueNDRangeKernel('{}')", sig.name));
   ++kernel_launches;
+  if (event != nullptr) {
+    pending_launches.push_back({event, &site});
+    // Bounded: a long run reads its events now and then (this waits for the device).
+    if (pending_launches.size() >= kMaxPendingLaunches) read_kernel_times();
+  }
   if (check_bounds) check_guards(sig.name);
+}
+
+void VirtualMachine::Impl::read_kernel_times() {
+  if (pending_launches.empty()) return;
+  std::vector<cl_event> events;
+  events.reserve(pending_launches.size());
+  for (const auto& p : pending_launches) events.push_back(p.event);
+  cl_int status = clWaitForEvents(static_cast<cl_uint>(events.size()), events.data());
+  for (const auto& p : pending_launches) {
+    cl_ulong start = 0, end = 0;
+    if (status == CL_SUCCESS &&
+        clGetEventProfilingInfo(p.event, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr) == CL_SUCCESS &&
+        clGetEventProfilingInfo(p.event, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr) == CL_SUCCESS &&
+        end >= start) {
+      SiteState& site = *p.site;
+      const double us = static_cast<double>(end - start) / 1000.0;
+      site.device_count += 1;
+      site.device_us += us;
+      device_busy_us += us;
+      first_start_ns = std::min<uint64_t>(first_start_ns, start);
+      last_end_ns = std::max<uint64_t>(last_end_ns, end);
+    }
+    clReleaseEvent(p.event);
+  }
+  pending_launches.clear();
+  if (status != CL_SUCCESS) throw_cl(status, "clWaitForEvents (kernel times)");
 }
 
 // Compares the signature carried in the executable with what the driver compiled,

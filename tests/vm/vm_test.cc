@@ -104,6 +104,42 @@ TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
   EXPECT_EQ(p2.host_to_device, 3u);
 }
 
+TEST(VmTest, KernelTimesCountEveryLaunchOnTheDevice) {
+  VmOptions options;
+  options.kernel_times = true;
+  auto made = VirtualMachine::create(std::make_shared<const Executable>(make_add_mul_executable()), options);
+  ASSERT_TRUE(made) << made.error().message();
+  auto vm = made.take();
+  Inputs in = make_inputs(6);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(vm->invoke("main", in.args()).as_tensor().to_vector<int32_t>(), in.expected());
+  Profile p = vm->profile();  // reads the events without a synchronize first
+  std::vector<std::string> kernels;
+  double summed_us = 0;
+  for (const auto& ip : p.instructions) {
+    if (ip.op != Opcode::kCallKernel) {
+      EXPECT_EQ(ip.device_count, 0u) << ip.index;
+      continue;
+    }
+    kernels.push_back(ip.detail);
+    EXPECT_EQ(ip.device_count, 3u) << ip.detail;
+    EXPECT_GT(ip.device_us, 0.0) << ip.detail;
+    EXPECT_EQ(ip.count, 0u);  // host times are --profile's, not asked for
+    summed_us += ip.device_us;
+  }
+  EXPECT_EQ(kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.device_busy_us, summed_us);
+  EXPECT_GE(p.device_span_us, p.device_busy_us * 0.999);  // one in-order queue: kernels never overlap
+  vm->reset_profile();
+  Profile cleared = vm->profile();
+  EXPECT_TRUE(cleared.instructions.empty());
+  EXPECT_EQ(cleared.device_busy_us, 0.0);
+  EXPECT_EQ(cleared.device_span_us, 0.0);
+
+  auto plain = make_vm(make_add_mul_executable());
+  plain->invoke("main", in.args());
+  EXPECT_TRUE(plain->profile().instructions.empty());
+}
+
 TEST(VmTest, AHeldResultKeepsItsStorageAndTheNextInvokeAllocatesAnew) {
   auto vm = make_vm(make_add_mul_executable());
   Inputs a = make_inputs(3);

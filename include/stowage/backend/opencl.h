@@ -88,10 +88,11 @@ struct TransferCounters {
   }
 };
 
-// A context and an in-order queue on one device.
+// A context and an in-order queue on one device. With `profiling_queue`, the queue
+// records when each command ran on the device (CL_QUEUE_PROFILING_ENABLE).
 class Context {
  public:
-  static Expected<std::shared_ptr<Context>> create(const DeviceInfo& device);
+  static Expected<std::shared_ptr<Context>> create(const DeviceInfo& device, bool profiling_queue = false);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -34,6 +34,10 @@ namespace stowage::vm {
 struct VmOptions {
   std::string device;    // see opencl::select_device; "" = default
   bool profile = false;  // time every instruction (waits for the device after each)
+  // Record each kernel launch's run on the device (OpenCL profiling events), without
+  // waiting between instructions: what the device spends per kernel, and how long it
+  // sits idle between launches.
+  bool kernel_times = false;
   // Give every buffer storage the function allocates a guard zone past its end,
   // filled with a pattern, and check the zones after each kernel: a kernel that
   // writes past its storage is an error naming it. Slow (waits for the device
@@ -48,6 +52,9 @@ struct InstructionProfile {
   std::string detail;  // e.g. the kernel's name
   uint64_t count = 0;
   double total_us = 0;
+  // kernel_times: launches whose device times were read, and their time on the device.
+  uint64_t device_count = 0;
+  double device_us = 0;
 };
 
 struct Profile {
@@ -66,6 +73,10 @@ struct Profile {
   uint64_t device_to_host_bytes = 0;
   uint64_t constant_bytes = 0;          // the tensor constants' storages, made once per VM
   std::vector<ScopeUsage> scopes;       // bytes per scope: in use now and peak
+  // kernel_times: the device's time in kernels, and the time from the first kernel's
+  // start to the last one's end (busy plus idle between launches).
+  double device_busy_us = 0;
+  double device_span_us = 0;
 };
 
 class VirtualMachine {

@@ -36,6 +36,7 @@ struct Options {
   int repeat = 1;
   int reps = 1;
   bool profile = false;
+  bool kernel_times = false;
   bool check_bounds = false;
   bool info = false;
   bool list_devices = false;
@@ -166,6 +167,31 @@ void print_profile(const vm::Profile& p, int repeat) {
   }
 }
 
+// Kernels by their time on the device, most first, and how busy the device was.
+void print_kernel_times(const vm::Profile& p, int invocations) {
+  std::vector<const vm::InstructionProfile*> kernels;
+  for (const auto& ip : p.instructions) {
+    if (ip.device_count > 0) kernels.push_back(&ip);
+  }
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const auto* a, const auto* b) { return a->device_us > b->device_us; });
+  const double n = invocations;
+  fmt::print("kernel times on the device ({} invocation{} after one not counted; OpenCL profiling events):\n",
+             invocations, invocations == 1 ? "" : "s");
+  fmt::print("  {:<12} {:>5}  {:<44} {:>8} {:>12} {:>7}\n", "function", "index", "kernel", "launches",
+             "us each", "share");
+  for (const auto* ip : kernels) {
+    fmt::print("  {:<12} {:>5}  {:<44} {:>8} {:>12.2f} {:>6.1f}%\n", ip->function, ip->index, ip->detail,
+               ip->device_count, ip->device_us / static_cast<double>(ip->device_count),
+               p.device_busy_us > 0 ? 100.0 * ip->device_us / p.device_busy_us : 0.0);
+  }
+  const double idle = std::max(0.0, p.device_span_us - p.device_busy_us);
+  fmt::print("  per invocation: {:.1f} us in kernels, {:.1f} us from the first kernel's start to the last one's end, "
+             "{:.1f} us ({:.0f}%) idle between kernels\n",
+             p.device_busy_us / n, p.device_span_us / n, idle / n,
+             p.device_span_us > 0 ? 100.0 * idle / p.device_span_us : 0.0);
+}
+
 int run(const Options& opt) {
   if (opt.list_devices) {
     for (const auto& d : opencl::list_devices()) fmt::print("{}\n", d.summary());
@@ -234,6 +260,7 @@ int run(const Options& opt) {
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
   vm_options.profile = opt.profile;
+  vm_options.kernel_times = opt.kernel_times;
   vm_options.check_bounds = opt.check_bounds;
   Expected<std::unique_ptr<vm::VirtualMachine>> machine = Error(ErrorKind::kRuntime, "not created");
   {
@@ -244,6 +271,11 @@ int run(const Options& opt) {
   // Inputs go to the device once, however often the function runs.
   for (vm::Value& arg : args) arg = vm::Value::from((*machine)->upload(arg.as_tensor()));
   vm::Value result;
+  if (opt.kernel_times) {  // the first launches of a kernel may include the driver's own set-up
+    (*machine)->invoke(opt.function, args);
+    (*machine)->synchronize();
+    (*machine)->reset_profile();
+  }
   // --reps R: R rounds of --repeat N invokes, each round timed to the device's end.
   std::vector<double> per_invoke_us;
   uint64_t launches_before = (*machine)->profile().kernel_launches;
@@ -288,6 +320,7 @@ int run(const Options& opt) {
                opt.reps, opt.repeat, median, sorted.front(), launches);
   }
   if (opt.profile) print_profile((*machine)->profile(), opt.repeat);
+  if (opt.kernel_times) print_kernel_times((*machine)->profile(), opt.repeat * opt.reps);
   return 0;
 }
 
@@ -307,6 +340,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", opt.reps, "time R rounds of --repeat invocations; print their median and min")
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
+  app.add_flag("--kernel-times", opt.kernel_times,
+               "each kernel's time on the device and the device's idle time between kernels (profiling events)");
   app.add_flag("--check-bounds", opt.check_bounds,
                "guard the end of every storage and fail on the kernel that writes past one (slow)");
   app.add_flag("--info", opt.info, "print functions, kernels and requirements");
