@@ -428,6 +428,33 @@ def texture_cases(rng):
         lambda: conv_ref(x_t, w_t, None, pads=(1, 0, 1, 2), strides=(1, 2)),
         tuning={"conv_texture": {"TCONV_PX": 2, "TCONV_OB": 4}})
 
+    # A depthwise convolution and the pointwise one after it, fused into one kernel (and,
+    # with the launch setting off, two).
+    for name, x_shape, k, kw, dw_act, act, with_res, tuning in [
+        ("tex_dwpw_clip_residual_relu", (1, 17, 13, 11), 6, dict(pads=(1, 1, 1, 1)), ("clip", 0.0, 6.0), ("relu",),
+         True, None),
+        ("tex_dwpw_s2_asym_b2_hardswish", (2, 8, 13, 11), 9, dict(strides=(2, 2), pads=(0, 1, 1, 0)),
+         ("hardswish",), None, False, None),
+        ("tex_dwpw_dil2_px2_dob4_slices", (1, 33, 9, 7), 5, dict(pads=(2, 2, 2, 2), dilations=(2, 2)),
+         ("sigmoid",), ("clip", -0.5, 0.5), False, {"conv_texture": {"TCONV_PX": 2, "TDWPW_OB": 4}}),
+        ("tex_dwpw_unfused_setting", (1, 12, 7, 9), 8, dict(pads=(1, 1, 1, 1)), ("relu",), None, True,
+         {"launch": {"FUSE_DEPTHWISE_POINTWISE": 0}}),
+    ]:
+        c = x_shape[1]
+        x = rand(rng, *x_shape)
+        wdw, bdw = rand(rng, c, 1, 3, 3, low=-0.5, high=0.5), rand(rng, c)
+        wpw, bpw = rand(rng, k, c, 1, 1, low=-0.5, high=0.5), rand(rng, k)
+        mid = conv_ref(x, wdw, bdw, group=c, activation=dw_act, **kw)
+        res = rand(rng, *(x_shape[0], k) + mid.shape[2:]) if with_res else None
+
+        def emit(ops, xv, *rest, wdw=wdw, bdw=bdw, wpw=wpw, bpw=bpw, kw=kw, dw_act=dw_act, act=act):
+            return ops.conv2d_depthwise_pointwise(xv, wdw, bdw, wpw, bpw, dw_activation=dw_act, activation=act,
+                                                  residual=rest[0] if rest else None, **kw)
+
+        add(name, [x] + ([res] if with_res else []), emit,
+            lambda mid=mid, wpw=wpw, bpw=bpw, act=act, res=res: conv_ref(mid, wpw, bpw, activation=act, residual=res),
+            tuning)
+
     # A residual block: conv-relu, conv + residual + relu, max pool, global average pool.
     x = rand(rng, 1, 6, 13, 11)
     w1, w2 = rand(rng, 6, 6, 3, 3, low=-0.3, high=0.3), rand(rng, 6, 6, 3, 3, low=-0.3, high=0.3)

@@ -5,7 +5,9 @@ into its weights), then an Add of a tensor of the same shape (the residual), the
 activation (Relu, Clip with constant bounds, HardSwish, Sigmoid, HardSigmoid). A
 Gemm absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too. A
 node is absorbed only when the value it takes is used by it alone and is no graph
-output. Groups are emitted in a topological order that keeps the graph's order where
+output. A depthwise Conv (one channel per group, without a residual) absorbs the
+pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its result,
+with that Conv's own epilogue: the library may run the two as one kernel. Groups are emitted in a topological order that keeps the graph's order where
 it can: a residual Add may come in the graph before the branch that feeds it.
 """
 
@@ -24,6 +26,7 @@ class Group:
         self.add = None  # the residual Add of a Conv
         self.residual = ""  # the Add's other input
         self.act = None  # the activation
+        self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
         self.nodes = [main]
 
     @property
@@ -56,6 +59,49 @@ def only_consumer(graph, name, op_types, absorbed):
     return consumers[0]
 
 
+def absorb_epilogue(graph, group, is_static, absorbed):
+    """Adds to `group` what its main node's epilogue can take after it."""
+    node = group.main
+    out = node.outputs[0] if node.outputs else ""
+    if node.op_type == "Conv":
+        bn = only_consumer(graph, out, ("BatchNormalization",), absorbed)
+        if bn is not None and all(is_static(n) for n in bn.inputs[1:5]) and len(bn.outputs) == 1:
+            group.bn = bn
+            group.nodes.append(bn)
+            out = bn.outputs[0]
+        add = only_consumer(graph, out, ("Add",), absorbed)
+        if add is not None:
+            other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+            if other != out and not is_static(other):
+                group.add, group.residual = add, other
+                group.nodes.append(add)
+                out = add.outputs[0]
+    if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
+        act = only_consumer(graph, out, ACTIVATIONS, absorbed)
+        if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
+            group.act = act
+            group.nodes.append(act)
+
+
+def conv_weight_shape(graph, node):
+    weight = graph.initializers.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    return None if weight is None else tuple(weight.shape)
+
+
+def is_depthwise(graph, node):
+    shape = conv_weight_shape(graph, node)
+    groups = node.attr("group", 1)
+    return shape is not None and len(shape) == 4 and groups > 1 and shape[:2] == (groups, 1)
+
+
+def is_pointwise(graph, node):
+    shape = conv_weight_shape(graph, node)
+    return (shape is not None and len(shape) == 4 and shape[2:] == (1, 1) and node.attr("group", 1) == 1
+            and all(v == 1 for v in node.attr("strides", (1, 1)))
+            and all(v == 0 for v in node.attr("pads", (0, 0, 0, 0)))
+            and node.attr("auto_pad", "NOTSET") in ("NOTSET", "VALID"))
+
+
 def group_nodes(graph, is_static):
     """The groups of `graph`'s nodes; `is_static(name)` tells a value known at import
     (an initializer or a Constant's output) from a tensor computed at run time."""
@@ -65,25 +111,15 @@ def group_nodes(graph, is_static):
         if node.index in absorbed:
             continue
         group = Group(node)
-        out = node.outputs[0] if node.outputs else ""
-        if node.op_type == "Conv":
-            bn = only_consumer(graph, out, ("BatchNormalization",), absorbed)
-            if bn is not None and all(is_static(n) for n in bn.inputs[1:5]) and len(bn.outputs) == 1:
-                group.bn = bn
-                group.nodes.append(bn)
-                out = bn.outputs[0]
-            add = only_consumer(graph, out, ("Add",), absorbed)
-            if add is not None:
-                other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
-                if other != out and not is_static(other):
-                    group.add, group.residual = add, other
-                    group.nodes.append(add)
-                    out = add.outputs[0]
-        if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
-            act = only_consumer(graph, out, ACTIVATIONS, absorbed)
-            if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
-                group.act = act
-                group.nodes.append(act)
+        absorb_epilogue(graph, group, is_static, absorbed)
+        if node.op_type == "Conv" and group.add is None and is_depthwise(graph, node):
+            after = only_consumer(graph, group.output, ("Conv",), absorbed)
+            if after is not None and is_pointwise(graph, after) and after.inputs[0] == group.output:
+                pointwise = Group(after)
+                absorbed.update(n.index for n in group.nodes)
+                absorb_epilogue(graph, pointwise, is_static, absorbed)
+                group.pointwise = pointwise
+                group.nodes.extend(pointwise.nodes)
         absorbed.update(n.index for n in group.nodes)
         groups.append(group)
     return schedule(graph, groups)

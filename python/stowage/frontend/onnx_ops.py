@@ -114,15 +114,13 @@ def clip_bounds(imp, node):
 # ---- convolution and Gemm -------------------------------------------------------
 
 
-def conv(imp, group):
-    node = group.main
+def conv_params(imp, node, bn, x_shape):
+    """A Conv's weight and bias (float64, `bn` folded in) and its geometry."""
     node.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-    x = imp.tensor(node, 0)
     weight = imp.static(node, 1, "weight")
     bias = imp.optional(node, 2)
     if bias is not None and not isinstance(bias, np.ndarray):
         raise node.unsupported("input 2 (the bias) must be known when the model is imported")
-    x_shape = imp.shape(x)
     if weight.ndim != 4 or len(x_shape) != 4:
         raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 2D (NCHW) is supported")
     strides = ints(node, "strides", (1, 1))
@@ -138,8 +136,13 @@ def conv(imp, group):
         )
     weight = weight.astype(np.float64)
     bias = np.zeros(weight.shape[0]) if bias is None else bias.astype(np.float64)
-    if group.bn is not None:
-        weight, bias = fold_batch_norm(imp, group.bn, weight, bias)
+    if bn is not None:
+        weight, bias = fold_batch_norm(imp, bn, weight, bias)
+    return weight, bias, dict(strides=strides, pads=pads, dilations=dilations, group=group_count)
+
+
+def conv_epilogue(imp, group):
+    """The residual, whether it may be overwritten, and the activation of a Conv group."""
     residual = None
     in_place = False
     if group.add is not None:
@@ -148,10 +151,38 @@ def conv(imp, group):
             raise group.add.unsupported("a constant residual is not supported")
         in_place = imp.dies_here(group.residual) and imp.out_for(group.output) is None
     act = activation(imp, group.act) if group.act is not None else None
-    return imp.ob.conv2d(
-        x, as_float32(weight), as_float32(bias), strides=strides, pads=pads, dilations=dilations,
-        group=group_count, activation=act, residual=residual, in_place=in_place, out=imp.out_for(group.output),
-    )
+    return residual, in_place, act
+
+
+def conv(imp, group):
+    x = imp.tensor(group.main, 0)
+    x_shape = imp.shape(x)
+    weight, bias, geometry = conv_params(imp, group.main, group.bn, x_shape)
+    act = activation(imp, group.act) if group.act is not None else None
+    if group.pointwise is not None:  # a depthwise Conv and the pointwise Conv after it
+        pw = group.pointwise
+        mid_shape = window_out_shape(x_shape, weight.shape, geometry)
+        pw_weight, pw_bias, pw_geometry = conv_params(imp, pw.main, pw.bn, mid_shape)
+        if pw_geometry["pads"] != (0, 0, 0, 0):
+            raise pw.main.invalid(f"pads {list(pw_geometry['pads'])} on a 1x1 convolution fused as pointwise")
+        residual, in_place, pw_act = conv_epilogue(imp, pw)
+        return imp.ob.conv2d_depthwise_pointwise(
+            x, as_float32(weight), as_float32(bias), as_float32(pw_weight), as_float32(pw_bias),
+            strides=geometry["strides"], pads=geometry["pads"], dilations=geometry["dilations"],
+            dw_activation=act, activation=pw_act, residual=residual, in_place=in_place,
+            out=imp.out_for(group.output),
+        )
+    residual, in_place, act = conv_epilogue(imp, group)
+    return imp.ob.conv2d(x, as_float32(weight), as_float32(bias), **geometry, activation=act, residual=residual,
+                         in_place=in_place, out=imp.out_for(group.output))
+
+
+def window_out_shape(x_shape, w_shape, geometry):
+    """The output shape [N, K, P, Q] of a convolution."""
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geometry["strides"], geometry["dilations"], geometry["pads"]
+    p = window_out(x_shape[2], w_shape[2], sh, dh, pt, pb)
+    q = window_out(x_shape[3], w_shape[3], sw, dw, pl, pr)
+    return (x_shape[0], w_shape[0], p, q)
 
 
 def fold_batch_norm(imp, bn, weight, bias):

@@ -16,7 +16,7 @@ EPI_RESIDUAL = 2
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
-TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2}
+TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
@@ -33,6 +33,8 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # The texture and direct convolutions double their input-channel slices (at most
 # SLICES_MAX, at most the input blocks or channels of a group) while their launch
 # has fewer work-items than SLICE_ITEMS.
+# FUSE_DEPTHWISE_POINTWISE (1: on) lets conv2d_depthwise_pointwise run as one kernel on
+# images (conv_texture.cl's stowage_conv2d_dwpw_image).
 
 
 def _setting(unit, defaults, name):
@@ -138,6 +140,73 @@ class MatrixOps(Core):
         if self._conv_on_images(geometry):
             return self._conv2d_image(x, w, b, geometry, act, residual, out)
         return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out)
+
+    def conv2d_depthwise_pointwise(self, x, dw_weight, dw_bias, pw_weight, pw_bias=None, *, strides=(1, 1),
+                                   pads=(0, 0, 0, 0), dilations=(1, 1), dw_activation=None, activation=None,
+                                   residual=None, in_place=False, out=None):
+        """A depthwise convolution (weight [C, 1, R, S], its bias and activation) followed
+        by a pointwise one (weight [K, C, 1, 1], its bias, residual and activation). In
+        texture mode, where both fit images, one kernel computes both and the depthwise
+        output never goes to memory; otherwise two convolutions."""
+        op = "conv2d_depthwise_pointwise"
+        xs = self.shape_of(x)
+        dw = _weight_array(op, dw_weight, 4)
+        pw = _weight_array(op, pw_weight, 4)
+        if len(xs) != 4 or dw.shape[:2] != (xs[1], 1):
+            raise InvalidInputError(f"{op}: depthwise weight {list(dw.shape)} does not fit input {list(xs)} (needs "
+                                    f"[C, 1, R, S])")
+        if pw.shape[1:] != (xs[1], 1, 1):
+            raise InvalidInputError(f"{op}: pointwise weight {list(pw.shape)} does not fit {xs[1]} channels (needs "
+                                    f"[K, C, 1, 1])")
+        n, c, h, wd = xs
+        k, r, s = pw.shape[0], dw.shape[2], dw.shape[3]
+        strides = shapes.pair(op, "strides", strides)
+        dilations = shapes.pair(op, "dilations", dilations)
+        pads = tuple(int(v) for v in pads)
+        p, q = shapes.conv_output(op, h, wd, (r, s), strides, pads, dilations)
+        depthwise = dict(n=n, c=c, h=h, w=wd, k=c, p=p, q=q, r=r, s=s, strides=strides, pads=pads,
+                         dilations=dilations, group=c)
+        pointwise = dict(n=n, c=c, h=p, w=q, k=k, p=p, q=q, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
+                         dilations=(1, 1), group=1)
+        if not (self.launch["FUSE_DEPTHWISE_POINTWISE"] and self._conv_on_images(depthwise)
+                and self._conv_on_images(pointwise)):
+            mid = self.conv2d(x, dw, dw_bias, strides=strides, pads=pads, dilations=dilations, group=c,
+                              activation=dw_activation)
+            return self.conv2d(mid, pw, pw_bias, activation=activation, residual=residual, in_place=in_place, out=out)
+        shapes.check_elements(op, xs)
+        shapes.check_elements(op, (n, k, p, q))
+        dw_act, act = parse_activation(op, dw_activation), parse_activation(op, activation)
+        c4, k4 = shapes.ceil_div(c, 4), shapes.ceil_div(k, 4)
+        x_img = self._image(op, "x", x)
+        flags = 0
+        bd4, bias4 = np.zeros(c4 * 4, np.float32), np.zeros(k4 * 4, np.float32)
+        if dw_bias is not None:
+            bd4[:c] = np.asarray(dw_bias, np.float32).reshape(c)
+        if pw_bias is not None:
+            bias4[:k] = np.asarray(pw_bias, np.float32).reshape(k)
+            flags |= EPI_BIAS
+        res_img = x_img
+        if residual is not None:
+            if not isinstance(residual, Var) or self.shape_of(residual) != (n, k, p, q):
+                raise InvalidInputError(f"{op}: argument 'residual': expected a Var of shape {[n, k, p, q]}")
+            res_img = self._image(op, "residual", residual)
+            flags |= EPI_RESIDUAL
+        wdp = np.zeros((c4 * 4, r, s), np.float32)
+        wdp[:c] = dw[:, 0]
+        wd_img = self._const(wdp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4),
+                             scope=WEIGHT_TEXTURE_SCOPE)
+        wp = np.zeros((k4 * 4, c4 * 4, 1, 1), np.float32)
+        wp[:k, :c] = pw
+        w_img = self._const(wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
+        y = self._new_image((n, k, p, q))
+        unit = self._unit("conv_texture")
+        px, ob = _setting(unit, TCONV_DEFAULTS, "TCONV_PX"), _setting(unit, TCONV_DEFAULTS, "TDWPW_OB")
+        grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, shapes.ceil_div(k4, ob), c4,
+                                          unit.defines.get("TCONV_MAX_GROUP", 128), self.launch)
+        self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
+                     res_img, y, n, c, h, wd, k, p, q, r, s, *strides, pads[0], pads[1], *dilations, *dw_act, flags,
+                     *act, grid=grid, local=local)
+        return self._deliver_image(op, y, out)
 
     def _conv_on_images(self, g):
         if not self.texture or not self._fits_image((g["n"], g["c"], g["h"], g["w"])):

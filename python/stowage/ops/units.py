@@ -43,6 +43,7 @@ _SHORT = {
     "GEMM_WPT_N": "wn",
     "TCONV_PX": "px",
     "TCONV_OB": "ob",
+    "TDWPW_OB": "dob",
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
     "GAP_LOCAL": "gap",

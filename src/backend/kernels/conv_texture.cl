@@ -24,7 +24,19 @@
 //   width R S). A work-item computes TCONV_PX pixels of one row for one block.
 //   Launch: grid = [ceil(Q / TCONV_PX) rounded up to local0, N * P rounded up to local1, C4].
 //
-// Both end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
+// stowage_conv2d_dwpw_image: a depthwise convolution (as stowage_conv2d_depthwise_image,
+//   its bias and activation `dw_act` applied) whose output feeds a pointwise one (1x1,
+//   stride 1, no padding, groups 1, weights as stowage_conv2d_image's with R = S = 1)
+//   in the same launch: the depthwise output never goes to memory. Each work-item
+//   computes the depthwise values of its TCONV_PX pixels for the input blocks of its
+//   slice and multiplies them into its TDWPW_OB blocks of 4 pointwise outputs, so the
+//   depthwise work is repeated once per block of outputs, in exchange for one launch
+//   and one image write and read fewer. dw_act is an activation code of
+//   <stowage/epilogue.cl.h> (not fixed by STOWAGE_FIXED_ACT, which fixes `act`).
+//   Launch as stowage_conv2d_image with TDWPW_OB for TCONV_OB; C, H, W are the
+//   depthwise input's, P, Q the output's.
+//
+// All end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
 // shape; pass x when there is none: an image cannot be read and written by one
 // launch, so a residual is never updated in place here).
 #include <stowage/epilogue.cl.h>
@@ -38,6 +50,10 @@
 #define TCONV_OB 2
 #endif
 #define TCONV_OUTPUTS (TCONV_OB * TCONV_PX)  // outputs of a work-item's register block
+#ifndef TDWPW_OB
+#define TDWPW_OB 2
+#endif
+#define TDWPW_OUTPUTS (TDWPW_OB * TCONV_PX)
 #ifndef TCONV_MAX_GROUP
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -169,5 +185,112 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only im
     float4 v = acc[i] + bv;
     if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
     write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), cb, C));
+  }
+}
+
+// The activation of the depthwise half of stowage_conv2d_dwpw_image: a runtime code
+// always (STOWAGE_FIXED_ACT fixes the epilogue's only).
+inline float4 stowage_dw_activate4(float4 v, int act, float a, float b) {
+  switch (act) {
+    case STOWAGE_ACT_RELU: return fmax(v, (float4)(0.0f));
+    case STOWAGE_ACT_CLIP: return fmin(fmax(v, (float4)(a)), (float4)(b));
+    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
+    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
+    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
+    default: return v;
+  }
+}
+
+__kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d_t wd, __global const float4* bd,
+                                        read_only image2d_t w, __global const float4* bias, read_only image2d_t res,
+                                        write_only image2d_t y, int N, int C, int H, int W, int K, int P, int Q, int R,
+                                        int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
+                                        int dil_w, int dw_act, float dw_act_a, float dw_act_b, int flags, int act,
+                                        float act_a, float act_b) {
+  __local float4 partial[TCONV_MAX_GROUP * TDWPW_OUTPUTS];
+  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
+  const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), blk = get_group_id(2);
+  const bool active = q0 < Q && np < N * P;  // the others only join the barriers
+  const int C4 = (C + 3) / 4, K4 = (K + 3) / 4;
+  const int ob0 = blk * TDWPW_OB;
+  const int img = np / P, p = np - img * P;
+  if (items * slices > TCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
+    if (active && slice == 0)
+      for (int o = 0; o < TDWPW_OB && ob0 + o < K4; ++o)
+        for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
+          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p), (float4)(NAN));
+    return;
+  }
+
+  float4 acc[TDWPW_OB][TCONV_PX];
+#pragma unroll
+  for (int o = 0; o < TDWPW_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+
+  for (int cb = slice; active && cb < C4; cb += slices) {
+    // The depthwise values of block cb at this work-item's pixels.
+    const int plane_row = (img * C4 + cb) * H;
+    float4 mid[TCONV_PX];
+    const float4 bdv = bd[cb];
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) mid[i] = bdv;
+    for (int r = 0; r < R; ++r) {
+      const int ih = p * stride_h - pad_top + r * dil_h;
+      if (ih < 0 || ih >= H) continue;
+      for (int s = 0; s < S; ++s) {
+        const float4 wv = read_imagef(wd, kStowageSampler, (int2)(r * S + s, cb));
+#pragma unroll
+        for (int i = 0; i < TCONV_PX; ++i) {
+          const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
+          if (iw >= 0 && iw < W) mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) mid[i] = stowage_dw_activate4(mid[i], dw_act, dw_act_a, dw_act_b);
+    // Into the pointwise outputs: lanes past C meet zero weights.
+    const int col = cb * 4;
+#pragma unroll
+    for (int o = 0; o < TDWPW_OB; ++o) {
+      const int ob = ob0 + o;
+      if (ob >= K4) break;
+      const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
+      const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + 1, ob));
+      const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2, ob));
+      const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3, ob));
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) {
+        float4 a = acc[o][i];
+        a = fma((float4)(mid[i].x), w0, a);
+        a = fma((float4)(mid[i].y), w1, a);
+        a = fma((float4)(mid[i].z), w2, a);
+        acc[o][i] = fma((float4)(mid[i].w), w3, a);
+      }
+    }
+  }
+
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < TDWPW_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * TCONV_PX + i, TDWPW_OUTPUTS, slice, items, t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!active) return;
+#pragma unroll
+  for (int o = 0; o < TDWPW_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) {
+      const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
+      if (!stowage_slice_finishes(j, slice, slices) || ob >= K4 || q >= Q) continue;
+      float4 v = stowage_slices_sum(partial, acc[o][i], j, TDWPW_OUTPUTS, slices, items, t);
+      if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
+      const int row = (img * K4 + ob) * P + p;
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
+      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+    }
   }
 }
