@@ -437,6 +437,10 @@ def texture_cases(rng):
          ("hardswish",), None, False, None),
         ("tex_dwpw_dil2_px2_dob4_slices", (1, 33, 9, 7), 5, dict(pads=(2, 2, 2, 2), dilations=(2, 2)),
          ("sigmoid",), ("clip", -0.5, 0.5), False, {"conv_texture": {"TCONV_PX": 2, "TDWPW_OB": 4}}),
+        ("tex_dwpw_shared4_slices", (1, 40, 9, 7), 11, dict(pads=(1, 1, 1, 1)), ("relu",), None, True,
+         {"conv_texture": {"TDWPW_SHARE": 4}}),
+        ("tex_dwpw_shared2_s2_b2", (2, 20, 9, 8), 30, dict(strides=(2, 2), pads=(1, 1, 1, 1)), ("clip", 0.0, 6.0),
+         ("relu",), False, {"conv_texture": {"TDWPW_SHARE": 2, "TDWPW_OB": 1}}),
         ("tex_dwpw_unfused_setting", (1, 12, 7, 9), 8, dict(pads=(1, 1, 1, 1)), ("relu",), None, True,
          {"launch": {"FUSE_DEPTHWISE_POINTWISE": 0}}),
     ]:

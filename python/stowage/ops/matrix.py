@@ -16,7 +16,7 @@ EPI_RESIDUAL = 2
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
-TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2}
+TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
@@ -61,12 +61,13 @@ def _k_split(tiles, k_total, tile_k, launch, output_bytes):
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
 
 
-def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch):
+def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch, max_slices=64):
     """(grid, local) of stowage_conv2d_image and stowage_conv2d_direct: [d0, d1]
     work-items per output block step, blocks steps, and slices over the inputs
-    (input blocks or channels of a group) in local[2]."""
+    (input blocks or channels of a group) in local[2] (at most max_slices: 64 is
+    the least CL_DEVICE_MAX_WORK_ITEM_SIZES[2] of the GPUs we know, NVIDIA's)."""
     slices = 1
-    while (slices < launch["SLICES_MAX"] and slices * 2 <= inputs
+    while (slices < min(launch["SLICES_MAX"], max_slices) and slices * 2 <= inputs
            and d0 * d1 * blocks * slices < launch["SLICE_ITEMS"]):
         slices *= 2
     slices = min(slices, max_group)
@@ -201,8 +202,11 @@ class MatrixOps(Core):
         y = self._new_image((n, k, p, q))
         unit = self._unit("conv_texture")
         px, ob = _setting(unit, TCONV_DEFAULTS, "TCONV_PX"), _setting(unit, TCONV_DEFAULTS, "TDWPW_OB")
-        grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, shapes.ceil_div(k4, ob), c4,
-                                          unit.defines.get("TCONV_MAX_GROUP", 128), self.launch)
+        share = _setting(unit, TCONV_DEFAULTS, "TDWPW_SHARE")
+        grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, shapes.ceil_div(k4, ob * share),
+                                          max(c4 // share, 1), unit.defines.get("TCONV_MAX_GROUP", 128) // share,
+                                          self.launch, max_slices=max(64 // share, 1))
+        grid, local = (grid[0], grid[1], grid[2] * share), (local[0], local[1], local[2] * share)
         self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
                      res_img, y, n, c, h, wd, k, p, q, r, s, *strides, pads[0], pads[1], *dilations, *dw_act, flags,
                      *act, grid=grid, local=local)

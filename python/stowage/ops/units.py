@@ -44,6 +44,7 @@ _SHORT = {
     "TCONV_PX": "px",
     "TCONV_OB": "ob",
     "TDWPW_OB": "dob",
+    "TDWPW_SHARE": "share",
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
     "GAP_LOCAL": "gap",

@@ -33,7 +33,10 @@
 //   depthwise work is repeated once per block of outputs, in exchange for one launch
 //   and one image write and read fewer. dw_act is an activation code of
 //   <stowage/epilogue.cl.h> (not fixed by STOWAGE_FIXED_ACT, which fixes `act`).
-//   Launch as stowage_conv2d_image with TDWPW_OB for TCONV_OB; C, H, W are the
+//   With TDWPW_SHARE = G > 1, G work-items of a work-group that differ only in their
+//   output blocks share the depthwise values through local memory, each computing
+//   1/G of them. Launch as stowage_conv2d_image with G * TDWPW_OB output blocks per
+//   step and local[2] = slices * G (G work-items per slice); C, H, W are the
 //   depthwise input's, P, Q the output's.
 //
 // All end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
@@ -54,6 +57,9 @@
 #define TDWPW_OB 2
 #endif
 #define TDWPW_OUTPUTS (TDWPW_OB * TCONV_PX)
+#ifndef TDWPW_SHARE
+#define TDWPW_SHARE 1  // work-items of a work-group, apart in output blocks, sharing each depthwise value
+#endif
 #ifndef TCONV_MAX_GROUP
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -208,15 +214,20 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
                                         int dil_w, int dw_act, float dw_act_a, float dw_act_b, int flags, int act,
                                         float act_a, float act_b) {
   __local float4 partial[TCONV_MAX_GROUP * TDWPW_OUTPUTS];
-  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
-  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
+#if TDWPW_SHARE > 1
+  __local float4 shared_mid[TCONV_MAX_GROUP * TCONV_PX];
+#endif
+  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2) / TDWPW_SHARE;
+  const int zl = get_local_id(2), slice = zl / TDWPW_SHARE, share = zl - slice * TDWPW_SHARE;
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0);
   const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), blk = get_group_id(2);
   const bool active = q0 < Q && np < N * P;  // the others only join the barriers
   const int C4 = (C + 3) / 4, K4 = (K + 3) / 4;
-  const int ob0 = blk * TDWPW_OB;
+  const int ob0 = (blk * TDWPW_SHARE + share) * TDWPW_OB;
   const int img = np / P, p = np - img * P;
-  if (items * slices > TCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
-    if (active && slice == 0)
+  const bool unit_stride_3 = S == 3 && stride_w == 1 && dil_w == 1;  // MobileNet's usual depthwise rows
+  if (items * slices * TDWPW_SHARE > TCONV_MAX_GROUP || slices * TDWPW_SHARE != get_local_size(2)) {
+    if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
       for (int o = 0; o < TDWPW_OB && ob0 + o < K4; ++o)
         for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
           write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p), (float4)(NAN));
@@ -229,54 +240,100 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
 #pragma unroll
     for (int i = 0; i < TCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
 
-  for (int cb = slice; active && cb < C4; cb += slices) {
-    // The depthwise values of block cb at this work-item's pixels.
-    const int plane_row = (img * C4 + cb) * H;
+  // Steps of slices * TDWPW_SHARE input blocks: each work-item computes the depthwise
+  // values of one block at its pixels; the TDWPW_SHARE work-items of a slice that
+  // differ only in their output blocks exchange theirs through local memory.
+  for (int base = 0; base < C4; base += slices * TDWPW_SHARE) {
+    const int cb = base + slice * TDWPW_SHARE + share;
     float4 mid[TCONV_PX];
-    const float4 bdv = bd[cb];
 #pragma unroll
-    for (int i = 0; i < TCONV_PX; ++i) mid[i] = bdv;
-    for (int r = 0; r < R; ++r) {
-      const int ih = p * stride_h - pad_top + r * dil_h;
-      if (ih < 0 || ih >= H) continue;
-      for (int s = 0; s < S; ++s) {
-        const float4 wv = read_imagef(wd, kStowageSampler, (int2)(r * S + s, cb));
+    for (int i = 0; i < TCONV_PX; ++i) mid[i] = (float4)(0.0f);
+    if (active && cb < C4) {
+      const int plane_row = (img * C4 + cb) * H;
+      const float4 bdv = bd[cb];
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) mid[i] = bdv;
+      for (int r = 0; r < R; ++r) {
+        const int ih = p * stride_h - pad_top + r * dil_h;
+        if (ih < 0 || ih >= H) continue;
+        if (unit_stride_3) {  // the row's TCONV_PX + 2 pixels read once, each serving up to 3 outputs
+          const int iw0 = q0 - pad_left;
+          float4 row[TCONV_PX + 2];
+#pragma unroll
+          for (int j = 0; j < TCONV_PX + 2; ++j) {
+            const int iw = iw0 + j;
+            row[j] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)) : (float4)(0.0f);
+          }
+          const float4 w0 = read_imagef(wd, kStowageSampler, (int2)(r * 3, cb));
+          const float4 w1 = read_imagef(wd, kStowageSampler, (int2)(r * 3 + 1, cb));
+          const float4 w2 = read_imagef(wd, kStowageSampler, (int2)(r * 3 + 2, cb));
+#pragma unroll
+          for (int i = 0; i < TCONV_PX; ++i) mid[i] = fma(row[i + 2], w2, fma(row[i + 1], w1, fma(row[i], w0, mid[i])));
+          continue;
+        }
+        for (int s = 0; s < S; ++s) {
+          const float4 wv = read_imagef(wd, kStowageSampler, (int2)(r * S + s, cb));
+#pragma unroll
+          for (int i = 0; i < TCONV_PX; ++i) {
+            const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
+            if (iw >= 0 && iw < W) mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) mid[i] = stowage_dw_activate4(mid[i], dw_act, dw_act_a, dw_act_b);
+    }
+#if TDWPW_SHARE > 1
+#pragma unroll
+    for (int i = 0; i < TCONV_PX; ++i) shared_mid[(zl * TCONV_PX + i) * items + t] = mid[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    for (int j = 0; j < TDWPW_SHARE; ++j) {
+      const int cbj = base + slice * TDWPW_SHARE + j;
+      if (!active || cbj >= C4) break;
+      float4 m[TCONV_PX];
+#pragma unroll
+      for (int i = 0; i < TCONV_PX; ++i) {
+#if TDWPW_SHARE > 1
+        m[i] = shared_mid[((slice * TDWPW_SHARE + j) * TCONV_PX + i) * items + t];
+#else
+        m[i] = mid[i];
+#endif
+      }
+      // Into the pointwise outputs: lanes past C meet zero weights.
+      const int col = cbj * 4;
+#pragma unroll
+      for (int o = 0; o < TDWPW_OB; ++o) {
+        const int ob = ob0 + o;
+        if (ob >= K4) break;
+        const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
+        const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + 1, ob));
+        const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2, ob));
+        const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3, ob));
 #pragma unroll
         for (int i = 0; i < TCONV_PX; ++i) {
-          const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
-          if (iw >= 0 && iw < W) mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
+          float4 a = acc[o][i];
+          a = fma((float4)(m[i].x), w0, a);
+          a = fma((float4)(m[i].y), w1, a);
+          a = fma((float4)(m[i].z), w2, a);
+          acc[o][i] = fma((float4)(m[i].w), w3, a);
         }
       }
     }
-#pragma unroll
-    for (int i = 0; i < TCONV_PX; ++i) mid[i] = stowage_dw_activate4(mid[i], dw_act, dw_act_a, dw_act_b);
-    // Into the pointwise outputs: lanes past C meet zero weights.
-    const int col = cb * 4;
-#pragma unroll
-    for (int o = 0; o < TDWPW_OB; ++o) {
-      const int ob = ob0 + o;
-      if (ob >= K4) break;
-      const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
-      const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + 1, ob));
-      const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2, ob));
-      const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3, ob));
-#pragma unroll
-      for (int i = 0; i < TCONV_PX; ++i) {
-        float4 a = acc[o][i];
-        a = fma((float4)(mid[i].x), w0, a);
-        a = fma((float4)(mid[i].y), w1, a);
-        a = fma((float4)(mid[i].z), w2, a);
-        acc[o][i] = fma((float4)(mid[i].w), w3, a);
-      }
-    }
+#if TDWPW_SHARE > 1
+    barrier(CLK_LOCAL_MEM_FENCE);  // before the next step overwrites shared_mid
+#endif
   }
 
+  // The slices' partial sums, as stowage_conv2d_image adds them; the work-items of
+  // one slice are (share, t), items * TDWPW_SHARE of them.
+  const int slice_items = items * TDWPW_SHARE, ts = share * items + t;
   if (slices > 1) {
 #pragma unroll
     for (int o = 0; o < TDWPW_OB; ++o)
 #pragma unroll
       for (int i = 0; i < TCONV_PX; ++i)
-        stowage_slices_put(partial, acc[o][i], o * TCONV_PX + i, TDWPW_OUTPUTS, slice, items, t);
+        stowage_slices_put(partial, acc[o][i], o * TCONV_PX + i, TDWPW_OUTPUTS, slice, slice_items, ts);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (!active) return;
@@ -286,7 +343,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
     for (int i = 0; i < TCONV_PX; ++i) {
       const int j = o * TCONV_PX + i, ob = ob0 + o, q = q0 + i;
       if (!stowage_slice_finishes(j, slice, slices) || ob >= K4 || q >= Q) continue;
-      float4 v = stowage_slices_sum(partial, acc[o][i], j, TDWPW_OUTPUTS, slices, items, t);
+      float4 v = stowage_slices_sum(partial, acc[o][i], j, TDWPW_OUTPUTS, slices, slice_items, ts);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
       if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
