@@ -215,6 +215,49 @@ def direct_conv_cases(rng):
     ]
 
 
+def dwpw_case(name, rng, x_shape, k, kw, dw_act=None, act=None, residual=False, in_place=False, bias=True,
+              tuning=None):
+    """ops.conv2d_depthwise_pointwise: a depthwise 3x3 and a pointwise convolution."""
+    c = x_shape[1]
+    x = rand(rng, *x_shape)
+    wdw, bdw = rand(rng, c, 1, 3, 3, low=-0.5, high=0.5), rand(rng, c)
+    wpw, bpw = rand(rng, k, c, 1, 1, low=-0.5, high=0.5), (rand(rng, k) if bias else None)
+    mid = conv_ref(x, wdw, bdw, group=c, activation=dw_act, **kw)
+    res = rand(rng, *(x_shape[0], k) + mid.shape[2:]) if residual else None
+
+    def emit(ops, xv, rv=None):
+        if in_place:  # the residual comes from an op of this builder, so it may be overwritten
+            rv = ops.unary("relu", rv)
+        return ops.conv2d_depthwise_pointwise(xv, wdw, bdw, wpw, bpw, dw_activation=dw_act, activation=act,
+                                              residual=rv, in_place=in_place, **kw)
+
+    res_used = np.maximum(res, 0) if in_place else res
+    return Case(name, [x] + ([res] if residual else []), emit,
+                lambda: conv_ref(mid, wpw, bpw, activation=act, residual=res_used), tuning)
+
+
+def dwpw_cases(rng, prefix, family, px, ob, share):
+    """The fused depthwise + pointwise kernel of `family` with its settings (and, with
+    the launch setting off, two convolutions)."""
+    def tuned(defines):
+        return {family: defines}
+
+    return [
+        dwpw_case(prefix + "dwpw_clip_residual_relu", rng, (1, 17, 13, 11), 6, dict(pads=(1, 1, 1, 1)),
+                  ("clip", 0.0, 6.0), ("relu",), residual=True),
+        dwpw_case(prefix + "dwpw_s2_asym_b2_hardswish", rng, (2, 8, 13, 11), 9, dict(strides=(2, 2), pads=(0, 1, 1, 0)),
+                  ("hardswish",), bias=False),
+        dwpw_case(prefix + "dwpw_dil2_px2_ob4_slices", rng, (1, 33, 9, 7), 5, dict(pads=(2, 2, 2, 2), dilations=(2, 2)),
+                  ("sigmoid",), ("clip", -0.5, 0.5), tuning=tuned({px: 2, ob: 4})),
+        dwpw_case(prefix + "dwpw_shared4_slices", rng, (1, 40, 9, 7), 11, dict(pads=(1, 1, 1, 1)), ("relu",),
+                  residual=True, in_place=True, tuning=tuned({share: 4})),
+        dwpw_case(prefix + "dwpw_shared2_s2_b2", rng, (2, 20, 9, 8), 30, dict(strides=(2, 2), pads=(1, 1, 1, 1)),
+                  ("clip", 0.0, 6.0), ("relu",), tuning=tuned({share: 2, ob: 1})),
+        dwpw_case(prefix + "dwpw_unfused_setting", rng, (1, 12, 7, 9), 8, dict(pads=(1, 1, 1, 1)), ("relu",),
+                  residual=True, tuning={"launch": {"FUSE_DEPTHWISE_POINTWISE": 0}}),
+    ]
+
+
 def gemm_case(name, rng, m, k, n, trans_a=False, trans_b=False, c_shape=None, alpha=1.0, beta=1.0,
               activation=None, b_var=False):
     a = rand(rng, *((k, m) if trans_a else (m, k)))
@@ -428,36 +471,7 @@ def texture_cases(rng):
         lambda: conv_ref(x_t, w_t, None, pads=(1, 0, 1, 2), strides=(1, 2)),
         tuning={"conv_texture": {"TCONV_PX": 2, "TCONV_OB": 4}})
 
-    # A depthwise convolution and the pointwise one after it, fused into one kernel (and,
-    # with the launch setting off, two).
-    for name, x_shape, k, kw, dw_act, act, with_res, tuning in [
-        ("tex_dwpw_clip_residual_relu", (1, 17, 13, 11), 6, dict(pads=(1, 1, 1, 1)), ("clip", 0.0, 6.0), ("relu",),
-         True, None),
-        ("tex_dwpw_s2_asym_b2_hardswish", (2, 8, 13, 11), 9, dict(strides=(2, 2), pads=(0, 1, 1, 0)),
-         ("hardswish",), None, False, None),
-        ("tex_dwpw_dil2_px2_dob4_slices", (1, 33, 9, 7), 5, dict(pads=(2, 2, 2, 2), dilations=(2, 2)),
-         ("sigmoid",), ("clip", -0.5, 0.5), False, {"conv_texture": {"TCONV_PX": 2, "TDWPW_OB": 4}}),
-        ("tex_dwpw_shared4_slices", (1, 40, 9, 7), 11, dict(pads=(1, 1, 1, 1)), ("relu",), None, True,
-         {"conv_texture": {"TDWPW_SHARE": 4}}),
-        ("tex_dwpw_shared2_s2_b2", (2, 20, 9, 8), 30, dict(strides=(2, 2), pads=(1, 1, 1, 1)), ("clip", 0.0, 6.0),
-         ("relu",), False, {"conv_texture": {"TDWPW_SHARE": 2, "TDWPW_OB": 1}}),
-        ("tex_dwpw_unfused_setting", (1, 12, 7, 9), 8, dict(pads=(1, 1, 1, 1)), ("relu",), None, True,
-         {"launch": {"FUSE_DEPTHWISE_POINTWISE": 0}}),
-    ]:
-        c = x_shape[1]
-        x = rand(rng, *x_shape)
-        wdw, bdw = rand(rng, c, 1, 3, 3, low=-0.5, high=0.5), rand(rng, c)
-        wpw, bpw = rand(rng, k, c, 1, 1, low=-0.5, high=0.5), rand(rng, k)
-        mid = conv_ref(x, wdw, bdw, group=c, activation=dw_act, **kw)
-        res = rand(rng, *(x_shape[0], k) + mid.shape[2:]) if with_res else None
-
-        def emit(ops, xv, *rest, wdw=wdw, bdw=bdw, wpw=wpw, bpw=bpw, kw=kw, dw_act=dw_act, act=act):
-            return ops.conv2d_depthwise_pointwise(xv, wdw, bdw, wpw, bpw, dw_activation=dw_act, activation=act,
-                                                  residual=rest[0] if rest else None, **kw)
-
-        add(name, [x] + ([res] if with_res else []), emit,
-            lambda mid=mid, wpw=wpw, bpw=bpw, act=act, res=res: conv_ref(mid, wpw, bpw, activation=act, residual=res),
-            tuning)
+    cases += dwpw_cases(rng, "tex_", "conv_texture", "TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")
 
     # A residual block: conv-relu, conv + residual + relu, max pool, global average pool.
     x = rand(rng, 1, 6, 13, 11)
@@ -595,6 +609,7 @@ def assert_close(y, ref):
 
 
 BUFFER_CASES = (conv_cases(np.random.default_rng(1)) + direct_conv_cases(np.random.default_rng(7))
+                + dwpw_cases(np.random.default_rng(8), "", "conv_direct", "DCONV_PX", "DDWPW_OB", "DDWPW_SHARE")
                 + matrix_cases(np.random.default_rng(2)) + elementwise_cases(np.random.default_rng(3))
                 + pooling_cases(np.random.default_rng(4)) + layout_cases(np.random.default_rng(5)))
 TEXTURE_CASES = texture_cases(np.random.default_rng(6))

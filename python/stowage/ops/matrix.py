@@ -17,7 +17,7 @@ CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1}
-DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
+DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
 # fewer work-groups than SPLIT_K_GROUPS (a multiple of a GPU's compute units) cuts its
@@ -33,8 +33,8 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2}
 # The texture and direct convolutions double their input-channel slices (at most
 # SLICES_MAX, at most the input blocks or channels of a group) while their launch
 # has fewer work-items than SLICE_ITEMS.
-# FUSE_DEPTHWISE_POINTWISE (1: on) lets conv2d_depthwise_pointwise run as one kernel on
-# images (conv_texture.cl's stowage_conv2d_dwpw_image).
+# FUSE_DEPTHWISE_POINTWISE (1: on) lets conv2d_depthwise_pointwise run as one kernel
+# (stowage_conv2d_dwpw_image on images, stowage_conv2d_dwpw_direct on buffers).
 
 
 def _setting(unit, defaults, name):
@@ -146,9 +146,10 @@ class MatrixOps(Core):
                                    pads=(0, 0, 0, 0), dilations=(1, 1), dw_activation=None, activation=None,
                                    residual=None, in_place=False, out=None):
         """A depthwise convolution (weight [C, 1, R, S], its bias and activation) followed
-        by a pointwise one (weight [K, C, 1, 1], its bias, residual and activation). In
-        texture mode, where both fit images, one kernel computes both and the depthwise
-        output never goes to memory; otherwise two convolutions."""
+        by a pointwise one (weight [K, C, 1, 1], its bias, residual and activation), in
+        one kernel whose depthwise output never goes to memory: on images in texture
+        mode where both fit, else on buffers. Two convolutions when the launch setting
+        FUSE_DEPTHWISE_POINTWISE is 0."""
         op = "conv2d_depthwise_pointwise"
         xs = self.shape_of(x)
         dw = _weight_array(op, dw_weight, 4)
@@ -169,27 +170,49 @@ class MatrixOps(Core):
                          dilations=dilations, group=c)
         pointwise = dict(n=n, c=c, h=p, w=q, k=k, p=p, q=q, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
                          dilations=(1, 1), group=1)
-        if not (self.launch["FUSE_DEPTHWISE_POINTWISE"] and self._conv_on_images(depthwise)
-                and self._conv_on_images(pointwise)):
+        fuse = self.launch["FUSE_DEPTHWISE_POINTWISE"]
+        if not fuse:
             mid = self.conv2d(x, dw, dw_bias, strides=strides, pads=pads, dilations=dilations, group=c,
                               activation=dw_activation)
             return self.conv2d(mid, pw, pw_bias, activation=activation, residual=residual, in_place=in_place, out=out)
         shapes.check_elements(op, xs)
         shapes.check_elements(op, (n, k, p, q))
-        dw_act, act = parse_activation(op, dw_activation), parse_activation(op, activation)
+        if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != (n, k, p, q)):
+            raise InvalidInputError(f"{op}: argument 'residual': expected a Var of shape {[n, k, p, q]}")
+        if in_place and (residual is None or out is not None):
+            raise InvalidInputError(f"{op}: in_place=True needs a residual and no 'out'")
+        g = dict(pointwise, h=h, w=wd, r=r, s=s, strides=strides, pads=pads, dilations=dilations)
+        acts = parse_activation(op, dw_activation), parse_activation(op, activation)
+        bd = np.zeros(c, np.float32) if dw_bias is None else np.asarray(dw_bias, np.float32).reshape(c)
+        if self._conv_on_images(depthwise) and self._conv_on_images(pointwise):
+            return self._dwpw_image(x, dw, bd, pw, pw_bias, g, acts, residual, out)
+        return self._dwpw_buffer(x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out)
+
+    def _dwpw_launch(self, unit, defaults, px_name, ob_name, share_name, g, inputs):
+        """(grid, local) of a fused depthwise + pointwise kernel: the sliced launch with
+        G = share work-items per slice, each with its own output blocks."""
+        px, ob = _setting(unit, defaults, px_name), _setting(unit, defaults, ob_name)
+        share = _setting(unit, defaults, share_name)
+        k4 = shapes.ceil_div(g["k"], 4)
+        max_group = unit.defines.get("TCONV_MAX_GROUP" if unit.family == "conv_texture" else "DCONV_MAX_GROUP", 128)
+        grid, local = _sliced_conv_launch(shapes.ceil_div(g["q"], px), g["n"] * g["p"], shapes.ceil_div(k4, ob * share),
+                                          max(inputs // share, 1), max_group // share, self.launch,
+                                          max_slices=max(64 // share, 1))
+        return (grid[0], grid[1], grid[2] * share), (local[0], local[1], local[2] * share)
+
+    def _dwpw_image(self, x, dw, bd, pw, pw_bias, g, acts, residual, out):
+        op = "conv2d_depthwise_pointwise"
+        n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         c4, k4 = shapes.ceil_div(c, 4), shapes.ceil_div(k, 4)
         x_img = self._image(op, "x", x)
         flags = 0
         bd4, bias4 = np.zeros(c4 * 4, np.float32), np.zeros(k4 * 4, np.float32)
-        if dw_bias is not None:
-            bd4[:c] = np.asarray(dw_bias, np.float32).reshape(c)
+        bd4[:c] = bd
         if pw_bias is not None:
             bias4[:k] = np.asarray(pw_bias, np.float32).reshape(k)
             flags |= EPI_BIAS
         res_img = x_img
         if residual is not None:
-            if not isinstance(residual, Var) or self.shape_of(residual) != (n, k, p, q):
-                raise InvalidInputError(f"{op}: argument 'residual': expected a Var of shape {[n, k, p, q]}")
             res_img = self._image(op, "residual", residual)
             flags |= EPI_RESIDUAL
         wdp = np.zeros((c4 * 4, r, s), np.float32)
@@ -201,16 +224,43 @@ class MatrixOps(Core):
         w_img = self._const(wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
         y = self._new_image((n, k, p, q))
         unit = self._unit("conv_texture")
-        px, ob = _setting(unit, TCONV_DEFAULTS, "TCONV_PX"), _setting(unit, TCONV_DEFAULTS, "TDWPW_OB")
-        share = _setting(unit, TCONV_DEFAULTS, "TDWPW_SHARE")
-        grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, shapes.ceil_div(k4, ob * share),
-                                          max(c4 // share, 1), unit.defines.get("TCONV_MAX_GROUP", 128) // share,
-                                          self.launch, max_slices=max(64 // share, 1))
-        grid, local = (grid[0], grid[1], grid[2] * share), (local[0], local[1], local[2] * share)
+        grid, local = self._dwpw_launch(unit, TCONV_DEFAULTS, "TCONV_PX", "TDWPW_OB", "TDWPW_SHARE", g, c4)
         self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
-                     res_img, y, n, c, h, wd, k, p, q, r, s, *strides, pads[0], pads[1], *dilations, *dw_act, flags,
-                     *act, grid=grid, local=local)
+                     res_img, y, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1],
+                     *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
         return self._deliver_image(op, y, out)
+
+    def _dwpw_buffer(self, x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out):
+        op = "conv2d_depthwise_pointwise"
+        n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
+        k4 = shapes.ceil_div(k, 4)
+        x_buf = self._buffer(op, "x", x)
+        flags = 0
+        wd_var = self._const(dw.reshape(c, r * s))
+        bias_var = None
+        if pw_bias is not None:
+            bias_var = self._const(np.asarray(pw_bias, np.float32).reshape(k))
+            flags |= EPI_BIAS
+        res_var = None
+        if residual is not None:
+            res_var = self._buffer(op, "residual", residual)
+            flags |= EPI_RESIDUAL
+        if in_place and res_var.name in self._made and self._base(res_var) != self._base(x_buf):
+            dst = res_var
+            self._forget(res_var)
+            if residual is not res_var:  # the image it was converted from is stale now
+                self._forget(residual)
+        else:
+            dst = self._dest(op, out, (n, k, p, q))
+        wp = np.zeros((k4 * 4, c), np.float32)
+        wp[:k] = pw[:, :, 0, 0]
+        w_var = self._const(wp.reshape(k4, 4, c).transpose(0, 2, 1))  # float4s [K4][C]
+        unit = self._unit("conv_direct")
+        grid, local = self._dwpw_launch(unit, DCONV_DEFAULTS, "DCONV_PX", "DDWPW_OB", "DDWPW_SHARE", g, c)
+        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd), w_var, bias_var or wd_var,
+                     res_var or wd_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
+                     g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
+        return dst
 
     def _conv_on_images(self, g):
         if not self.texture or not self._fits_image((g["n"], g["c"], g["h"], g["w"])):

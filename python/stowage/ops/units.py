@@ -47,6 +47,8 @@ _SHORT = {
     "TDWPW_SHARE": "share",
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
+    "DDWPW_OB": "dob",
+    "DDWPW_SHARE": "share",
     "GAP_LOCAL": "gap",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",

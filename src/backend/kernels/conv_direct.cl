@@ -17,7 +17,19 @@
 //   kernel writes NaN); grid = [ceil(Q / DCONV_PX) rounded up to l0, N * P rounded
 //   up to l1, groups * ceil(Kg4 / DCONV_OB) * slices].
 //
-// It ends in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
+// stowage_conv2d_dwpw_direct: the buffer twin of conv_texture.cl's
+//   stowage_conv2d_dwpw_image: a depthwise convolution (multiplier 1; weights float
+//   [C][R][S], bias bd[C], activation dw_act) feeding a pointwise one (1x1, stride 1,
+//   no padding, one group; weights float4s [K4][C] laid out as above with R = S = 1)
+//   in one launch. A work-item computes the depthwise values of its DCONV_PX pixels
+//   for one input channel per step and multiplies them into its DDWPW_OB blocks of 4
+//   pointwise outputs; DDWPW_SHARE work-items of a work-group that differ only in
+//   their output blocks share each step's depthwise values through local memory.
+//   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DCONV_PX)
+//   rounded up to l0, N * P rounded up to l1, ceil(K4 / (DDWPW_OB * DDWPW_SHARE)) *
+//   slices * DDWPW_SHARE]; C, H, W are the depthwise input's, P, Q the output's.
+//
+// Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
 // output's shape), activation. res may be y itself (a residual updated in place):
 // each output is read and written by the same work-item. Indices are int: every
 // tensor has fewer than 2^31 elements (the Python layer checks).
@@ -31,6 +43,13 @@
 #define DCONV_OB 2
 #endif
 #define DCONV_OUTPUTS (DCONV_OB * DCONV_PX)  // outputs of a work-item's register block
+#ifndef DDWPW_OB
+#define DDWPW_OB 2
+#endif
+#ifndef DDWPW_SHARE
+#define DDWPW_SHARE 1
+#endif
+#define DDWPW_OUTPUTS (DDWPW_OB * DCONV_PX)
 #ifndef DCONV_MAX_GROUP
 #define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -115,6 +134,153 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
         const int m = (ob0 + o) * 4 + l;
         if (m >= Kg) break;
         const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
+        float u = lanes[l];
+        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
+        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
+        y[idx] = stowage_activate(u, act, act_a, act_b);
+      }
+    }
+  }
+}
+
+// The activation of the depthwise half of stowage_conv2d_dwpw_direct: a runtime code
+// always (STOWAGE_FIXED_ACT fixes the epilogue's only).
+inline float stowage_dw_activate(float v, int act, float a, float b) {
+  switch (act) {
+    case STOWAGE_ACT_RELU: return fmax(v, 0.0f);
+    case STOWAGE_ACT_CLIP: return fmin(fmax(v, a), b);
+    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma(a, v, b), 0.0f, 1.0f);
+    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
+    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma(a, v, b), 0.0f, 1.0f);
+    default: return v;
+  }
+}
+
+__kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float* wd, __global const float* bd,
+                                         __global const float4* w, __global const float* bias,
+                                         __global const float* res, __global float* y, int N, int C, int H, int W,
+                                         int K, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
+                                         int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
+                                         float dw_act_b, int flags, int act, float act_a, float act_b) {
+  __local float4 partial[DCONV_MAX_GROUP * DDWPW_OUTPUTS];
+#if DDWPW_SHARE > 1
+  __local float shared_mid[DCONV_MAX_GROUP * DCONV_PX];
+#endif
+  const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2) / DDWPW_SHARE;
+  const int zl = get_local_id(2), slice = zl / DDWPW_SHARE, share = zl - slice * DDWPW_SHARE;
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0);
+  const int q0 = get_global_id(0) * DCONV_PX, np = get_global_id(1), blk = get_group_id(2);
+  const bool active = q0 < Q && np < N * P;  // the others only join the barriers
+  const int K4 = (K + 3) / 4;
+  const int ob0 = (blk * DDWPW_SHARE + share) * DDWPW_OB;
+  const int img = np / P, p = np - img * P;
+  const int HW = H * W, PQ = P * Q;
+  const bool unit_stride_3 = S == 3 && stride_w == 1 && dil_w == 1;  // MobileNet's usual depthwise rows
+  if (items * slices * DDWPW_SHARE > DCONV_MAX_GROUP || slices * DDWPW_SHARE != get_local_size(2)) {
+    if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
+      for (int o = 0; o < DDWPW_OB * 4 && ob0 * 4 + o < K; ++o)
+        for (int i = 0; i < DCONV_PX && q0 + i < Q; ++i) y[((img * K + ob0 * 4 + o) * P + p) * Q + q0 + i] = NAN;
+    return;
+  }
+
+  float4 acc[DDWPW_OB][DCONV_PX];
+#pragma unroll
+  for (int o = 0; o < DDWPW_OB; ++o)
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+
+  const int iw0 = q0 * stride_w - pad_left;
+  // Steps of slices * DDWPW_SHARE input channels: each work-item computes the
+  // depthwise values of one channel at its pixels, shared with the work-items of its
+  // slice that differ only in their output blocks.
+  for (int base = 0; base < C; base += slices * DDWPW_SHARE) {
+    const int c = base + slice * DDWPW_SHARE + share;
+    float mid[DCONV_PX];
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) mid[i] = 0.0f;
+    if (active && c < C) {
+      const __global float* plane = x + (img * C + c) * HW;
+      const __global float* wc = wd + c * R * S;
+      const float bdv = bd[c];
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i) mid[i] = bdv;
+      for (int r = 0; r < R; ++r) {
+        const int ih = p * stride_h - pad_top + r * dil_h;
+        if (ih < 0 || ih >= H) continue;
+        const __global float* row = plane + ih * W;
+        if (unit_stride_3) {  // the row's DCONV_PX + 2 values read once, each serving up to 3 outputs
+          float v[DCONV_PX + 2];
+#pragma unroll
+          for (int j = 0; j < DCONV_PX + 2; ++j) v[j] = (iw0 + j >= 0 && iw0 + j < W) ? row[iw0 + j] : 0.0f;
+          const float w0 = wc[r * 3], w1 = wc[r * 3 + 1], w2 = wc[r * 3 + 2];
+#pragma unroll
+          for (int i = 0; i < DCONV_PX; ++i) mid[i] = fma(v[i + 2], w2, fma(v[i + 1], w1, fma(v[i], w0, mid[i])));
+          continue;
+        }
+        for (int s = 0; s < S; ++s) {
+          const float wv = wc[r * S + s];
+#pragma unroll
+          for (int i = 0; i < DCONV_PX; ++i) {
+            const int iw = iw0 + i * stride_w + s * dil_w;
+            if (iw >= 0 && iw < W) mid[i] = fma(row[iw], wv, mid[i]);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i) mid[i] = stowage_dw_activate(mid[i], dw_act, dw_act_a, dw_act_b);
+    }
+#if DDWPW_SHARE > 1
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) shared_mid[(zl * DCONV_PX + i) * items + t] = mid[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    for (int j = 0; j < DDWPW_SHARE; ++j) {
+      const int cj = base + slice * DDWPW_SHARE + j;
+      if (!active || cj >= C) break;
+      float m[DCONV_PX];
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i) {
+#if DDWPW_SHARE > 1
+        m[i] = shared_mid[((slice * DDWPW_SHARE + j) * DCONV_PX + i) * items + t];
+#else
+        m[i] = mid[i];
+#endif
+      }
+#pragma unroll
+      for (int o = 0; o < DDWPW_OB; ++o) {
+        if (ob0 + o >= K4) break;
+        const float4 wv = w[(ob0 + o) * C + cj];
+#pragma unroll
+        for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = fma((float4)(m[i]), wv, acc[o][i]);
+      }
+    }
+#if DDWPW_SHARE > 1
+    barrier(CLK_LOCAL_MEM_FENCE);  // before the next step overwrites shared_mid
+#endif
+  }
+
+  const int slice_items = items * DDWPW_SHARE, ts = share * items + t;
+  if (slices > 1) {
+#pragma unroll
+    for (int o = 0; o < DDWPW_OB; ++o)
+#pragma unroll
+      for (int i = 0; i < DCONV_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * DCONV_PX + i, DDWPW_OUTPUTS, slice, slice_items, ts);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!active) return;
+#pragma unroll
+  for (int o = 0; o < DDWPW_OB; ++o) {
+#pragma unroll
+    for (int i = 0; i < DCONV_PX; ++i) {
+      const int j = o * DCONV_PX + i, q = q0 + i;
+      if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= K4 || q >= Q) continue;
+      const float4 v = stowage_slices_sum(partial, acc[o][i], j, DDWPW_OUTPUTS, slices, slice_items, ts);
+      const float lanes[4] = {v.x, v.y, v.z, v.w};
+      for (int l = 0; l < 4; ++l) {
+        const int k = (ob0 + o) * 4 + l;
+        if (k >= K) break;
+        const int idx = (img * K + k) * PQ + p * Q + q;
         float u = lanes[l];
         if (flags & STOWAGE_EPI_BIAS) u += bias[k];
         if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
