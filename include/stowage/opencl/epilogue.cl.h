@@ -35,8 +35,10 @@
 #define STOWAGE_ACT_CODE(act) (act)
 #endif
 
-inline float stowage_activate(float v, int act, float a, float b) {
-  switch (STOWAGE_ACT_CODE(act)) {
+/* The activation `act` at run time, whatever STOWAGE_FIXED_ACT says (a fused kernel's
+ * inner activation, e.g. the depthwise half of a depthwise + pointwise kernel). */
+inline float stowage_activate_code(float v, int act, float a, float b) {
+  switch (act) {
     case STOWAGE_ACT_RELU: return fmax(v, 0.0f);
     case STOWAGE_ACT_CLIP: return fmin(fmax(v, a), b);
     case STOWAGE_ACT_HARDSWISH: return v * clamp(fma(a, v, b), 0.0f, 1.0f);
@@ -46,8 +48,8 @@ inline float stowage_activate(float v, int act, float a, float b) {
   }
 }
 
-inline float4 stowage_activate4(float4 v, int act, float a, float b) {
-  switch (STOWAGE_ACT_CODE(act)) {
+inline float4 stowage_activate_code4(float4 v, int act, float a, float b) {
+  switch (act) {
     case STOWAGE_ACT_RELU: return fmax(v, (float4)(0.0f));
     case STOWAGE_ACT_CLIP: return fmin(fmax(v, (float4)(a)), (float4)(b));
     case STOWAGE_ACT_HARDSWISH: return v * clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
@@ -55,6 +57,15 @@ inline float4 stowage_activate4(float4 v, int act, float a, float b) {
     case STOWAGE_ACT_HARDSIGMOID: return clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
     default: return v;
   }
+}
+
+/* The epilogue's activation: fixed by STOWAGE_FIXED_ACT where a unit defines it. */
+inline float stowage_activate(float v, int act, float a, float b) {
+  return stowage_activate_code(v, STOWAGE_ACT_CODE(act), a, b);
+}
+
+inline float4 stowage_activate4(float4 v, int act, float a, float b) {
+  return stowage_activate_code4(v, STOWAGE_ACT_CODE(act), a, b);
 }
 
 #endif

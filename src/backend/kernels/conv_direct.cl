@@ -143,19 +143,6 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   }
 }
 
-// The activation of the depthwise half of stowage_conv2d_dwpw_direct: a runtime code
-// always (STOWAGE_FIXED_ACT fixes the epilogue's only).
-inline float stowage_dw_activate(float v, int act, float a, float b) {
-  switch (act) {
-    case STOWAGE_ACT_RELU: return fmax(v, 0.0f);
-    case STOWAGE_ACT_CLIP: return fmin(fmax(v, a), b);
-    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma(a, v, b), 0.0f, 1.0f);
-    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
-    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma(a, v, b), 0.0f, 1.0f);
-    default: return v;
-  }
-}
-
 __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float* wd, __global const float* bd,
                                          __global const float4* w, __global const float* bias,
                                          __global const float* res, __global float* y, int N, int C, int H, int W,
@@ -227,7 +214,7 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
         }
       }
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) mid[i] = stowage_dw_activate(mid[i], dw_act, dw_act_a, dw_act_b);
+      for (int i = 0; i < DCONV_PX; ++i) mid[i] = stowage_activate_code(mid[i], dw_act, dw_act_a, dw_act_b);
     }
 #if DDWPW_SHARE > 1
 #pragma unroll

@@ -194,19 +194,6 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only im
   }
 }
 
-// The activation of the depthwise half of stowage_conv2d_dwpw_image: a runtime code
-// always (STOWAGE_FIXED_ACT fixes the epilogue's only).
-inline float4 stowage_dw_activate4(float4 v, int act, float a, float b) {
-  switch (act) {
-    case STOWAGE_ACT_RELU: return fmax(v, (float4)(0.0f));
-    case STOWAGE_ACT_CLIP: return fmin(fmax(v, (float4)(a)), (float4)(b));
-    case STOWAGE_ACT_HARDSWISH: return v * clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
-    case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
-    case STOWAGE_ACT_HARDSIGMOID: return clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
-    default: return v;
-  }
-}
-
 __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d_t wd, __global const float4* bd,
                                         read_only image2d_t w, __global const float4* bias, read_only image2d_t res,
                                         write_only image2d_t y, int N, int C, int H, int W, int K, int P, int Q, int R,
@@ -281,7 +268,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
         }
       }
 #pragma unroll
-      for (int i = 0; i < TCONV_PX; ++i) mid[i] = stowage_dw_activate4(mid[i], dw_act, dw_act_a, dw_act_b);
+      for (int i = 0; i < TCONV_PX; ++i) mid[i] = stowage_activate_code4(mid[i], dw_act, dw_act_a, dw_act_b);
     }
 #if TDWPW_SHARE > 1
 #pragma unroll
