@@ -253,6 +253,9 @@ def dwpw_cases(rng, prefix, family, px, ob, share):
                   residual=True, in_place=True, tuning=tuned({share: 4})),
         dwpw_case(prefix + "dwpw_shared2_s2_b2", rng, (2, 20, 9, 8), 30, dict(strides=(2, 2), pads=(1, 1, 1, 1)),
                   ("clip", 0.0, 6.0), ("relu",), tuning=tuned({share: 2, ob: 1})),
+        # A unit compiled for one epilogue activation keeps the depthwise one a run-time code.
+        dwpw_case(prefix + "dwpw_fixed_clip_epilogue_relu_inside", rng, (1, 9, 6, 7), 7, dict(pads=(1, 1, 1, 1)),
+                  ("relu",), ("clip", -0.3, 0.4), tuning=tuned({"STOWAGE_FIXED_ACT": 2})),
         dwpw_case(prefix + "dwpw_unfused_setting", rng, (1, 12, 7, 9), 8, dict(pads=(1, 1, 1, 1)), ("relu",),
                   residual=True, tuning={"launch": {"FUSE_DEPTHWISE_POINTWISE": 0}}),
     ]
