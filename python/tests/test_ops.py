@@ -253,6 +253,8 @@ def dwpw_cases(rng, prefix, family, px, ob, share):
                   residual=True, in_place=True, tuning=tuned({share: 4})),
         dwpw_case(prefix + "dwpw_shared2_s2_b2", rng, (2, 20, 9, 8), 30, dict(strides=(2, 2), pads=(1, 1, 1, 1)),
                   ("clip", 0.0, 6.0), ("relu",), tuning=tuned({share: 2, ob: 1})),
+        dwpw_case(prefix + "dwpw_px8_shared2", rng, (1, 24, 11, 13), 10, dict(pads=(1, 1, 1, 1)), ("relu",),
+                  tuning=tuned({px: 8, share: 2})),
         # A unit compiled for one epilogue activation keeps the depthwise one a run-time code.
         dwpw_case(prefix + "dwpw_fixed_clip_epilogue_relu_inside", rng, (1, 9, 6, 7), 7, dict(pads=(1, 1, 1, 1)),
                   ("relu",), ("clip", -0.3, 0.4), tuning=tuned({"STOWAGE_FIXED_ACT": 2})),
@@ -612,7 +614,9 @@ def assert_close(y, ref):
 
 
 BUFFER_CASES = (conv_cases(np.random.default_rng(1)) + direct_conv_cases(np.random.default_rng(7))
-                + dwpw_cases(np.random.default_rng(8), "", "conv_direct", "DCONV_PX", "DDWPW_OB", "DDWPW_SHARE")
+                + dwpw_cases(np.random.default_rng(8), "", "conv_direct", "DDWPW_PX", "DDWPW_OB", "DDWPW_SHARE")
+                + [dwpw_case("dwpw_pixels_of_dconv_px2", np.random.default_rng(9), (1, 10, 7, 9), 6,
+                             dict(pads=(1, 1, 1, 1)), ("relu",), tuning={"conv_direct": {"DCONV_PX": 2}})]
                 + matrix_cases(np.random.default_rng(2)) + elementwise_cases(np.random.default_rng(3))
                 + pooling_cases(np.random.default_rng(4)) + layout_cases(np.random.default_rng(5)))
 TEXTURE_CASES = texture_cases(np.random.default_rng(6))

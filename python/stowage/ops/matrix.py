@@ -188,11 +188,9 @@ class MatrixOps(Core):
             return self._dwpw_image(x, dw, bd, pw, pw_bias, g, acts, residual, out)
         return self._dwpw_buffer(x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out)
 
-    def _dwpw_launch(self, unit, defaults, px_name, ob_name, share_name, g, inputs):
+    def _dwpw_launch(self, unit, px, ob, share, g, inputs):
         """(grid, local) of a fused depthwise + pointwise kernel: the sliced launch with
         G = share work-items per slice, each with its own output blocks."""
-        px, ob = _setting(unit, defaults, px_name), _setting(unit, defaults, ob_name)
-        share = _setting(unit, defaults, share_name)
         k4 = shapes.ceil_div(g["k"], 4)
         max_group = unit.defines.get("TCONV_MAX_GROUP" if unit.family == "conv_texture" else "DCONV_MAX_GROUP", 128)
         grid, local = _sliced_conv_launch(shapes.ceil_div(g["q"], px), g["n"] * g["p"], shapes.ceil_div(k4, ob * share),
@@ -224,7 +222,8 @@ class MatrixOps(Core):
         w_img = self._const(wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
         y = self._new_image((n, k, p, q))
         unit = self._unit("conv_texture")
-        grid, local = self._dwpw_launch(unit, TCONV_DEFAULTS, "TCONV_PX", "TDWPW_OB", "TDWPW_SHARE", g, c4)
+        grid, local = self._dwpw_launch(unit, *(_setting(unit, TCONV_DEFAULTS, name)
+                                                for name in ("TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")), g, c4)
         self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
                      res_img, y, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1],
                      *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
@@ -256,7 +255,9 @@ class MatrixOps(Core):
         wp[:k] = pw[:, :, 0, 0]
         w_var = self._const(wp.reshape(k4, 4, c).transpose(0, 2, 1))  # float4s [K4][C]
         unit = self._unit("conv_direct")
-        grid, local = self._dwpw_launch(unit, DCONV_DEFAULTS, "DCONV_PX", "DDWPW_OB", "DDWPW_SHARE", g, c)
+        px = unit.defines.get("DDWPW_PX", _setting(unit, DCONV_DEFAULTS, "DCONV_PX"))  # the kernel's default
+        grid, local = self._dwpw_launch(unit, px, _setting(unit, DCONV_DEFAULTS, "DDWPW_OB"),
+                                        _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c)
         self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd), w_var, bias_var or wd_var,
                      res_var or wd_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
                      g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)

@@ -48,6 +48,7 @@ _SHORT = {
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
     "DDWPW_OB": "dob",
+    "DDWPW_PX": "dpx",
     "DDWPW_SHARE": "share",
     "GAP_LOCAL": "gap",
     "SOFTMAX_LOCAL": "l",

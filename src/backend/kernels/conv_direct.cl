@@ -21,11 +21,11 @@
 //   stowage_conv2d_dwpw_image: a depthwise convolution (multiplier 1; weights float
 //   [C][R][S], bias bd[C], activation dw_act) feeding a pointwise one (1x1, stride 1,
 //   no padding, one group; weights float4s [K4][C] laid out as above with R = S = 1)
-//   in one launch. A work-item computes the depthwise values of its DCONV_PX pixels
+//   in one launch. A work-item computes the depthwise values of its DDWPW_PX pixels
 //   for one input channel per step and multiplies them into its DDWPW_OB blocks of 4
 //   pointwise outputs; DDWPW_SHARE work-items of a work-group that differ only in
 //   their output blocks share each step's depthwise values through local memory.
-//   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DCONV_PX)
+//   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DDWPW_PX)
 //   rounded up to l0, N * P rounded up to l1, ceil(K4 / (DDWPW_OB * DDWPW_SHARE)) *
 //   slices * DDWPW_SHARE]; C, H, W are the depthwise input's, P, Q the output's.
 //
@@ -49,7 +49,10 @@
 #ifndef DDWPW_SHARE
 #define DDWPW_SHARE 1
 #endif
-#define DDWPW_OUTPUTS (DDWPW_OB * DCONV_PX)
+#ifndef DDWPW_PX
+#define DDWPW_PX DCONV_PX
+#endif
+#define DDWPW_OUTPUTS (DDWPW_OB * DDWPW_PX)
 #ifndef DCONV_MAX_GROUP
 #define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
@@ -151,12 +154,12 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
                                          float dw_act_b, int flags, int act, float act_a, float act_b) {
   __local float4 partial[DCONV_MAX_GROUP * DDWPW_OUTPUTS];
 #if DDWPW_SHARE > 1
-  __local float shared_mid[DCONV_MAX_GROUP * DCONV_PX];
+  __local float shared_mid[DCONV_MAX_GROUP * DDWPW_PX];
 #endif
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2) / DDWPW_SHARE;
   const int zl = get_local_id(2), slice = zl / DDWPW_SHARE, share = zl - slice * DDWPW_SHARE;
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0);
-  const int q0 = get_global_id(0) * DCONV_PX, np = get_global_id(1), blk = get_group_id(2);
+  const int q0 = get_global_id(0) * DDWPW_PX, np = get_global_id(1), blk = get_group_id(2);
   const bool active = q0 < Q && np < N * P;  // the others only join the barriers
   const int K4 = (K + 3) / 4;
   const int ob0 = (blk * DDWPW_SHARE + share) * DDWPW_OB;
@@ -166,15 +169,15 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
   if (items * slices * DDWPW_SHARE > DCONV_MAX_GROUP || slices * DDWPW_SHARE != get_local_size(2)) {
     if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
       for (int o = 0; o < DDWPW_OB * 4 && ob0 * 4 + o < K; ++o)
-        for (int i = 0; i < DCONV_PX && q0 + i < Q; ++i) y[((img * K + ob0 * 4 + o) * P + p) * Q + q0 + i] = NAN;
+        for (int i = 0; i < DDWPW_PX && q0 + i < Q; ++i) y[((img * K + ob0 * 4 + o) * P + p) * Q + q0 + i] = NAN;
     return;
   }
 
-  float4 acc[DDWPW_OB][DCONV_PX];
+  float4 acc[DDWPW_OB][DDWPW_PX];
 #pragma unroll
   for (int o = 0; o < DDWPW_OB; ++o)
 #pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = (float4)(0.0f);
+    for (int i = 0; i < DDWPW_PX; ++i) acc[o][i] = (float4)(0.0f);
 
   const int iw0 = q0 * stride_w - pad_left;
   // Steps of slices * DDWPW_SHARE input channels: each work-item computes the
@@ -182,53 +185,53 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
   // slice that differ only in their output blocks.
   for (int base = 0; base < C; base += slices * DDWPW_SHARE) {
     const int c = base + slice * DDWPW_SHARE + share;
-    float mid[DCONV_PX];
+    float mid[DDWPW_PX];
 #pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) mid[i] = 0.0f;
+    for (int i = 0; i < DDWPW_PX; ++i) mid[i] = 0.0f;
     if (active && c < C) {
       const __global float* plane = x + (img * C + c) * HW;
       const __global float* wc = wd + c * R * S;
       const float bdv = bd[c];
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) mid[i] = bdv;
+      for (int i = 0; i < DDWPW_PX; ++i) mid[i] = bdv;
       for (int r = 0; r < R; ++r) {
         const int ih = p * stride_h - pad_top + r * dil_h;
         if (ih < 0 || ih >= H) continue;
         const __global float* row = plane + ih * W;
-        if (unit_stride_3) {  // the row's DCONV_PX + 2 values read once, each serving up to 3 outputs
-          float v[DCONV_PX + 2];
+        if (unit_stride_3) {  // the row's DDWPW_PX + 2 values read once, each serving up to 3 outputs
+          float v[DDWPW_PX + 2];
 #pragma unroll
-          for (int j = 0; j < DCONV_PX + 2; ++j) v[j] = (iw0 + j >= 0 && iw0 + j < W) ? row[iw0 + j] : 0.0f;
+          for (int j = 0; j < DDWPW_PX + 2; ++j) v[j] = (iw0 + j >= 0 && iw0 + j < W) ? row[iw0 + j] : 0.0f;
           const float w0 = wc[r * 3], w1 = wc[r * 3 + 1], w2 = wc[r * 3 + 2];
 #pragma unroll
-          for (int i = 0; i < DCONV_PX; ++i) mid[i] = fma(v[i + 2], w2, fma(v[i + 1], w1, fma(v[i], w0, mid[i])));
+          for (int i = 0; i < DDWPW_PX; ++i) mid[i] = fma(v[i + 2], w2, fma(v[i + 1], w1, fma(v[i], w0, mid[i])));
           continue;
         }
         for (int s = 0; s < S; ++s) {
           const float wv = wc[r * S + s];
 #pragma unroll
-          for (int i = 0; i < DCONV_PX; ++i) {
+          for (int i = 0; i < DDWPW_PX; ++i) {
             const int iw = iw0 + i * stride_w + s * dil_w;
             if (iw >= 0 && iw < W) mid[i] = fma(row[iw], wv, mid[i]);
           }
         }
       }
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) mid[i] = stowage_activate_code(mid[i], dw_act, dw_act_a, dw_act_b);
+      for (int i = 0; i < DDWPW_PX; ++i) mid[i] = stowage_activate_code(mid[i], dw_act, dw_act_a, dw_act_b);
     }
 #if DDWPW_SHARE > 1
 #pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) shared_mid[(zl * DCONV_PX + i) * items + t] = mid[i];
+    for (int i = 0; i < DDWPW_PX; ++i) shared_mid[(zl * DDWPW_PX + i) * items + t] = mid[i];
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     for (int j = 0; j < DDWPW_SHARE; ++j) {
       const int cj = base + slice * DDWPW_SHARE + j;
       if (!active || cj >= C) break;
-      float m[DCONV_PX];
+      float m[DDWPW_PX];
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i) {
+      for (int i = 0; i < DDWPW_PX; ++i) {
 #if DDWPW_SHARE > 1
-        m[i] = shared_mid[((slice * DDWPW_SHARE + j) * DCONV_PX + i) * items + t];
+        m[i] = shared_mid[((slice * DDWPW_SHARE + j) * DDWPW_PX + i) * items + t];
 #else
         m[i] = mid[i];
 #endif
@@ -238,7 +241,7 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
         if (ob0 + o >= K4) break;
         const float4 wv = w[(ob0 + o) * C + cj];
 #pragma unroll
-        for (int i = 0; i < DCONV_PX; ++i) acc[o][i] = fma((float4)(m[i]), wv, acc[o][i]);
+        for (int i = 0; i < DDWPW_PX; ++i) acc[o][i] = fma((float4)(m[i]), wv, acc[o][i]);
       }
     }
 #if DDWPW_SHARE > 1
@@ -251,16 +254,16 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
 #pragma unroll
     for (int o = 0; o < DDWPW_OB; ++o)
 #pragma unroll
-      for (int i = 0; i < DCONV_PX; ++i)
-        stowage_slices_put(partial, acc[o][i], o * DCONV_PX + i, DDWPW_OUTPUTS, slice, slice_items, ts);
+      for (int i = 0; i < DDWPW_PX; ++i)
+        stowage_slices_put(partial, acc[o][i], o * DDWPW_PX + i, DDWPW_OUTPUTS, slice, slice_items, ts);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (!active) return;
 #pragma unroll
   for (int o = 0; o < DDWPW_OB; ++o) {
 #pragma unroll
-    for (int i = 0; i < DCONV_PX; ++i) {
-      const int j = o * DCONV_PX + i, q = q0 + i;
+    for (int i = 0; i < DDWPW_PX; ++i) {
+      const int j = o * DDWPW_PX + i, q = q0 + i;
       if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= K4 || q >= Q) continue;
       const float4 v = stowage_slices_sum(partial, acc[o][i], j, DDWPW_OUTPUTS, slices, slice_items, ts);
       const float lanes[4] = {v.x, v.y, v.z, v.w};
