@@ -234,23 +234,9 @@ class MatrixOps(Core):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         k4 = shapes.ceil_div(k, 4)
         x_buf = self._buffer(op, "x", x)
-        flags = 0
         wd_var = self._const(dw.reshape(c, r * s))
-        bias_var = None
-        if pw_bias is not None:
-            bias_var = self._const(np.asarray(pw_bias, np.float32).reshape(k))
-            flags |= EPI_BIAS
-        res_var = None
-        if residual is not None:
-            res_var = self._buffer(op, "residual", residual)
-            flags |= EPI_RESIDUAL
-        if in_place and res_var.name in self._made and self._base(res_var) != self._base(x_buf):
-            dst = res_var
-            self._forget(res_var)
-            if residual is not res_var:  # the image it was converted from is stale now
-                self._forget(residual)
-        else:
-            dst = self._dest(op, out, (n, k, p, q))
+        bias = None if pw_bias is None else np.asarray(pw_bias, np.float32).reshape(k)
+        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, bias, residual, in_place, out, (n, k, p, q))
         wp = np.zeros((k4 * 4, c), np.float32)
         wp[:k] = pw[:, :, 0, 0]
         w_var = self._const(wp.reshape(k4, 4, c).transpose(0, 2, 1))  # float4s [K4][C]
@@ -319,27 +305,32 @@ class MatrixOps(Core):
                          grid=grid, local=local)
         return self._deliver_image(op, y, out)
 
-    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out):
-        op = "conv2d"
-        n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
-        group = g["group"]
-        x_buf = self._buffer(op, "x", x)
+    def _buffer_epilogue(self, op, x_buf, bias, residual, in_place, out, shape):
+        """(bias Var or None, residual buffer or None, destination, epilogue flags) of a
+        buffer convolution: the residual itself is the destination when it may be
+        overwritten in place (made here, and not a view of the input)."""
         flags = 0
         bias_var = None
-        if b is not None:
-            bias_var = self._const(b)
+        if bias is not None:
+            bias_var = self._const(bias)
             flags |= EPI_BIAS
         res_var = None
         if residual is not None:
             res_var = self._buffer(op, "residual", residual)
             flags |= EPI_RESIDUAL
         if in_place and res_var.name in self._made and self._base(res_var) != self._base(x_buf):
-            dst = res_var
             self._forget(res_var)
             if residual is not res_var:  # the image it was converted from is stale now
                 self._forget(residual)
-        else:
-            dst = self._dest(op, out, (n, k, p, q))
+            return bias_var, res_var, res_var, flags
+        return bias_var, res_var, self._dest(op, out, shape), flags
+
+    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out):
+        op = "conv2d"
+        n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
+        group = g["group"]
+        x_buf = self._buffer(op, "x", x)
+        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, b, residual, in_place, out, (n, k, p, q))
         cg, kg = c // group, k // group
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         if cg == 1:  # depthwise, any multiplier
