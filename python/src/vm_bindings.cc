@@ -88,6 +88,8 @@ py::dict describe_profile(const vm::Profile& p) {
     d["detail"] = i.detail;
     d["count"] = i.count;
     d["total_us"] = i.total_us;
+    d["device_count"] = i.device_count;
+    d["device_us"] = i.device_us;
     instructions.append(d);
   }
   py::dict scopes;
@@ -115,6 +117,8 @@ py::dict describe_profile(const vm::Profile& p) {
   out["device_to_host_bytes"] = p.device_to_host_bytes;
   out["constant_bytes"] = p.constant_bytes;
   out["scopes"] = scopes;
+  out["device_busy_us"] = p.device_busy_us;
+  out["device_span_us"] = p.device_span_us;
   return out;
 }
 
@@ -219,13 +223,14 @@ void bind_tensor(py::module_& m) {
 
 void bind_machine(py::module_& m) {
   py::class_<VirtualMachine>(m, "VirtualMachineHandle")
-      .def(py::init([](const ExecutableHandle& exe, const std::string& device, bool profile) {
+      .def(py::init([](const ExecutableHandle& exe, const std::string& device, bool profile, bool kernel_times) {
              vm::VmOptions options;
              options.device = device;
              options.profile = profile;
+             options.kernel_times = kernel_times;
              return unwrap(VirtualMachine::create(exe.executable, options));
            }),
-           py::arg("executable"), py::arg("device"), py::arg("profile"))
+           py::arg("executable"), py::arg("device"), py::arg("profile"), py::arg("kernel_times"))
       .def("invoke",
            [](VirtualMachine& machine, const std::string& function, const py::list& items) {
              std::vector<Value> args;

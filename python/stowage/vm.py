@@ -57,10 +57,12 @@ class VirtualMachine:
 
     ``device``: None (the STOWAGE_DEVICE environment variable, else the first
     device that suits the executable, GPUs first), "opencl:N", "gpu", "cpu" or
-    part of a device or platform name. ``profile=True`` times every instruction.
+    part of a device or platform name. ``profile=True`` times every instruction
+    (waiting for the device after each); ``kernel_times=True`` records each kernel's
+    time on the device from OpenCL profiling events, without waiting.
     """
 
-    def __init__(self, executable, device=None, profile=False):
+    def __init__(self, executable, device=None, profile=False, kernel_times=False):
         if not isinstance(executable, Executable):
             raise InvalidInputError(
                 f"VirtualMachine: argument 'executable': expected an Executable, got {type(executable).__name__}"
@@ -68,7 +70,7 @@ class VirtualMachine:
         if device is not None and not isinstance(device, str):
             raise InvalidInputError(f"VirtualMachine: argument 'device': expected a str, got {type(device).__name__}")
         self._executable = executable
-        self._vm = _stowage.VirtualMachineHandle(executable._handle, device or "", bool(profile))
+        self._vm = _stowage.VirtualMachineHandle(executable._handle, device or "", bool(profile), bool(kernel_times))
 
     @property
     def executable(self):
@@ -104,7 +106,9 @@ class VirtualMachine:
     def profile(self):
         """Counters (device allocations, kernel launches, programs built,
         transfers between host and device and their bytes) and bytes per scope;
-        per-instruction times when profiling."""
+        per-instruction times when profiling; with kernel_times, each kernel site's
+        ``device_count`` and ``device_us``, and ``device_busy_us`` (time in kernels)
+        and ``device_span_us`` (first kernel's start to the last one's end)."""
         return self._vm.profile()
 
     def reset_profile(self):

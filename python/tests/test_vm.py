@@ -193,6 +193,20 @@ def test_profile_counts_launches(vm, inputs):
     assert profile["scopes"]["global.vtcm"]["capacity"] == 262144
 
 
+def test_kernel_times_per_kernel_site(add_mul_exe, device, inputs):
+    vm = sw.VirtualMachine(add_mul_exe, device=device, kernel_times=True)
+    for _ in range(2):
+        vm.invoke("main", *inputs)
+    profile = vm.profile()  # reads the events; no synchronize needed first
+    kernels = [i for i in profile["instructions"] if i["op"] == "call_kernel"]
+    assert len(kernels) == 2
+    assert all(i["device_count"] == 2 and i["device_us"] > 0 and i["count"] == 0 for i in kernels)
+    assert profile["device_busy_us"] == pytest.approx(sum(i["device_us"] for i in kernels))
+    assert profile["device_span_us"] >= profile["device_busy_us"] * 0.999
+    vm.reset_profile()
+    assert vm.profile()["instructions"] == [] and vm.profile()["device_busy_us"] == 0
+
+
 def resident_pages():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1])
