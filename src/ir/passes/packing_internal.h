@@ -164,7 +164,10 @@ class SubproblemMemo {
 // precomputes is shared by all the capacities asked for.
 class ExactSearch {
  public:
-  explicit ExactSearch(const Instance& instance);
+  // Which branchings the runs use (see packing_search.cc): both by default;
+  // one alone for tests that check each is complete.
+  enum class RunKinds { kAll, kCanonicalOnly, kNicheOnly };
+  explicit ExactSearch(const Instance& instance, RunKinds kinds = RunKinds::kAll);
   ~ExactSearch();
   // Looks for a packing of height <= capacity, within the step budget.
   SearchOutcome within(uint64_t capacity, StepCounter& steps, std::vector<uint64_t>& offsets);
@@ -173,6 +176,7 @@ class ExactSearch {
 
  private:
   std::unique_ptr<Shared> shared_;
+  RunKinds kinds_;
 };
 
 // Whether the exact search takes on the instance. Larger ones keep their

@@ -1,20 +1,31 @@
 // The exact search of the packer: does a packing of height <= capacity exist?
 //
 // It enumerates canonical packings only: every item rests on the highest item
-// below it that overlaps it in time (or on 0), and items are placed in order of
-// (offset, rank), so each canonical packing is built once. Any packing can be
-// turned into a canonical one no higher by letting items fall, so the search is
-// complete. Each node places one of the unplaced items at its lowest feasible
-// offset; what prunes the tree (see `enter` and `floors_fit`):
-//  - monotone offsets: an item may only follow one of lower (offset, rank);
-//  - dominance: an item whose lowest offset lies at or above the top of another
-//    unplaced item's lowest spot would leave a gap that item could fall into;
+// below it that overlaps it in time (or on 0). Any packing can be turned into
+// a canonical one no higher by letting items fall, so the search is complete.
+// Each unplaced item has a lowest offset: just above the placed items alive
+// with it. Two branchings build each canonical packing once:
+//  - canonical order (`enter`): each node places an item at its lowest offset,
+//    items in order of (offset, rank);
+//  - niche branching (`enter_niche`): the section with the lowest floor (ties:
+//    the least room) decides which of its items lies at its floor, or none
+//    (then those items rise to the lowest top of an item alive with them, the
+//    lowest spot where they can rest). It settles one stretch of time from the
+//    bottom up before the others, so a poor choice there fails close to where
+//    it was made, not after placements elsewhere in time.
+// In both, what a node has left is a set of items, each with a lowest offset,
+// and its subtree finds a packing of them whenever one exists.
+// What prunes the tree (see `enter` and `floors_fit`):
+//  - monotone offsets (canonical order): an item may only follow one of lower
+//    (offset, rank);
+//  - dominance (canonical order): an item whose lowest offset lies at or above
+//    the top of another unplaced item's lowest spot would leave a gap that
+//    item could fall into;
 //  - section bounds: in each section (every set of items alive at one moment)
 //    the unplaced items need their bytes between the capacity and the lowest
 //    offset any of them, or any later item, can take; checked incrementally;
 //  - decomposition: once no unplaced item spans the border between two
-//    sections, the two sides are independent pieces, each searched in its own
-//    canonical order;
+//    sections, the two sides are independent pieces, each searched on its own;
 //  - the memo (SubproblemMemo): a piece is a set of items with the lowest
 //    offset each may take; one shown to have no packing rules out the same
 //    items starting as high or higher, and a packing found is reused;
@@ -24,9 +35,9 @@
 //    and its subtree fails, the later candidates fail too (see step_node);
 //  - the bottom rule: at the start of a part, an item alive with all the
 //    others at the lowest offset goes there first (see bottom_item).
-// Runs under several static rankings alternate with short runs that shuffle
-// the first choice (see `within`); a run that ends without hitting its step
-// limit is a proof.
+// Runs of both branchings under several static rankings alternate with short
+// runs that shuffle the first choice (see `within`); a run that ends without
+// hitting its step limit is a proof.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -38,6 +49,8 @@ namespace {
 
 constexpr uint64_t kUnplaced = std::numeric_limits<uint64_t>::max();
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
+// The candidate that leaves a section's floor empty (niche branching).
+constexpr uint32_t kSkipFloor = kNoRank - 1;
 // A step is one placement plus one per this many entries (items, sections,
 // overlaps) the search visited since the previous step, so that steps track
 // time on large instances as well as small ones.
@@ -140,10 +153,13 @@ namespace {
 // One depth-first search under one ranking.
 class Search {
  public:
-  // `shuffle` (when not 0) seeds the order in which the first item is chosen.
-  Search(ExactSearch::Shared& shared, size_t ranking, uint64_t capacity, StepCounter& steps, uint64_t shuffle)
-      : in_(shared.in), overlaps_(shared.overlaps), members_(shared.members), twin_(shared.twin_of[ranking]),
-        memo_(shared.memo), rank_of_(shared.rank_of[ranking]), capacity_(capacity), steps_(steps), random_(shuffle) {}
+  // `niche`: niche branching, else canonical order. `shuffle` (when not 0)
+  // seeds the order in which the first item is chosen.
+  Search(ExactSearch::Shared& shared, size_t ranking, bool niche, uint64_t capacity, StepCounter& steps,
+         uint64_t shuffle)
+      : niche_(niche), in_(shared.in), overlaps_(shared.overlaps), members_(shared.members),
+        twin_(shared.twin_of[ranking]), memo_(shared.memo), rank_of_(shared.rank_of[ranking]), capacity_(capacity),
+        steps_(steps), random_(shuffle) {}
 
   SearchOutcome run(std::vector<uint64_t>& offsets) {
     const uint32_t n = in_.count(), sections = in_.section_count();
@@ -210,6 +226,7 @@ class Search {
     Mark mark{0, 0};
     bool settles = false;   // node: a failure of `item` is the node's
     bool forced = false;    // node: its one candidate goes to the bottom (see bottom_item)
+    uint32_t section = 0;   // node, niche branching: the section whose floor is decided
   };
 
   bool placed(uint32_t i) const { return offset_[i] != kUnplaced; }
@@ -295,6 +312,10 @@ class Search {
     Frame& f = frames_.back();
     if (!f.entered) {
       if (const Result early = enter(f); early != Result::kNone) return pop_node(early);
+    } else if (f.item == kSkipFloor) {
+      restore(f.mark);
+      f.item = kNoRank;
+      if (child != Result::kNotFound) return pop_node(child);
     } else if (f.item != kNoRank) {
       unplace(f.item, f.mark);
       f.item = kNoRank;
@@ -305,13 +326,27 @@ class Search {
       if (!steps_.take(1 + work_ / kWorkPerStep)) return pop_node(Result::kStopped);
       work_ %= kWorkPerStep;
       const uint32_t i = candidates_[f.next++];
+      if (i == kSkipFloor) {
+        Mark mark;
+        if (!skip_floor(f.section, mark)) continue;
+        if (!floors_fit(mark)) {
+          restore(mark);
+          continue;
+        }
+        f.item = i;
+        f.mark = mark;
+        f.settles = false;
+        push_node(f.part, 0, 0);  // niche nodes keep no order; 0: not a part's start
+        return Result::kNone;
+      }
       const uint64_t at = lowest_[i];
       const Mark mark = place(i);
       // Nothing unplaced is alive with i: where i goes changes nothing for the
       // others. A completion after any later candidate would stay one with i
       // moved down first to where it is now, so if i fails, the node fails.
       // Not where the first choice is shuffled: later candidates there are not
-      // later in (offset, rank) order.
+      // later in (offset, rank) order. Niche nodes keep no order: a completion
+      // of a later branch, with i at its lowest offset, is one of this branch.
       const bool settles = hatless_ && !(random_ != 0 && placed_stack_.size() == 1);
       if (!floors_fit(mark)) {
         unplace(i, mark);
@@ -360,6 +395,7 @@ class Search {
         return Result::kNone;
       }
     }
+    if (niche_) return enter_niche(f);
     uint64_t lowest_top = kUnplaced;
     bool any = false;
     work_ += part.items.size();
@@ -405,6 +441,83 @@ class Search {
     f.stop = candidates_.size();
     if (random_ != 0 && placed_stack_.empty()) shuffle(first, candidates_.end());
     return Result::kNone;
+  }
+
+  // Niche branching: placements follow no order. The node takes the section
+  // of the part with the lowest floor f (ties: the least room left above its
+  // floor, so the tightest moment is settled first) and branches on which of
+  // its items lies at f, in rank order, and last on none of them (see
+  // skip_floor). Every unplaced item of the part has its lowest offset at f or
+  // above, so one placed at f lies below nothing unplaced: it only raises the
+  // items alive with it, to its top, as in any packing where it lies at f.
+  // Two items of the section cannot both lie at f, so each packing follows
+  // one branch only.
+  Result enter_niche(Frame& f) {
+    const Part& part = parts_[f.part];
+    bool any = false;
+    work_ += part.items.size();
+    for (uint32_t i : part.items) {
+      if (placed(i)) continue;
+      any = true;
+      if (lowest_[i] + in_.size[i] > capacity_) return Result::kNotFound;
+    }
+    if (!any) {
+      record();
+      return Result::kFound;
+    }
+    uint32_t best = kNoRank;
+    uint64_t best_floor = 0, best_room = 0;
+    work_ += part.section_end - part.section_begin;
+    for (uint32_t s = part.section_begin; s < part.section_end; ++s) {
+      if (remaining_[s] == 0) continue;
+      const uint64_t room = capacity_ - floor_[s] - remaining_[s];  // the section bounds hold
+      if (best == kNoRank || floor_[s] < best_floor || (floor_[s] == best_floor && room < best_room)) {
+        best = s;
+        best_floor = floor_[s];
+        best_room = room;
+      }
+    }
+    f.section = best;
+    work_ += members_.row(best).size();
+    for (uint32_t i : members_.row(best)) {
+      if (placed(i) || lowest_[i] != best_floor) continue;
+      if (twin_[i] != kNoRank && !placed(twin_[i])) continue;
+      candidates_.push_back(i);
+    }
+    auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(f.base);
+    std::sort(first, candidates_.end(), [&](uint32_t a, uint32_t b) { return rank_of_[a] < rank_of_[b]; });
+    if (random_ != 0 && placed_stack_.empty()) shuffle(first, candidates_.end());
+    candidates_.push_back(kSkipFloor);
+    f.stop = candidates_.size();
+    return Result::kNone;
+  }
+
+  // The niche branch where no item of section s lies at its floor f, the
+  // lowest of the part. Take a packing of the part where every item lies at
+  // its lowest offset or on top of another unplaced item alive with it (any
+  // packing of the part becomes one by letting its items fall, no lower than
+  // their lowest offsets). An item at f in s lies higher there, so on top of
+  // an unplaced item k alive with it: at least lowest[k] + size[k] (more than
+  // f), rounded up to its alignment. Raising it there keeps that packing, and
+  // it stays one of that kind. Returns false, with nothing changed, when an
+  // item at f has no such k: it cannot leave the floor.
+  bool skip_floor(uint32_t s, Mark& mark) {
+    mark = Mark{lowest_changes_.size(), floor_changes_.size()};
+    const uint64_t f = floor_[s];
+    raised_.clear();  // all bounds first: they read the lowest offsets before any rises
+    work_ += members_.row(s).size();
+    for (uint32_t j : members_.row(s)) {
+      if (placed(j) || lowest_[j] != f) continue;
+      uint64_t next = kUnplaced;
+      work_ += overlaps_.row(j).size();
+      for (uint32_t k : overlaps_.row(j))
+        if (!placed(k)) next = std::min(next, lowest_[k] + in_.size[k]);
+      if (next == kUnplaced) return false;
+      raised_.push_back({j, align_up(next, in_.align[j])});
+    }
+    for (const Rise& r : raised_) raise(r.item, r.to);
+    settle_floors();
+    return true;
   }
 
   // At the start of a part (no order to keep), an unplaced item alive with
@@ -526,15 +639,24 @@ class Search {
       if (placed(other)) continue;
       hatless_ = false;
       const uint64_t raised = align_up(top, in_.align[other]);
-      const uint64_t old = lowest_[other];
-      if (raised <= old) continue;
-      lowest_changes_.push_back({other, old});
-      lowest_[other] = raised;
-      work_ += in_.end_section[other] - in_.first_section[other];
-      for (uint32_t s = in_.first_section[other]; s < in_.end_section[other]; ++s)
-        if (floor_[s] == old) leave_floor(s);
+      if (raised > lowest_[other]) raise(other, raised);
     }
-    // Sections whose floor lost its last item: find the new floor.
+    settle_floors();
+    return mark;
+  }
+
+  // Raises the lowest offset of an unplaced item (recorded, for restore).
+  void raise(uint32_t item, uint64_t to) {
+    const uint64_t old = lowest_[item];
+    lowest_changes_.push_back({item, old});
+    lowest_[item] = to;
+    work_ += in_.end_section[item] - in_.first_section[item];
+    for (uint32_t s = in_.first_section[item]; s < in_.end_section[item]; ++s)
+      if (floor_[s] == old) leave_floor(s);
+  }
+
+  // Sections whose floor lost its last item: find the new floor.
+  void settle_floors() {
     for (uint32_t s : emptied_floors_) {
       uint64_t floor = kUnplaced;
       uint32_t count = 0;
@@ -553,7 +675,6 @@ class Search {
       at_floor_[s] = count;
     }
     emptied_floors_.clear();
-    return mark;
   }
 
   // An unplaced item of section s whose lowest offset was the floor rose or
@@ -564,6 +685,15 @@ class Search {
   }
 
   void unplace(uint32_t i, const Mark& mark) {
+    restore(mark);
+    for (uint32_t s = in_.first_section[i]; s < in_.end_section[i]; ++s) remaining_[s] += in_.size[i];
+    for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s) ++crossing_[s];
+    offset_[i] = kUnplaced;
+    placed_stack_.pop_back();
+  }
+
+  // Undoes the rises and floor changes made since `mark`.
+  void restore(const Mark& mark) {
     while (floor_changes_.size() > mark.floor) {
       const FloorChange& c = floor_changes_.back();
       floor_[c.section] = c.old;
@@ -574,10 +704,6 @@ class Search {
       lowest_[lowest_changes_.back().item] = lowest_changes_.back().old;
       lowest_changes_.pop_back();
     }
-    for (uint32_t s = in_.first_section[i]; s < in_.end_section[i]; ++s) remaining_[s] += in_.size[i];
-    for (uint32_t s = in_.first_section[i]; s + 1 < in_.end_section[i]; ++s) ++crossing_[s];
-    offset_[i] = kUnplaced;
-    placed_stack_.pop_back();
   }
 
   // Saves the offsets of the items placed on the current path. Pieces solved
@@ -586,6 +712,7 @@ class Search {
     for (uint32_t i : placed_stack_) solution_[i] = offset_[i];
   }
 
+  const bool niche_;  // niche branching; else canonical (offset, rank) order
   const Instance& in_;
   const Rows& overlaps_;
   const Rows& members_;
@@ -604,6 +731,11 @@ class Search {
   std::vector<uint32_t> at_floor_;   // per section: how many of them are at the floor
   std::vector<uint32_t> crossing_;   // per border s|s+1: unplaced items living on both sides
   std::vector<uint32_t> emptied_floors_;
+  struct Rise {
+    uint32_t item;
+    uint64_t to;
+  };
+  std::vector<Rise> raised_;  // skip_floor's items and where they go
   std::vector<uint32_t> placed_stack_;
   std::vector<uint32_t> candidates_;  // a stack: each node frame owns a tail
   std::vector<uint64_t> room_;        // enter's prefix and suffix maxima
@@ -639,7 +771,8 @@ bool searchable(const Instance& in) {
   return members <= kMaxSearchEntries && pairs <= kMaxSearchEntries;
 }
 
-ExactSearch::ExactSearch(const Instance& instance) : shared_(std::make_unique<Shared>(instance)) {}
+ExactSearch::ExactSearch(const Instance& instance, RunKinds kinds)
+    : shared_(std::make_unique<Shared>(instance)), kinds_(kinds) {}
 ExactSearch::~ExactSearch() = default;
 
 namespace {
@@ -660,34 +793,44 @@ uint64_t luby(uint64_t i) {
 SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::vector<uint64_t>& offsets) {
   const Instance& in = shared_->in;
   if (in.lower_bound > capacity) return SearchOutcome::kInfeasible;
-  // Two kinds of runs share the steps equally. Plain runs take the rankings
-  // in turn with a step limit that doubles each round. Shuffled runs also
-  // take them in turn, but choose the first item in a random order, for a
-  // number of steps that follows the Luby sequence: the first choices decide
-  // where the large and long-lived items go, and a bad one can cost more than
-  // any plain run can afford. A run that ends within its limit settles it.
+  // Four kinds of runs share the steps: canonical plain and shuffled runs a
+  // third each, niche plain and shuffled runs a sixth each (see the top of
+  // this file). Plain runs take the rankings in turn with a step limit that
+  // doubles each round. Shuffled runs also take them in turn, but choose the
+  // first item in a random order, for a number of steps that follows the
+  // Luby sequence: the first choices decide where the large and long-lived
+  // items go, and a bad one can cost more than any plain run can afford. The
+  // two branchings fail on different instances. A run that ends within its
+  // limit settles it.
   const std::vector<std::vector<uint32_t>>& ranks = shared_->rank_of;
   const uint64_t n = in.count();
-  uint64_t plain_runs = 0, shuffled_runs = 0, plain_steps = 0, shuffled_steps = 0;
+  constexpr int kKinds = 4;  // canonical plain, canonical shuffled, niche plain, niche shuffled
+  uint64_t weight[kKinds] = {2, 2, 1, 1};
+  if (kinds_ == RunKinds::kCanonicalOnly) weight[2] = weight[3] = 0;
+  if (kinds_ == RunKinds::kNicheOnly) weight[0] = weight[1] = 0;
+  uint64_t runs[kKinds] = {}, used[kKinds] = {};
   for (;;) {
     if (steps.exhausted()) return SearchOutcome::kStopped;
-    const bool plain = plain_steps <= shuffled_steps;
+    int kind = -1;  // the kind furthest behind its share
+    for (int k = 0; k < kKinds; ++k)
+      if (weight[k] != 0 && (kind < 0 || used[k] * weight[kind] < used[kind] * weight[k])) kind = k;
+    const bool plain = kind % 2 == 0, niche = kind >= 2;
     uint64_t limit, seed = 0;
     size_t ranking;
     if (plain) {
-      const uint64_t round = plain_runs / ranks.size();
+      const uint64_t round = runs[kind] / ranks.size();
       limit = (2 * n + 16) << std::min<uint64_t>(round + 1, 40);
-      ranking = plain_runs++ % ranks.size();
+      ranking = runs[kind]++ % ranks.size();
     } else {
-      limit = (kStepsPerRunPerItem * n + 1024) * luby(shuffled_runs + 1);
-      ranking = shuffled_runs % ranks.size();
-      seed = ++shuffled_runs;
+      limit = (kStepsPerRunPerItem * n + 1024) * luby(runs[kind] + 1);
+      ranking = runs[kind] % ranks.size();
+      seed = ++runs[kind];
     }
     const uint64_t before = steps.used();
     StepCounter slice = steps.slice(limit);
-    const SearchOutcome outcome = Search(*shared_, ranking, capacity, slice, seed).run(offsets);
+    const SearchOutcome outcome = Search(*shared_, ranking, niche, capacity, slice, seed).run(offsets);
     steps.absorb(slice);
-    (plain ? plain_steps : shuffled_steps) += steps.used() - before;
+    used[kind] += steps.used() - before;
     if (outcome != SearchOutcome::kStopped) return outcome;
   }
 }
