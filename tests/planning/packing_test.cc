@@ -127,8 +127,7 @@ struct HardInstance {
 class HardInstances : public testing::TestWithParam<HardInstance> {};
 
 // The lower bounds of the data's NOTICE.md; where it is the capacity, a
-// packing that fits is perfect. I is left out: the packer finds no packing of
-// it within its capacity (see docs/planning.md).
+// packing that fits is perfect.
 INSTANTIATE_TEST_SUITE_P(MiniMallocBenchmarks, HardInstances,
                          testing::Values(HardInstance{"A.1048576.csv", 154, 1048576},
                                          HardInstance{"B.1048576.csv", 170, 1048576},
@@ -138,6 +137,7 @@ INSTANTIATE_TEST_SUITE_P(MiniMallocBenchmarks, HardInstances,
                                          HardInstance{"F.1048576.csv", 296, 1048576},
                                          HardInstance{"G.1048576.csv", 308, 1048576},
                                          HardInstance{"H.1048576.csv", 316, 1048576},
+                                         HardInstance{"I.1048576.csv", 374, 1048576},
                                          HardInstance{"J.1048576.csv", 409, 989184},
                                          HardInstance{"K.1048576.csv", 454, 1048576}),
                          [](const auto& info) { return std::string(1, info.param.file[0]); });
@@ -168,6 +168,7 @@ INSTANTIATE_TEST_SUITE_P(MiniMallocBenchmarks, PerfectInstances,
                                          HardInstance{"F.1048576.csv", 296, 1048576},
                                          HardInstance{"G.1048576.csv", 308, 1048576},
                                          HardInstance{"H.1048576.csv", 316, 1048576},
+                                         HardInstance{"I.1048576.csv", 374, 1048576},
                                          HardInstance{"K.1048576.csv", 454, 1048576}),
                          [](const auto& info) { return std::string(1, info.param.file[0]); });
 
