@@ -43,10 +43,12 @@
 //     O(n k log n) for n items with k alive together. The best of three orders
 //     is kept. Groups too large for the search (over 4096 items) end here.
 //  5. An exact search (packing_search.cc) for each group whose greedy height is
-//     above the target: a depth-first search over canonical packings, pruned
-//     by section bounds and dominance, split into independent pieces as they
-//     appear, with a memo of the pieces settled, restarted under four item
-//     rankings and with shuffled first choices. With a capacity, it looks for
+//     above the target: a depth-first search over canonical packings, in two
+//     branchings (items in order of offset and rank; or which item fills the
+//     lowest floor, or none), pruned by section bounds and dominance, split
+//     into independent pieces as they appear, with a memo of the pieces
+//     settled, restarted under four item rankings and with shuffled first
+//     choices. With a capacity, it looks for
 //     a packing within it (and, if there is none and lower_when_over is set,
 //     goes on as below to report the best height). Without one, it first asks
 //     for the lower bound itself, with three quarters of the budget (real
