@@ -10,11 +10,13 @@
 //  - niche branching (`enter_niche`): the section with the lowest floor (ties:
 //    the least room) decides which of its items lies at its floor, or none
 //    (then those items rise to the lowest top of an item alive with them, the
-//    lowest spot where they can rest). It settles one stretch of time from the
-//    bottom up before the others, so a poor choice there fails close to where
-//    it was made, not after placements elsewhere in time.
-// In both, what a node has left is a set of items, each with a lowest offset,
-// and its subtree finds a packing of them whenever one exists.
+//    lowest spot where they can rest). Each choice is among the few items of
+//    one section, and leaving a floor empty is a branch whose consequence
+//    the section bounds see at once. It packs some instances (MiniMalloc's I)
+//    that canonical order does not, and fails on others that it packs.
+// What a niche node has left is a set of items, each with a lowest offset,
+// and its subtree finds a packing of them whenever one exists (see
+// skip_floor); so does a canonical node at the start of a piece.
 // What prunes the tree (see `enter` and `floors_fit`):
 //  - monotone offsets (canonical order): an item may only follow one of lower
 //    (offset, rank);
