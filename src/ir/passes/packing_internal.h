@@ -165,8 +165,9 @@ class SubproblemMemo {
 class ExactSearch {
  public:
   // Which branchings the runs use (see packing_search.cc): both by default;
-  // one alone for tests that check each is complete.
-  enum class RunKinds { kAll, kCanonicalOnly, kNicheOnly };
+  // one alone (niche branching with both section rules, or with the rule of
+  // the fewest branches only) for tests that check each is complete.
+  enum class RunKinds { kAll, kCanonicalOnly, kNicheOnly, kNicheFewestOnly };
   explicit ExactSearch(const Instance& instance, RunKinds kinds = RunKinds::kAll);
   ~ExactSearch();
   // Looks for a packing of height <= capacity, within the step budget.

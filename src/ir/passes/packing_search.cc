@@ -155,11 +155,12 @@ namespace {
 // One depth-first search under one ranking.
 class Search {
  public:
-  // `niche`: niche branching, else canonical order. `shuffle` (when not 0)
-  // seeds the order in which the first item is chosen.
-  Search(ExactSearch::Shared& shared, size_t ranking, bool niche, uint64_t capacity, StepCounter& steps,
-         uint64_t shuffle)
-      : niche_(niche), in_(shared.in), overlaps_(shared.overlaps), members_(shared.members),
+  // `niche`: niche branching, else canonical order; `fewest`: which section
+  // a niche node settles (see enter_niche). `shuffle` (when not 0) seeds the
+  // order in which the first item is chosen.
+  Search(ExactSearch::Shared& shared, size_t ranking, bool niche, bool fewest, uint64_t capacity,
+         StepCounter& steps, uint64_t shuffle)
+      : niche_(niche), fewest_(fewest), in_(shared.in), overlaps_(shared.overlaps), members_(shared.members),
         twin_(shared.twin_of[ranking]), memo_(shared.memo), rank_of_(shared.rank_of[ranking]), capacity_(capacity),
         steps_(steps), random_(shuffle) {}
 
@@ -445,15 +446,19 @@ class Search {
     return Result::kNone;
   }
 
-  // Niche branching: placements follow no order. The node takes the section
-  // of the part with the lowest floor f (ties: the least room left above its
-  // floor, so the tightest moment is settled first) and branches on which of
+  // Niche branching: placements follow no order. The node takes a section of
+  // the part with the lowest floor f and branches on which of
   // its items lies at f, in rank order, and last on none of them (see
   // skip_floor). Every unplaced item of the part has its lowest offset at f or
   // above, so one placed at f lies below nothing unplaced: it only raises the
   // items alive with it, to its top, as in any packing where it lies at f.
   // Two items of the section cannot both lie at f, so each packing follows
-  // one branch only.
+  // one branch only. Among the sections at the lowest floor, scanned in time
+  // order, one replaces the one kept when it has less room left above its
+  // floor; or, with `fewest_`, when its room is under a quarter of the kept
+  // one's, or under four times it with fewer items at the floor (fewer
+  // branches). Runs alternate between the two rules: both settle all
+  // sections, and which of them meets a packing sooner varies.
   Result enter_niche(Frame& f) {
     const Part& part = parts_[f.part];
     bool any = false;
@@ -473,7 +478,14 @@ class Search {
     for (uint32_t s = part.section_begin; s < part.section_end; ++s) {
       if (remaining_[s] == 0) continue;
       const uint64_t room = capacity_ - floor_[s] - remaining_[s];  // the section bounds hold
-      if (best == kNoRank || floor_[s] < best_floor || (floor_[s] == best_floor && room < best_room)) {
+      bool replaces = best == kNoRank || floor_[s] < best_floor;
+      if (!replaces && floor_[s] == best_floor) {
+        using Wide = unsigned __int128;  // four times a room may pass 2^64
+        replaces = !fewest_ ? room < best_room
+                            : Wide{room} * 4 < best_room ||
+                                  (room < Wide{best_room} * 4 && at_floor_[s] < at_floor_[best]);
+      }
+      if (replaces) {
         best = s;
         best_floor = floor_[s];
         best_room = room;
@@ -714,7 +726,8 @@ class Search {
     for (uint32_t i : placed_stack_) solution_[i] = offset_[i];
   }
 
-  const bool niche_;  // niche branching; else canonical (offset, rank) order
+  const bool niche_;   // niche branching; else canonical (offset, rank) order
+  const bool fewest_;  // niche nodes prefer few branches to the least room
   const Instance& in_;
   const Rows& overlaps_;
   const Rows& members_;
@@ -797,7 +810,7 @@ SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::ve
   if (in.lower_bound > capacity) return SearchOutcome::kInfeasible;
   // Four kinds of runs share the steps: canonical plain and shuffled runs a
   // third each, niche plain and shuffled runs a sixth each (see the top of
-  // this file). Plain runs take the rankings in turn with a step limit that
+  // this file), niche runs alternating between their section rules. Plain runs take the rankings in turn with a step limit that
   // doubles each round. Shuffled runs also take them in turn, but choose the
   // first item in a random order, for a number of steps that follows the
   // Luby sequence: the first choices decide where the large and long-lived
@@ -809,7 +822,7 @@ SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::ve
   constexpr int kKinds = 4;  // canonical plain, canonical shuffled, niche plain, niche shuffled
   uint64_t weight[kKinds] = {2, 2, 1, 1};
   if (kinds_ == RunKinds::kCanonicalOnly) weight[2] = weight[3] = 0;
-  if (kinds_ == RunKinds::kNicheOnly) weight[0] = weight[1] = 0;
+  if (kinds_ == RunKinds::kNicheOnly || kinds_ == RunKinds::kNicheFewestOnly) weight[0] = weight[1] = 0;
   uint64_t runs[kKinds] = {}, used[kKinds] = {};
   for (;;) {
     if (steps.exhausted()) return SearchOutcome::kStopped;
@@ -817,20 +830,22 @@ SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::ve
     for (int k = 0; k < kKinds; ++k)
       if (weight[k] != 0 && (kind < 0 || used[k] * weight[kind] < used[kind] * weight[k])) kind = k;
     const bool plain = kind % 2 == 0, niche = kind >= 2;
+    // Niche runs alternate between their two section rules, run by run; each
+    // rule meets every ranking and every run length in turn.
+    const uint64_t rules = niche ? 2 : 1, run = runs[kind]++, turn = run / rules;
+    const size_t ranking = turn % ranks.size();
     uint64_t limit, seed = 0;
-    size_t ranking;
     if (plain) {
-      const uint64_t round = runs[kind] / ranks.size();
+      const uint64_t round = turn / ranks.size();
       limit = (2 * n + 16) << std::min<uint64_t>(round + 1, 40);
-      ranking = runs[kind]++ % ranks.size();
     } else {
-      limit = (kStepsPerRunPerItem * n + 1024) * luby(runs[kind] + 1);
-      ranking = runs[kind] % ranks.size();
-      seed = ++runs[kind];
+      limit = (kStepsPerRunPerItem * n + 1024) * luby(turn + 1);
+      seed = run + 1;
     }
     const uint64_t before = steps.used();
     StepCounter slice = steps.slice(limit);
-    const SearchOutcome outcome = Search(*shared_, ranking, niche, capacity, slice, seed).run(offsets);
+    const bool fewest = kinds_ == RunKinds::kNicheFewestOnly || run % rules == 1;
+    const SearchOutcome outcome = Search(*shared_, ranking, niche, fewest, capacity, slice, seed).run(offsets);
     steps.absorb(slice);
     used[kind] += steps.used() - before;
     if (outcome != SearchOutcome::kStopped) return outcome;
