@@ -810,13 +810,13 @@ SearchOutcome ExactSearch::within(uint64_t capacity, StepCounter& steps, std::ve
   if (in.lower_bound > capacity) return SearchOutcome::kInfeasible;
   // Four kinds of runs share the steps: canonical plain and shuffled runs a
   // third each, niche plain and shuffled runs a sixth each (see the top of
-  // this file), niche runs alternating between their section rules. Plain runs take the rankings in turn with a step limit that
-  // doubles each round. Shuffled runs also take them in turn, but choose the
-  // first item in a random order, for a number of steps that follows the
-  // Luby sequence: the first choices decide where the large and long-lived
-  // items go, and a bad one can cost more than any plain run can afford. The
-  // two branchings fail on different instances. A run that ends within its
-  // limit settles it.
+  // this file), niche runs alternating between their section rules. Plain
+  // runs take the rankings in turn with a step limit that doubles each round.
+  // Shuffled runs also take them in turn, but choose the first item in a
+  // random order, for a number of steps that follows the Luby sequence: the
+  // first choices decide where the large and long-lived items go, and a bad
+  // one can cost more than any plain run can afford. The two branchings fail
+  // on different instances. A run that ends within its limit settles it.
   const std::vector<std::vector<uint32_t>>& ranks = shared_->rank_of;
   const uint64_t n = in.count();
   constexpr int kKinds = 4;  // canonical plain, canonical shuffled, niche plain, niche shuffled
