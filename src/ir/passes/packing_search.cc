@@ -7,13 +7,14 @@
 // with it. Two branchings build each canonical packing once:
 //  - canonical order (`enter`): each node places an item at its lowest offset,
 //    items in order of (offset, rank);
-//  - niche branching (`enter_niche`): the section with the lowest floor (ties:
-//    the least room) decides which of its items lies at its floor, or none
-//    (then those items rise to the lowest top of an item alive with them, the
-//    lowest spot where they can rest). Each choice is among the few items of
-//    one section, and leaving a floor empty is a branch whose consequence
-//    the section bounds see at once. It packs some instances (MiniMalloc's I)
-//    that canonical order does not, and fails on others that it packs.
+//  - niche branching (`enter_niche`): a section with the lowest floor (the
+//    tightest, or one with few branches) decides which of its items lies at
+//    its floor, or none (then those items rise to the lowest top of an item
+//    alive with them, the lowest spot where they can rest). Each choice is
+//    among the few items of one section, and leaving a floor empty is a
+//    branch whose consequence the section bounds see at once. It packs some
+//    instances (MiniMalloc's I) that canonical order does not, and fails on
+//    others that it packs.
 // What a niche node has left is a set of items, each with a lowest offset,
 // and its subtree finds a packing of them whenever one exists (see
 // skip_floor); so does a canonical node at the start of a piece.
