@@ -448,18 +448,18 @@ class Search {
   }
 
   // Niche branching: placements follow no order. The node takes a section of
-  // the part with the lowest floor f and branches on which of
-  // its items lies at f, in rank order, and last on none of them (see
-  // skip_floor). Every unplaced item of the part has its lowest offset at f or
-  // above, so one placed at f lies below nothing unplaced: it only raises the
-  // items alive with it, to its top, as in any packing where it lies at f.
-  // Two items of the section cannot both lie at f, so each packing follows
-  // one branch only. Among the sections at the lowest floor, scanned in time
-  // order, one replaces the one kept when it has less room left above its
-  // floor; or, with `fewest_`, when its room is under a quarter of the kept
-  // one's, or under four times it with fewer items at the floor (fewer
-  // branches). Runs alternate between the two rules: both settle all
-  // sections, and which of them meets a packing sooner varies.
+  // the part with the lowest floor f and branches on which of its items lies
+  // at f, in rank order, and last on none of them (see skip_floor). Every
+  // unplaced item of the part has its lowest offset at f or above, so one
+  // placed at f lies below nothing unplaced: it only raises the items alive
+  // with it, to its top, as in any packing where it lies at f. Two items of
+  // the section cannot both lie at f, so each packing follows one branch
+  // only. Among the sections at the lowest floor, scanned in time order, one
+  // replaces the one kept when it has less room left above its floor; or,
+  // with `fewest_`, when its room is under a quarter of the kept one's, or
+  // under four times it with fewer items at the floor (fewer branches). Runs
+  // alternate between the two rules: both settle all sections, and which of
+  // them meets a packing sooner varies.
   Result enter_niche(Frame& f) {
     const Part& part = parts_[f.part];
     bool any = false;
