@@ -182,6 +182,21 @@ TEST_P(PerfectInstances, MinimisingReachesTheLowerBound) {
   expect_valid(items, *result, std::nullopt);
 }
 
+// A capacity one byte under the bound: proven unfit at once, and the best packing
+// reported is the bound itself (the overflow search tries it first), not a height
+// halfway between the capacity and the greedy start.
+TEST_P(PerfectInstances, OneByteUnderTheBoundReportsTheBound) {
+  const std::vector<PackItem> items = load(GetParam().file);
+  PackOptions options = steps_only(8'000'000);  // each needs at most 2.3 million
+  options.capacity = GetParam().lower_bound - 1;
+  Expected<PackResult> result = pack(items, options);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_FALSE(result->fits);
+  EXPECT_TRUE(result->proven_unfit);
+  EXPECT_EQ(result->height, GetParam().lower_bound) << "steps: " << result->steps;
+  expect_valid(items, *result, std::nullopt);
+}
+
 // A small deterministic generator (a 64-bit LCG): next(bound) is in [0, bound).
 class SmallRandom {
  public:

@@ -139,8 +139,9 @@ void fit_group(const Instance& in, GroupState& group, uint64_t capacity, bool lo
     return;
   }
   if (outcome == SearchOutcome::kInfeasible) group.proven_low = std::max(group.proven_low, capacity + 1);
-  // Just over the capacity is likely as hard as within it: halve the distance instead.
-  if (lower) minimise_group(search, in, group, capacity + 1, steps, /*floor_first=*/false);
+  // Just over the capacity is likely as hard as within it: halve the distance instead,
+  // unless the capacity is under the lower bound, which real instances often reach.
+  if (lower) minimise_group(search, in, group, capacity + 1, steps, /*floor_first=*/capacity < in.lower_bound);
 }
 
 }  // namespace
