@@ -111,6 +111,39 @@ def test_conv_bn_add_relu_is_one_kernel(device):
     assert vm.profile()["kernel_launches"] == 1
 
 
+def depthwise_pointwise_model(extra_output=False):
+    """x -> depthwise 3x3 Conv + BN + Clip -> 1x1 Conv + BN -> Add x -> Relu; with
+    `extra_output` the Clip's result is also read by a Mul, so nothing may fuse."""
+    c = 8
+
+    def bn(p):
+        return [(p + "s", rand(c) * 0.1 + 1), (p + "b", rand(c)), (p + "m", rand(c)), (p + "v", np.abs(rand(c)) + 0.5)]
+
+    nodes = [
+        helper.make_node("Conv", ["x", "wd"], ["d"], pads=[1, 1, 1, 1], group=c),
+        helper.make_node("BatchNormalization", ["d", "1s", "1b", "1m", "1v"], ["dn"]),
+        helper.make_node("Clip", ["dn", "lo", "hi"], ["mid"]),
+        helper.make_node("Conv", ["mid", "wp"], ["p"]),
+        helper.make_node("BatchNormalization", ["p", "2s", "2b", "2m", "2v"], ["pn"]),
+        helper.make_node("Add", ["pn", "x"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y" if not extra_output else "r"]),
+    ]
+    if extra_output:
+        nodes.append(helper.make_node("Mul", ["r", "mid"], ["y"]))
+    inits = [("wd", rand(c, 1, 3, 3)), ("wp", rand(c, c, 1, 1)), ("lo", np.float32(0)), ("hi", np.float32(6))]
+    return make_model(nodes, [("x", (1, c, 9, 11))], ("y", None), inits + bn("1") + bn("2"))
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+def test_depthwise_then_pointwise_is_one_kernel(texture, device):
+    feeds = {"x": rand(1, 8, 9, 11)}
+    vm = check(depthwise_pointwise_model(), feeds, device, texture=texture)
+    # textures: the input's conversion to an image, the fused kernel, the result's back
+    assert vm.profile()["kernel_launches"] == (3 if texture else 1)
+    vm = check(depthwise_pointwise_model(extra_output=True), feeds, device, texture=texture)
+    assert vm.profile()["kernel_launches"] == (5 if texture else 3)  # two convolutions and the Mul
+
+
 # ---- Gemm, MatMul ----------------------------------------------------------------
 
 

@@ -7,8 +7,9 @@ Gemm absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too.
 node is absorbed only when the value it takes is used by it alone and is no graph
 output. A depthwise Conv (one channel per group, without a residual) absorbs the
 pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its result,
-with that Conv's own epilogue: the library may run the two as one kernel. Groups are emitted in a topological order that keeps the graph's order where
-it can: a residual Add may come in the graph before the branch that feeds it.
+with that Conv's own epilogue: the library may run the two as one kernel. Groups
+are emitted in a topological order that keeps the graph's order where it can: a
+residual Add may come in the graph before the branch that feeds it.
 """
 
 import heapq

@@ -263,7 +263,8 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
 #pragma unroll
           for (int i = 0; i < TCONV_PX; ++i) {
             const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
-            if (iw >= 0 && iw < W) mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
+            if (iw >= 0 && iw < W)
+              mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
           }
         }
       }
