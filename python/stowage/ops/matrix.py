@@ -234,17 +234,22 @@ class MatrixOps(Core):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         k4 = shapes.ceil_div(k, 4)
         x_buf = self._buffer(op, "x", x)
-        wd_var = self._const(dw.reshape(c, r * s))
+        c4 = shapes.ceil_div(c, 4)
+        wdp = np.zeros((c4 * 4, r * s), np.float32)
+        wdp[:c] = dw.reshape(c, r * s)
+        wd_var = self._const(wdp.reshape(c4, 4, r * s).transpose(0, 2, 1))  # float4s [C4][R S]
+        bd4 = np.zeros(c4 * 4, np.float32)
+        bd4[:c] = bd
         bias = None if pw_bias is None else np.asarray(pw_bias, np.float32).reshape(k)
         bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, bias, residual, in_place, out, (n, k, p, q))
-        wp = np.zeros((k4 * 4, c), np.float32)
-        wp[:k] = pw[:, :, 0, 0]
-        w_var = self._const(wp.reshape(k4, 4, c).transpose(0, 2, 1))  # float4s [K4][C]
+        wp = np.zeros((k4 * 4, c4 * 4), np.float32)
+        wp[:k, :c] = pw[:, :, 0, 0]
+        w_var = self._const(wp.reshape(k4, 4, c4 * 4).transpose(0, 2, 1))  # float4s [K4][4 C4]
         unit = self._unit("conv_direct")
         px = unit.defines.get("DDWPW_PX", _setting(unit, DCONV_DEFAULTS, "DCONV_PX"))  # the kernel's default
         grid, local = self._dwpw_launch(unit, px, _setting(unit, DCONV_DEFAULTS, "DDWPW_OB"),
-                                        _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c)
-        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd), w_var, bias_var or wd_var,
+                                        _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c4)
+        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd4), w_var, bias_var or wd_var,
                      res_var or wd_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
                      g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
         return dst

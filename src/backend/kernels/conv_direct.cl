@@ -18,13 +18,15 @@
 //   up to l1, groups * ceil(Kg4 / DCONV_OB) * slices].
 //
 // stowage_conv2d_dwpw_direct: the buffer twin of conv_texture.cl's
-//   stowage_conv2d_dwpw_image: a depthwise convolution (multiplier 1; weights float
-//   [C][R][S], bias bd[C], activation dw_act) feeding a pointwise one (1x1, stride 1,
-//   no padding, one group; weights float4s [K4][C] laid out as above with R = S = 1)
-//   in one launch. A work-item computes the depthwise values of its DDWPW_PX pixels
-//   for one input channel per step and multiplies them into its DDWPW_OB blocks of 4
-//   pointwise outputs; DDWPW_SHARE work-items of a work-group that differ only in
-//   their output blocks share each step's depthwise values through local memory.
+//   stowage_conv2d_dwpw_image: a depthwise convolution (multiplier 1; weights float4s
+//   [C4][R][S] holding 4 channels each, bias bd float4s [C4], activation dw_act,
+//   C4 = ceil(C / 4), zeros past C) feeding a pointwise one (1x1, stride 1, no
+//   padding, one group; weights float4s [K4][4 C4] of 4 output channels each, zeros
+//   past K and C) in one launch. Per step a work-item computes the depthwise values
+//   of its DDWPW_PX pixels for a block of 4 input channels (4 planes) and multiplies
+//   them into its DDWPW_OB blocks of 4 pointwise outputs; DDWPW_SHARE work-items of
+//   a work-group that differ only in their output blocks share each step's values
+//   through local memory.
 //   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DDWPW_PX)
 //   rounded up to l0, N * P rounded up to l1, ceil(K4 / (DDWPW_OB * DDWPW_SHARE)) *
 //   slices * DDWPW_SHARE]; C, H, W are the depthwise input's, P, Q the output's.
@@ -146,7 +148,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   }
 }
 
-__kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float* wd, __global const float* bd,
+__kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float4* wd, __global const float4* bd,
                                          __global const float4* w, __global const float* bias,
                                          __global const float* res, __global float* y, int N, int C, int H, int W,
                                          int K, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
@@ -154,17 +156,17 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
                                          float dw_act_b, int flags, int act, float act_a, float act_b) {
   __local float4 partial[DCONV_MAX_GROUP * DDWPW_OUTPUTS];
 #if DDWPW_SHARE > 1
-  __local float shared_mid[DCONV_MAX_GROUP * DDWPW_PX];
+  __local float4 shared_mid[DCONV_MAX_GROUP * DDWPW_PX];
 #endif
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2) / DDWPW_SHARE;
   const int zl = get_local_id(2), slice = zl / DDWPW_SHARE, share = zl - slice * DDWPW_SHARE;
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0);
   const int q0 = get_global_id(0) * DDWPW_PX, np = get_global_id(1), blk = get_group_id(2);
   const bool active = q0 < Q && np < N * P;  // the others only join the barriers
-  const int K4 = (K + 3) / 4;
+  const int C4 = (C + 3) / 4, K4 = (K + 3) / 4;
   const int ob0 = (blk * DDWPW_SHARE + share) * DDWPW_OB;
   const int img = np / P, p = np - img * P;
-  const int HW = H * W, PQ = P * Q;
+  const int HW = H * W, PQ = P * Q, RS = R * S;
   const bool unit_stride_3 = S == 3 && stride_w == 1 && dil_w == 1;  // MobileNet's usual depthwise rows
   if (items * slices * DDWPW_SHARE > DCONV_MAX_GROUP || slices * DDWPW_SHARE != get_local_size(2)) {
     if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
@@ -180,44 +182,52 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
     for (int i = 0; i < DDWPW_PX; ++i) acc[o][i] = (float4)(0.0f);
 
   const int iw0 = q0 * stride_w - pad_left;
-  // Steps of slices * DDWPW_SHARE input channels: each work-item computes the
-  // depthwise values of one channel at its pixels, shared with the work-items of its
-  // slice that differ only in their output blocks.
-  for (int base = 0; base < C; base += slices * DDWPW_SHARE) {
-    const int c = base + slice * DDWPW_SHARE + share;
-    float mid[DDWPW_PX];
+  // Steps of slices * DDWPW_SHARE blocks of 4 input channels: each work-item computes
+  // the depthwise values of one block (4 planes, lanes past C zero) at its pixels,
+  // shared with the work-items of its slice that differ only in their output blocks.
+  for (int base = 0; base < C4; base += slices * DDWPW_SHARE) {
+    const int cb = base + slice * DDWPW_SHARE + share;
+    float4 mid[DDWPW_PX];
 #pragma unroll
-    for (int i = 0; i < DDWPW_PX; ++i) mid[i] = 0.0f;
-    if (active && c < C) {
-      const __global float* plane = x + (img * C + c) * HW;
-      const __global float* wc = wd + c * R * S;
-      const float bdv = bd[c];
+    for (int i = 0; i < DDWPW_PX; ++i) mid[i] = (float4)(0.0f);
+    if (active && cb < C4) {
+      const int lanes = min(4, C - cb * 4);
+      const __global float* plane = x + (img * C + cb * 4) * HW;
+      const float4 bdv = bd[cb];
 #pragma unroll
       for (int i = 0; i < DDWPW_PX; ++i) mid[i] = bdv;
       for (int r = 0; r < R; ++r) {
         const int ih = p * stride_h - pad_top + r * dil_h;
         if (ih < 0 || ih >= H) continue;
         const __global float* row = plane + ih * W;
-        if (unit_stride_3) {  // the row's DDWPW_PX + 2 values read once, each serving up to 3 outputs
-          float v[DDWPW_PX + 2];
+        if (unit_stride_3) {  // the row's DDWPW_PX + 2 values of each plane read once
+          float4 v[DDWPW_PX + 2];
 #pragma unroll
-          for (int j = 0; j < DDWPW_PX + 2; ++j) v[j] = (iw0 + j >= 0 && iw0 + j < W) ? row[iw0 + j] : 0.0f;
-          const float w0 = wc[r * 3], w1 = wc[r * 3 + 1], w2 = wc[r * 3 + 2];
+          for (int j = 0; j < DDWPW_PX + 2; ++j) {
+            const int iw = iw0 + j;
+            const bool in = iw >= 0 && iw < W;
+            v[j] = (float4)(in ? row[iw] : 0.0f, in && lanes > 1 ? row[HW + iw] : 0.0f,
+                            in && lanes > 2 ? row[2 * HW + iw] : 0.0f, in && lanes > 3 ? row[3 * HW + iw] : 0.0f);
+          }
+          const float4 w0 = wd[cb * RS + r * 3], w1 = wd[cb * RS + r * 3 + 1], w2 = wd[cb * RS + r * 3 + 2];
 #pragma unroll
           for (int i = 0; i < DDWPW_PX; ++i) mid[i] = fma(v[i + 2], w2, fma(v[i + 1], w1, fma(v[i], w0, mid[i])));
           continue;
         }
         for (int s = 0; s < S; ++s) {
-          const float wv = wc[r * S + s];
+          const float4 wv = wd[cb * RS + r * S + s];
 #pragma unroll
           for (int i = 0; i < DDWPW_PX; ++i) {
             const int iw = iw0 + i * stride_w + s * dil_w;
-            if (iw >= 0 && iw < W) mid[i] = fma(row[iw], wv, mid[i]);
+            if (iw < 0 || iw >= W) continue;
+            const float4 v = (float4)(row[iw], lanes > 1 ? row[HW + iw] : 0.0f, lanes > 2 ? row[2 * HW + iw] : 0.0f,
+                                      lanes > 3 ? row[3 * HW + iw] : 0.0f);
+            mid[i] = fma(v, wv, mid[i]);
           }
         }
       }
 #pragma unroll
-      for (int i = 0; i < DDWPW_PX; ++i) mid[i] = stowage_activate_code(mid[i], dw_act, dw_act_a, dw_act_b);
+      for (int i = 0; i < DDWPW_PX; ++i) mid[i] = stowage_activate_code4(mid[i], dw_act, dw_act_a, dw_act_b);
     }
 #if DDWPW_SHARE > 1
 #pragma unroll
@@ -225,9 +235,9 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     for (int j = 0; j < DDWPW_SHARE; ++j) {
-      const int cj = base + slice * DDWPW_SHARE + j;
-      if (!active || cj >= C) break;
-      float m[DDWPW_PX];
+      const int cbj = base + slice * DDWPW_SHARE + j;
+      if (!active || cbj >= C4) break;
+      float4 m[DDWPW_PX];
 #pragma unroll
       for (int i = 0; i < DDWPW_PX; ++i) {
 #if DDWPW_SHARE > 1
@@ -236,12 +246,20 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
         m[i] = mid[i];
 #endif
       }
+      // Into the pointwise outputs: lanes past C meet zero weights.
 #pragma unroll
       for (int o = 0; o < DDWPW_OB; ++o) {
         if (ob0 + o >= K4) break;
-        const float4 wv = w[(ob0 + o) * C + cj];
+        const __global float4* wo = w + (ob0 + o) * C4 * 4 + cbj * 4;
+        const float4 w0 = wo[0], w1 = wo[1], w2 = wo[2], w3 = wo[3];
 #pragma unroll
-        for (int i = 0; i < DDWPW_PX; ++i) acc[o][i] = fma((float4)(m[i]), wv, acc[o][i]);
+        for (int i = 0; i < DDWPW_PX; ++i) {
+          float4 a = acc[o][i];
+          a = fma((float4)(m[i].x), w0, a);
+          a = fma((float4)(m[i].y), w1, a);
+          a = fma((float4)(m[i].z), w2, a);
+          acc[o][i] = fma((float4)(m[i].w), w3, a);
+        }
       }
     }
 #if DDWPW_SHARE > 1
