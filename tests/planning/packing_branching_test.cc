@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../src/ir/passes/packing_internal.h"
+#include "exhaustive_packing.h"
 #include "stowage/ir/packing.h"
 
 namespace stowage::ir {
@@ -21,40 +22,8 @@ using packing::Instance;
 using packing::SearchOutcome;
 using packing::StepCounter;
 using Kinds = ExactSearch::RunKinds;
-
-// A 64-bit LCG: next(bound) is in [0, bound).
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed) {}
-  uint64_t operator()(uint64_t bound) {
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return (state_ >> 33) % bound;
-  }
-
- private:
-  uint64_t state_;
-};
-
-bool together(const PackItem& a, const PackItem& b) { return a.lower < b.upper && b.lower < a.upper; }
-
-// Every aligned offset of every item, in birth order.
-bool fits_exhaustively(std::vector<PackItem> items, uint64_t capacity) {
-  std::sort(items.begin(), items.end(), [](const PackItem& a, const PackItem& b) { return a.lower < b.lower; });
-  std::vector<uint64_t> offsets(items.size());
-  auto place = [&](auto& self, size_t k) -> bool {
-    if (k == items.size()) return true;
-    for (uint64_t at = 0; at + items[k].size <= capacity; at += items[k].alignment) {
-      bool free = true;
-      for (size_t j = 0; j < k && free; ++j)
-        free = !(together(items[k], items[j]) && at < offsets[j] + items[j].size && offsets[j] < at + items[k].size);
-      if (!free) continue;
-      offsets[k] = at;
-      if (self(self, k + 1)) return true;
-    }
-    return false;
-  };
-  return place(place, 0);
-}
+using Lcg = exhaustive::SmallRandom;
+using exhaustive::exhaustive_optimum;
 
 // For each group connected in time: the optimum by exhaustive search; the
 // search with only `kinds` must find a packing there (checked) and prove that
@@ -67,8 +36,7 @@ int expect_both_answers(const std::vector<PackItem>& items, Kinds kinds, const s
   for (const Instance& in : packing::split_into_instances(items, all)) {
     std::vector<PackItem> group;
     for (uint32_t index : in.item) group.push_back(items[index]);
-    uint64_t optimum = in.lower_bound;
-    while (!fits_exhaustively(group, optimum)) ++optimum;
+    const uint64_t optimum = exhaustive_optimum(group, in.lower_bound);
     ExactSearch search(in, kinds);
     const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
     StepCounter steps(uint64_t{1} << 40, far);

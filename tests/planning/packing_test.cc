@@ -11,10 +11,15 @@
 #include <vector>
 
 #include "../../benchmarks/planning_instances.h"
+#include "exhaustive_packing.h"
 #include "stowage/ir/packing.h"
 
 namespace stowage::ir {
 namespace {
+
+using exhaustive::alive_together;
+using exhaustive::fits_exhaustively;
+using exhaustive::SmallRandom;
 
 std::vector<PackItem> load(const std::string& name) {
   const std::string path = std::string(STOWAGE_SOURCE_DIR) + "/benchmarks/data/planning/" + name;
@@ -24,11 +29,6 @@ std::vector<PackItem> load(const std::string& name) {
   Expected<std::vector<PackItem>> items = read_planning_csv(text.str(), path);
   EXPECT_TRUE(items.has_value()) << (items ? "" : items.error().message());
   return items ? items.take() : std::vector<PackItem>{};
-}
-
-bool alive_together(const PackItem& a, const PackItem& b) {
-  return a.size > 0 && b.size > 0 && a.lower < b.upper && b.lower < a.upper && a.lower < a.upper &&
-         b.lower < b.upper;
 }
 
 // A second checker sharing nothing with check_packing: every pair of items
@@ -67,31 +67,8 @@ void expect_valid(std::span<const PackItem> items, const PackResult& result, std
   EXPECT_GE(result.height, result.lower_bound);
 }
 
-// Exhaustive search: every aligned offset of every item, items in birth
-// order. Independent of the packer's canonical search.
-bool fits_exhaustively(std::vector<PackItem> items, uint64_t capacity) {
-  std::sort(items.begin(), items.end(), [](const PackItem& a, const PackItem& b) { return a.lower < b.lower; });
-  std::vector<uint64_t> offsets(items.size());
-  auto place = [&](auto& self, size_t k) -> bool {
-    if (k == items.size()) return true;
-    for (uint64_t at = 0; at + items[k].size <= capacity; at += items[k].alignment) {
-      bool free = true;
-      for (size_t j = 0; j < k && free; ++j)
-        free = !(alive_together(items[k], items[j]) && at < offsets[j] + items[j].size &&
-                 offsets[j] < at + items[k].size);
-      if (!free) continue;
-      offsets[k] = at;
-      if (self(self, k + 1)) return true;
-    }
-    return false;
-  };
-  return place(place, 0);
-}
-
 uint64_t exhaustive_optimum(const std::vector<PackItem>& items) {
-  uint64_t height = live_bytes_lower_bound(items);
-  while (!fits_exhaustively(items, height)) ++height;
-  return height;
+  return exhaustive::exhaustive_optimum(items, live_bytes_lower_bound(items));
 }
 
 // No time limit in effect (the tests assert results, never timings): the
@@ -196,19 +173,6 @@ TEST_P(PerfectInstances, OneByteUnderTheBoundReportsTheBound) {
   EXPECT_EQ(result->height, GetParam().lower_bound) << "steps: " << result->steps;
   expect_valid(items, *result, std::nullopt);
 }
-
-// A small deterministic generator (a 64-bit LCG): next(bound) is in [0, bound).
-class SmallRandom {
- public:
-  explicit SmallRandom(uint64_t seed) : state_(seed) {}
-  uint64_t operator()(uint64_t bound) {
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return (state_ >> 33) % bound;
-  }
-
- private:
-  uint64_t state_;
-};
 
 // The packer proves the optimum that exhaustive search finds, with a valid packing.
 void expect_proven_optimal(const std::vector<PackItem>& items, int trial) {
