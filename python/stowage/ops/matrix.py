@@ -162,6 +162,10 @@ class MatrixOps(Core):
                                     f"[K, C, 1, 1])")
         n, c, h, wd = xs
         k, r, s = pw.shape[0], dw.shape[2], dw.shape[3]
+        for name, bias, count in (("dw_bias", dw_bias, c), ("pw_bias", pw_bias, k)):
+            if bias is not None and np.shape(bias) != (count,):
+                raise InvalidInputError(f"{op}: argument '{name}': expected shape [{count}], got "
+                                        f"{list(np.shape(bias))}")
         strides = shapes.pair(op, "strides", strides)
         dilations = shapes.pair(op, "dilations", dilations)
         pads = tuple(int(v) for v in pads)
