@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "stowage/ir/packing.h"
@@ -23,6 +24,19 @@ class SmallRandom {
  private:
   uint64_t state_;
 };
+
+// 2 + next(more_items) items of 1-5 bytes, born in [0, 6), alive 1-4 steps, a
+// quarter of them aligned to 2: small enough for the exhaustive search.
+inline std::vector<PackItem> small_random_items(SmallRandom& next, uint64_t more_items) {
+  std::vector<PackItem> items;
+  const uint64_t n = 2 + next(more_items);
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t lower = static_cast<int64_t>(next(6));
+    items.push_back({"b" + std::to_string(i), lower, lower + 1 + static_cast<int64_t>(next(4)), 1 + next(5),
+                     next(4) == 0 ? 2u : 1u});
+  }
+  return items;
+}
 
 // Alive at a common moment, both with bytes.
 inline bool alive_together(const PackItem& a, const PackItem& b) {

@@ -54,16 +54,7 @@ int expect_both_answers(const std::vector<PackItem>& items, Kinds kinds, const s
   return above;
 }
 
-std::vector<PackItem> random_items(Lcg& next) {
-  std::vector<PackItem> items;
-  const uint64_t n = 2 + next(7);
-  for (uint64_t i = 0; i < n; ++i) {
-    const int64_t lower = static_cast<int64_t>(next(6));
-    items.push_back({"b" + std::to_string(i), lower, lower + 1 + static_cast<int64_t>(next(4)), 1 + next(5),
-                     next(4) == 0 ? 2u : 1u});
-  }
-  return items;
-}
+std::vector<PackItem> random_items(Lcg& next) { return exhaustive::small_random_items(next, 7); }
 
 // Each branching alone, as pack() never runs it: canonical order, niche
 // branching (its first run, which settles these, takes the section with the

@@ -187,14 +187,7 @@ void expect_proven_optimal(const std::vector<PackItem>& items, int trial) {
 TEST(Packing, SmallRandomInstancesAreOptimal) {
   SmallRandom next(12345);
   for (int trial = 0; trial < 300; ++trial) {
-    std::vector<PackItem> items;
-    const uint64_t n = 2 + next(6);
-    for (uint64_t i = 0; i < n; ++i) {
-      const int64_t lower = static_cast<int64_t>(next(6));
-      items.push_back({"b" + std::to_string(i), lower, lower + 1 + static_cast<int64_t>(next(4)), 1 + next(5),
-                       next(4) == 0 ? 2u : 1u});
-    }
-    expect_proven_optimal(items, trial);
+    expect_proven_optimal(exhaustive::small_random_items(next, 6), trial);
   }
 }
 
