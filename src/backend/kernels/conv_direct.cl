@@ -59,6 +59,21 @@
 #define DCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
 
+// The epilogue of one block of 4 output channels k0 .. k0 + 3 (those below k_end) at
+// one pixel: y[at + k PQ] = activation(v + bias[k] + res[at + k PQ]), `at` the
+// pixel's offset in channel 0 of its image.
+inline void stowage_direct_store4(__global float* y, __global const float* bias, __global const float* res, float4 v,
+                                  int k0, int k_end, int at, int PQ, int flags, int act, float act_a, float act_b) {
+  const float lanes[4] = {v.x, v.y, v.z, v.w};
+  for (int l = 0; l < 4 && k0 + l < k_end; ++l) {
+    const int k = k0 + l, idx = at + k * PQ;
+    float u = lanes[l];
+    if (flags & STOWAGE_EPI_BIAS) u += bias[k];
+    if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
+    y[idx] = stowage_activate(u, act, act_a, act_b);
+  }
+}
+
 __kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* bias,
                                     __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                     int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
@@ -134,16 +149,8 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
       const int j = o * DCONV_PX + i, q = q0 + i;
       if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= Kg4 || q >= Q) continue;
       const float4 v = stowage_slices_sum(partial, acc[o][i], j, DCONV_OUTPUTS, slices, items, t);
-      const float lanes[4] = {v.x, v.y, v.z, v.w};
-      for (int l = 0; l < 4; ++l) {
-        const int m = (ob0 + o) * 4 + l;
-        if (m >= Kg) break;
-        const int k = g * Kg + m, idx = (img * K + k) * PQ + p * Q + q;
-        float u = lanes[l];
-        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
-        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
-        y[idx] = stowage_activate(u, act, act_a, act_b);
-      }
+      stowage_direct_store4(y, bias, res, v, g * Kg + (ob0 + o) * 4, (g + 1) * Kg, img * K * PQ + p * Q + q, PQ,
+                            flags, act, act_a, act_b);
     }
   }
 }
@@ -284,16 +291,8 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
       const int j = o * DDWPW_PX + i, q = q0 + i;
       if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= K4 || q >= Q) continue;
       const float4 v = stowage_slices_sum(partial, acc[o][i], j, DDWPW_OUTPUTS, slices, slice_items, ts);
-      const float lanes[4] = {v.x, v.y, v.z, v.w};
-      for (int l = 0; l < 4; ++l) {
-        const int k = (ob0 + o) * 4 + l;
-        if (k >= K) break;
-        const int idx = (img * K + k) * PQ + p * Q + q;
-        float u = lanes[l];
-        if (flags & STOWAGE_EPI_BIAS) u += bias[k];
-        if (flags & STOWAGE_EPI_RESIDUAL) u += res[idx];
-        y[idx] = stowage_activate(u, act, act_a, act_b);
-      }
+      stowage_direct_store4(y, bias, res, v, (ob0 + o) * 4, K, img * K * PQ + p * Q + q, PQ, flags, act, act_a,
+                            act_b);
     }
   }
 }
