@@ -58,6 +58,16 @@ struct RawDevice {
   cl_device_id id;
 };
 
+// CL_DEVICE_SVM_CAPABILITIES, asked only of devices of OpenCL 2.0 or later (a 1.2
+// driver may not know the query); 0 where it is unknown.
+cl_device_svm_capabilities svm_capabilities(cl_device_id id, const std::string& version) {
+  // CL_DEVICE_VERSION is "OpenCL <major>.<minor> <vendor text>".
+  if (version.size() < 8 || version.compare(0, 7, "OpenCL ") != 0 || version[7] < '2' || version[7] > '9') return 0;
+  cl_device_svm_capabilities caps = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, nullptr) != CL_SUCCESS) return 0;
+  return caps;
+}
+
 std::vector<RawDevice> enumerate_once() {
   std::vector<RawDevice> devices;
   cl_uint num_platforms = 0;
@@ -92,6 +102,7 @@ std::vector<RawDevice> enumerate_once() {
       std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
       info.fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
       info.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
+      info.svm_coarse_grain = svm_capabilities(id, info.version) & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
       devices.push_back({std::move(info), id});
     }
   }

@@ -11,8 +11,8 @@ namespace stowage::vm {
 constexpr uint8_t kDLBoolCode = 6;
 
 StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
-                             std::optional<ImageExtent> image)
-    : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)), image_(image) {
+                             std::optional<ImageExtent> image, SvmAllocation svm)
+    : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)), image_(image), svm_(std::move(svm)) {
   usage_->in_use += nbytes_;
   if (usage_->in_use > usage_->peak) usage_->peak = usage_->in_use;
 }
@@ -23,6 +23,15 @@ StorageObject::~StorageObject() {
   // before a later one that overlaps it, once kernels have used both. Tensors hold
   // their storage, so these are the last references.
   while (!sub_buffers_.empty()) sub_buffers_.pop_back();
+  if (svm_.pointer == nullptr) return;
+  mem_.reset();
+  // clSVMFree would not wait for kernels still using the bytes; a free queued
+  // behind them does. Should queueing fail, wait, then free.
+  void* pointers[] = {svm_.pointer};
+  if (clEnqueueSVMFree(svm_.context->queue(), 1, pointers, nullptr, nullptr, 0, nullptr, nullptr) != CL_SUCCESS) {
+    clFinish(svm_.context->queue());
+    clSVMFree(svm_.context->context(), svm_.pointer);
+  }
 }
 
 opencl::MemHandle StorageObject::range(uint64_t offset, uint64_t nbytes, cl_int& status, bool& created) {

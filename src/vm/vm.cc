@@ -82,6 +82,7 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
   impl->profiling = options.profile;
   impl->kernel_times = options.kernel_times;
   impl->check_bounds = options.check_bounds;
+  impl->use_svm = options.svm && impl->context->info().svm_coarse_grain;
   impl->programs = std::make_unique<opencl::ProgramCache>(impl->context);
   for (const auto& unit : impl->exe->units) {
     auto program = impl->programs->program(unit);
@@ -315,6 +316,7 @@ Profile VirtualMachine::profile() const {
   p.device_allocations = impl_->device_allocations;
   p.device_bytes_allocated = impl_->device_bytes_allocated;
   p.sub_buffers_created = impl_->sub_buffers_created;
+  p.svm_allocations = impl_->svm_allocations;
   p.kernel_launches = impl_->kernel_launches;
   p.constant_bytes = impl_->constant_bytes;
   p.programs_built = impl_->programs->stats().built_from_source;
@@ -362,6 +364,7 @@ void VirtualMachine::reset_profile() {
   impl_->device_allocations = 0;
   impl_->device_bytes_allocated = 0;
   impl_->sub_buffers_created = 0;
+  impl_->svm_allocations = 0;
   impl_->kernel_launches = 0;
   impl_->context->transfers().reset();
   impl_->argument_usage->allocations = 0;

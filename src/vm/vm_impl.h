@@ -17,6 +17,7 @@ namespace stowage::vm {
 struct BoundArg {
   bool set = false;
   cl_mem mem = nullptr;
+  const void* svm = nullptr;  // set as an SVM pointer instead of `mem`
   std::weak_ptr<StorageObject> owner;  // buffers and images: who keeps `mem` alive
   uint64_t scalar_bits = 0;
 };
@@ -73,6 +74,8 @@ struct VirtualMachine::Impl {
   uint64_t constant_bytes = 0;
   bool profiling = false;
   bool check_bounds = false;
+  bool use_svm = false;  // VmOptions::svm where the device has coarse-grained buffer SVM
+  uint64_t svm_allocations = 0;
   // kernel_times: launches whose profiling events are not read yet, and what was read.
   struct PendingLaunch {
     cl_event event;
@@ -122,6 +125,7 @@ struct VirtualMachine::Impl {
                           std::vector<Value>& regs);
   void alloc_discontiguous(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void view(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  SvmAllocation svm_buffer(uint64_t nbytes);
   opencl::MemHandle buffer_range(StorageObject& storage, uint64_t offset, uint64_t nbytes);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);
   void copy_discontiguous(const TensorObject& src, const TensorObject& dst);

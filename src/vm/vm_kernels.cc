@@ -36,18 +36,39 @@ size_t scalar_bytes(const KernelParam& param, const Value& v, uint64_t& bits) {
 // handle's value alone does not identify a buffer (a released cl_mem's address is
 // reused by the next one made), so a buffer argument also names the storage that
 // owns `mem` and is set again once that storage is gone.
+bool same_owner(const BoundArg& bound, const std::shared_ptr<StorageObject>& owner) {
+  return !bound.owner.expired() && !bound.owner.owner_before(owner) && !owner.owner_before(bound.owner);
+}
+
 void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem,
                  const std::shared_ptr<StorageObject>& owner) {
   BoundArg& bound = site.bound[i];
-  if (bound.set && bound.mem == mem && !bound.owner.expired() && !bound.owner.owner_before(owner) &&
-      !owner.owner_before(bound.owner)) {
-    return;
-  }
+  if (bound.set && bound.svm == nullptr && bound.mem == mem && same_owner(bound, owner)) return;
   cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &mem);
   if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}')", i, param.name));
   bound.set = true;
   bound.mem = mem;
+  bound.svm = nullptr;
   bound.owner = owner;
+}
+
+// A tensor's bytes from `offset` of `storage` as buffer argument `i`: a pointer
+// into an SVM storage, else `view` (its sub-buffer) or, without one, the storage.
+void set_buffer_arg(SiteState& site, const KernelParam& param, size_t i,
+                    const std::shared_ptr<StorageObject>& storage, uint64_t offset, cl_mem view) {
+  if (storage->svm_pointer() == nullptr) {
+    set_mem_arg(site, param, i, view != nullptr ? view : storage->mem(), storage);
+    return;
+  }
+  const void* pointer = static_cast<const std::byte*>(storage->svm_pointer()) + offset;
+  BoundArg& bound = site.bound[i];
+  if (bound.set && bound.svm == pointer && same_owner(bound, storage)) return;
+  cl_int status = clSetKernelArgSVMPointer(site.kernel, static_cast<cl_uint>(i), pointer);
+  if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArgSVMPointer({}, '{}')", i, param.name));
+  bound.set = true;
+  bound.mem = nullptr;
+  bound.svm = pointer;
+  bound.owner = storage;
 }
 
 void set_scalar_arg(SiteState& site, const KernelParam& param, size_t i, size_t size, uint64_t bits) {
@@ -85,7 +106,7 @@ void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instr
   }
   set_mem_arg(site, tables, first, t.tables->mem(), t.tables);
   set_scalar_arg(site, root, first + 1, t.table_entry_bytes, t.table_root);
-  set_mem_arg(site, data, first + 2, t.storage->mem(), t.storage);
+  set_buffer_arg(site, data, first + 2, t.storage, 0, nullptr);
 }
 
 std::string sizes_text(const std::array<size_t, 3>& sizes, cl_uint dims) {
@@ -200,7 +221,7 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': expects {} elements, the tensor holds {}", sig.name, i,
                                   param.name, dtype_name(param.dtype), dtype_name(t.dtype)));
       }
-      set_mem_arg(site, param, i, t.view ? t.view.get() : t.storage->mem(), t.storage);
+      set_buffer_arg(site, param, i, t.storage, t.offset, t.view.get());
     } else if (param.is_image()) {
       if (v.kind != Value::Kind::kTensor || !v.tensor->in_image()) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a tensor in an image storage", sig.name, i,

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 
 #include "stowage/bytecode/storage_rules.h"
 #include "vm_impl.h"
@@ -60,12 +61,22 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
   cl_int status = CL_SUCCESS;
   const uint64_t guard_at = (nbytes + 3) / 4 * 4;
   const uint64_t allocated = check_bounds ? guard_at + kGuardBytes : nbytes;
-  cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, allocated, nullptr, &status);
+  SvmAllocation svm = use_svm ? svm_buffer(allocated) : SvmAllocation{};
+  cl_mem mem = nullptr;
+  if (svm.pointer != nullptr) {
+    // The cl_mem over the SVM bytes serves copies and reads; kernels take pointers.
+    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, allocated, svm.pointer, &status);
+    if (status != CL_SUCCESS) clSVMFree(context->context(), svm.pointer);
+  } else {
+    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, allocated, nullptr, &status);
+  }
   if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
   ++device_allocations;
+  if (svm.pointer != nullptr) ++svm_allocations;
   device_bytes_allocated += nbytes;
   ++usage.allocations;
-  site.storage = std::make_shared<StorageObject>(scope_usage[found->second], nbytes, opencl::MemHandle(mem));
+  site.storage = std::make_shared<StorageObject>(scope_usage[found->second], nbytes, opencl::MemHandle(mem),
+                                                 std::nullopt, std::move(svm));
   if (check_bounds) {
     status = clEnqueueFillBuffer(context->queue(), mem, &kGuardPattern, sizeof kGuardPattern, guard_at, kGuardBytes,
                                  0, nullptr, nullptr);
@@ -144,11 +155,20 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   regs[ins.ops[O::kDst]] = std::move(out);
 }
 
+// An SVM allocation of `nbytes` for a buffer storage, or none (the caller then
+// makes a plain buffer): a device may offer SVM and still refuse a size.
+SvmAllocation VirtualMachine::Impl::svm_buffer(uint64_t nbytes) {
+  if (nbytes > context->info().max_alloc_bytes || nbytes > std::numeric_limits<size_t>::max()) return {};
+  void* pointer = clSVMAlloc(context->context(), CL_MEM_READ_WRITE, static_cast<size_t>(nbytes), 0);
+  if (pointer == nullptr) return {};
+  return SvmAllocation{pointer, context};
+}
+
 // The cl_mem kernels receive for bytes [offset, offset + nbytes) of `storage` (the
-// storage keeps the sub-buffers it hands out). None for zero bytes: kernels never
-// receive an empty tensor as a buffer.
+// storage keeps the sub-buffers it hands out). None for zero bytes (kernels never
+// receive an empty tensor as a buffer) and for SVM storages (kernels take pointers).
 opencl::MemHandle VirtualMachine::Impl::buffer_range(StorageObject& storage, uint64_t offset, uint64_t nbytes) {
-  if (nbytes == 0) return {};
+  if (nbytes == 0 || storage.svm_pointer() != nullptr) return {};
   cl_int status = CL_SUCCESS;
   bool created = false;
   opencl::MemHandle range = storage.range(offset, nbytes, status, created);

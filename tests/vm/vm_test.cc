@@ -43,8 +43,8 @@ Inputs make_inputs(int seed) {
   return in;
 }
 
-std::unique_ptr<VirtualMachine> make_vm(Executable exe) {
-  auto vm = VirtualMachine::create(std::make_shared<const Executable>(std::move(exe)));
+std::unique_ptr<VirtualMachine> make_vm(Executable exe, const VmOptions& options = {}) {
+  auto vm = VirtualMachine::create(std::make_shared<const Executable>(std::move(exe)), options);
   if (!vm) throw StowageError(vm.error());
   return vm.take();
 }
@@ -79,8 +79,14 @@ TEST(VmTest, RunsTheAddMulExampleAndMatchesTheHost) {
   EXPECT_EQ(result.to_vector<int32_t>(), in.expected());
 }
 
-TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
-  auto vm = make_vm(make_add_mul_executable());
+// With shared virtual memory (where the device offers it) tensors need no
+// sub-buffers; without, one per distinct range of a storage.
+class VmStorageTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(VmStorageTest, SecondInvokeMakesNoDeviceAllocation) {
+  VmOptions options;
+  options.svm = GetParam();
+  auto vm = make_vm(make_add_mul_executable(), options);
   Inputs first = make_inputs(1);
   {
     Value out = vm->invoke("main", {Value::from(int_tensor(first.x)), Value::from(int_tensor(first.y)),
@@ -88,8 +94,10 @@ TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
     EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), first.expected());
   }
   Profile p1 = vm->profile();
+  const bool svm = options.svm && vm->device().svm_coarse_grain;
   EXPECT_EQ(p1.device_allocations, 4u);   // the vtcm storage and the three arguments' buffers
-  EXPECT_EQ(p1.sub_buffers_created, 3u);  // one per distinct range of a storage (five alloc_tensor sites)
+  EXPECT_EQ(p1.svm_allocations, svm ? 1u : 0u);  // the storage the function allocates
+  EXPECT_EQ(p1.sub_buffers_created, svm ? 0u : 3u);  // else one per distinct range (five alloc_tensor sites)
   EXPECT_EQ(p1.host_to_device, 3u);       // each argument uploaded once
   EXPECT_EQ(p1.device_to_host, 1u);       // the result read back
   vm->reset_profile();
@@ -99,10 +107,14 @@ TEST(VmTest, SecondInvokeMakesNoDeviceAllocation) {
   EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), second.expected());
   Profile p2 = vm->profile();
   EXPECT_EQ(p2.device_allocations, 0u);  // the arguments' buffers are reused too
+  EXPECT_EQ(p2.svm_allocations, 0u);
   EXPECT_EQ(p2.sub_buffers_created, 0u);
   EXPECT_EQ(p2.kernel_launches, 2u);
   EXPECT_EQ(p2.host_to_device, 3u);
 }
+
+INSTANTIATE_TEST_SUITE_P(SvmOnAndOff, VmStorageTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Svm" : "SubBuffers"; });
 
 TEST(VmTest, KernelTimesCountEveryLaunchOnTheDevice) {
   VmOptions options;

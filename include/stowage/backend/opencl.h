@@ -3,7 +3,8 @@
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
+#define CL_TARGET_OPENCL_VERSION 200
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #endif
 #include <CL/cl.h>
 
@@ -47,6 +48,9 @@ struct DeviceInfo {
   uint32_t address_bits = 0;                    // CL_DEVICE_ADDRESS_BITS: the device's size_t
   bool fp16 = false;
   bool fp64 = false;
+  // Coarse-grained buffer SVM (OpenCL 2.0+): kernels can take a pointer into an
+  // allocation, so a tensor at an offset needs no sub-buffer.
+  bool svm_coarse_grain = false;
 
   std::string summary() const;  // one line: spec, name, platform, driver
 };

@@ -32,12 +32,21 @@ struct ScopeUsage {
   uint64_t allocations = 0;  // device allocations made in this scope
 };
 
+// A buffer's bytes in coarse-grained shared virtual memory: `pointer` came from
+// clSVMAlloc on `context`, and the storage's cl_mem uses it (CL_MEM_USE_HOST_PTR).
+struct SvmAllocation {
+  void* pointer = nullptr;
+  std::shared_ptr<opencl::Context> context;
+};
+
 class StorageObject {
  public:
   // A buffer of `nbytes`, or (with `image` set) an RGBA image2d of `image` pixels
-  // whose bytes count as `nbytes`.
+  // whose bytes count as `nbytes`. With `svm`, a buffer whose bytes are that SVM
+  // allocation: kernels take pointers into it, and it is freed after the commands
+  // queued before the storage goes.
   StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
-                std::optional<ImageExtent> image = std::nullopt);
+                std::optional<ImageExtent> image = std::nullopt, SvmAllocation svm = {});
   ~StorageObject();
   StorageObject(const StorageObject&) = delete;
   StorageObject& operator=(const StorageObject&) = delete;
@@ -47,6 +56,8 @@ class StorageObject {
   cl_mem mem() const { return mem_.get(); }
   bool is_image() const { return image_.has_value(); }
   const ImageExtent& image() const { return *image_; }
+  // The SVM pointer to byte 0, or null for a storage that is a plain cl_mem.
+  void* svm_pointer() const { return svm_.pointer; }
 
   // Bytes [offset, offset + nbytes) of this buffer as a kernel argument: the buffer
   // itself when that is all of it, else a sub-buffer made on first use and kept
@@ -65,6 +76,7 @@ class StorageObject {
   uint64_t nbytes_;
   opencl::MemHandle mem_;
   std::optional<ImageExtent> image_;
+  SvmAllocation svm_;
   std::mutex sub_buffers_mutex_;
   std::vector<SubBuffer> sub_buffers_;  // in order of creation; declared after mem_: released before it
 };
@@ -80,7 +92,7 @@ class TensorObject {
   // Device tensors.
   std::shared_ptr<StorageObject> storage;
   uint64_t offset = 0;
-  opencl::MemHandle view;  // sub-buffer [offset, offset + nbytes), for kernel arguments
+  opencl::MemHandle view;  // sub-buffer [offset, offset + nbytes), for kernel arguments; none in SVM
   std::shared_ptr<opencl::Context> context;
   // Tensors in an image storage: the pixels they cover from the image's origin.
   ImageExtent image_region;

@@ -43,6 +43,12 @@ struct VmOptions {
   // writes past its storage is an error naming it. Slow (waits for the device
   // after each kernel); for finding kernels that index wrongly.
   bool check_bounds = false;
+  // Where the device offers coarse-grained buffer SVM (OpenCL 2.0+), buffer storages
+  // are SVM allocations and a kernel takes a pointer to its tensor's first byte
+  // instead of a sub-buffer. NVIDIA's OpenCL makes every launch that uses a
+  // sub-buffer overlapping another one wait for the device, and planned storages
+  // are made of overlapping tensors (docs/vm_overhead.md). Off: sub-buffers always.
+  bool svm = true;
 };
 
 struct InstructionProfile {
@@ -62,6 +68,7 @@ struct Profile {
   uint64_t device_allocations = 0;      // clCreateBuffer / clCreateImage calls
   uint64_t device_bytes_allocated = 0;
   uint64_t sub_buffers_created = 0;     // tensor views
+  uint64_t svm_allocations = 0;         // of device_allocations, those in shared virtual memory
   uint64_t kernel_launches = 0;
   uint64_t programs_built = 0;          // compiled from source
   uint64_t programs_loaded = 0;         // loaded from the on-disk cache
