@@ -108,6 +108,7 @@ py::dict describe_profile(const vm::Profile& p) {
   out["device_allocations"] = p.device_allocations;
   out["device_bytes_allocated"] = p.device_bytes_allocated;
   out["sub_buffers_created"] = p.sub_buffers_created;
+  out["svm_allocations"] = p.svm_allocations;
   out["kernel_launches"] = p.kernel_launches;
   out["programs_built"] = p.programs_built;
   out["programs_loaded"] = p.programs_loaded;
@@ -223,14 +224,16 @@ void bind_tensor(py::module_& m) {
 
 void bind_machine(py::module_& m) {
   py::class_<VirtualMachine>(m, "VirtualMachineHandle")
-      .def(py::init([](const ExecutableHandle& exe, const std::string& device, bool profile, bool kernel_times) {
+      .def(py::init([](const ExecutableHandle& exe, const std::string& device, bool profile, bool kernel_times,
+                       bool svm) {
              vm::VmOptions options;
              options.device = device;
              options.profile = profile;
              options.kernel_times = kernel_times;
+             options.svm = svm;
              return unwrap(VirtualMachine::create(exe.executable, options));
            }),
-           py::arg("executable"), py::arg("device"), py::arg("profile"), py::arg("kernel_times"))
+           py::arg("executable"), py::arg("device"), py::arg("profile"), py::arg("kernel_times"), py::arg("svm"))
       .def("invoke",
            [](VirtualMachine& machine, const std::string& function, const py::list& items) {
              std::vector<Value> args;

@@ -59,10 +59,12 @@ class VirtualMachine:
     device that suits the executable, GPUs first), "opencl:N", "gpu", "cpu" or
     part of a device or platform name. ``profile=True`` times every instruction
     (waiting for the device after each); ``kernel_times=True`` records each kernel's
-    time on the device from OpenCL profiling events, without waiting.
+    time on the device from OpenCL profiling events, without waiting. ``svm=False``
+    gives kernels sub-buffers even where the device offers shared virtual memory
+    (by default buffer storages live there and kernels take pointers into them).
     """
 
-    def __init__(self, executable, device=None, profile=False, kernel_times=False):
+    def __init__(self, executable, device=None, profile=False, kernel_times=False, svm=True):
         if not isinstance(executable, Executable):
             raise InvalidInputError(
                 f"VirtualMachine: argument 'executable': expected an Executable, got {type(executable).__name__}"
@@ -70,7 +72,8 @@ class VirtualMachine:
         if device is not None and not isinstance(device, str):
             raise InvalidInputError(f"VirtualMachine: argument 'device': expected a str, got {type(device).__name__}")
         self._executable = executable
-        self._vm = _stowage.VirtualMachineHandle(executable._handle, device or "", bool(profile), bool(kernel_times))
+        self._vm = _stowage.VirtualMachineHandle(executable._handle, device or "", bool(profile), bool(kernel_times),
+                                                 bool(svm))
 
     @property
     def executable(self):

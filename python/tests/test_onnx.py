@@ -292,6 +292,25 @@ def test_networks_tuned_for_the_gpu_target_match_onnx_runtime(net, texture, devi
     check(getattr(models, net)(), {"input": image()}, device, texture=texture, target="opencl-gpu")
 
 
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+def test_sub_buffers_and_svm_pointers_give_the_same_logits(texture, device):
+    """Kernels reach a planned tensor through a pointer into SVM storage where the
+    device offers it, else through a sub-buffer: the same bytes either way."""
+    from stowage import models
+
+    model = models.mobilenet_v2()
+    exe = sw.compile(sw.from_onnx(model, texture=texture, target="opencl-gpu"), target="opencl-gpu")
+    logits, counts = {}, {}
+    for svm in (True, False):
+        vm = sw.VirtualMachine(exe, device=device, svm=svm)
+        logits[svm] = vm.invoke("main", image()).numpy()
+        counts[svm] = vm.profile()
+    np.testing.assert_array_equal(logits[True], logits[False])
+    assert counts[False]["svm_allocations"] == 0 and counts[False]["sub_buffers_created"] > 0
+    if counts[True]["svm_allocations"]:  # the device offers SVM: planned tensors need no sub-buffers
+        assert counts[True]["sub_buffers_created"] < counts[False]["sub_buffers_created"]
+
+
 # Kernel launches per inference, by kernel: fusion (conv + BN + bias + activation +
 # residual in one kernel, BN folded, Flatten a view, a depthwise conv and the pointwise
 # conv after it in one kernel) cannot regress silently.
