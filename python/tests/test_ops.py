@@ -478,6 +478,26 @@ def texture_cases(rng):
 
     cases += dwpw_cases(rng, "tex_", "conv_texture", "TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")
 
+    # Weights as buffers of the images' float4s (TCONV_WEIGHT_BUFFER): every texture kernel.
+    weight_buffer = {"conv_texture": {"TCONV_WEIGHT_BUFFER": 1}}
+    for name, x_shape, w_shape, kw in [
+        ("tex_wbuf_conv3x3_s2_asym_relu_b2", (2, 5, 13, 11), (17, 5, 3, 3),
+         dict(strides=(2, 2), pads=(1, 0, 2, 1), activation=("relu",))),
+        ("tex_wbuf_conv5x3_dil2", (1, 6, 13, 11), (7, 6, 5, 3), dict(pads=(4, 2, 4, 2), dilations=(2, 2))),
+        ("tex_wbuf_conv_grouped_aligned", (1, 8, 13, 11), (8, 4, 3, 3), dict(group=2, pads=(1, 1, 1, 1))),
+        ("tex_wbuf_depthwise_5x3_s2", (2, 6, 13, 11), (6, 1, 5, 3), dict(group=6, strides=(2, 2), pads=(2, 1, 2, 1))),
+    ]:
+        x = rand(rng, *x_shape)
+        w = rand(rng, *w_shape, low=-0.5, high=0.5)
+        b = rand(rng, w_shape[0])
+        add(name, [x], lambda ops, xv, w=w, b=b, kw=kw: ops.conv2d(xv, w, b, **kw),
+            lambda x=x, w=w, b=b, kw=kw: conv_ref(x, w, b, **kw), tuning=weight_buffer)
+    cases.append(dwpw_case("tex_wbuf_dwpw_shared2_residual", rng, (1, 17, 13, 11), 6, dict(pads=(1, 1, 1, 1)),
+                           ("clip", 0.0, 6.0), ("relu",), residual=True,
+                           tuning={"conv_texture": {"TCONV_WEIGHT_BUFFER": 1, "TDWPW_SHARE": 2}}))
+    cases.append(dwpw_case("tex_wbuf_dwpw_s2_asym_b2", rng, (2, 8, 13, 11), 9, dict(strides=(2, 2), pads=(2, 1, 2, 1)),
+                           ("hardswish",), bias=False, tuning=weight_buffer))
+
     # A residual block: conv-relu, conv + residual + relu, max pool, global average pool.
     x = rand(rng, 1, 6, 13, 11)
     w1, w2 = rand(rng, 6, 6, 3, 3, low=-0.3, high=0.3), rand(rng, 6, 6, 3, 3, low=-0.3, high=0.3)

@@ -16,7 +16,7 @@ EPI_RESIDUAL = 2
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
-TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1}
+TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
 # target's "kernels"/"launch" or LAUNCH_DEFAULTS): a layer whose output tiles give
@@ -192,6 +192,13 @@ class MatrixOps(Core):
             return self._dwpw_image(x, dw, bd, pw, pw_bias, g, acts, residual, out)
         return self._dwpw_buffer(x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out)
 
+    def _texture_weights(self, unit, weights):
+        """A texture kernel's weights [rows, ..., 4]: a `global.texture-weight` image, or
+        with TCONV_WEIGHT_BUFFER a buffer of the same float4s in the same order."""
+        if _setting(unit, TCONV_DEFAULTS, "TCONV_WEIGHT_BUFFER"):
+            return self._const(np.ascontiguousarray(weights))
+        return self._const(weights, scope=WEIGHT_TEXTURE_SCOPE)
+
     def _dwpw_launch(self, unit, px, ob, share, g, inputs):
         """(grid, local) of a fused depthwise + pointwise kernel: the sliced launch with
         G = share work-items per slice, each with its own output blocks."""
@@ -217,15 +224,14 @@ class MatrixOps(Core):
         if residual is not None:
             res_img = self._image(op, "residual", residual)
             flags |= EPI_RESIDUAL
+        unit = self._unit("conv_texture")
         wdp = np.zeros((c4 * 4, r, s), np.float32)
         wdp[:c] = dw[:, 0]
-        wd_img = self._const(wdp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4),
-                             scope=WEIGHT_TEXTURE_SCOPE)
+        wd_img = self._texture_weights(unit, wdp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4))
         wp = np.zeros((k4 * 4, c4 * 4, 1, 1), np.float32)
         wp[:k, :c] = pw
-        w_img = self._const(wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
+        w_img = self._texture_weights(unit, wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1))
         y = self._new_image((n, k, p, q))
-        unit = self._unit("conv_texture")
         grid, local = self._dwpw_launch(unit, *(_setting(unit, TCONV_DEFAULTS, name)
                                                 for name in ("TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")), g, c4)
         self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
@@ -294,8 +300,7 @@ class MatrixOps(Core):
         if group == c == k:
             wp = np.zeros((c4 * 4, r, s), np.float32)
             wp[:c] = w[:, 0]
-            w_img = self._const(wp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4),
-                                scope=WEIGHT_TEXTURE_SCOPE)
+            w_img = self._texture_weights(unit, wp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4))
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), n * p, c4, limit=64)
             self._launch(unit, "stowage_conv2d_depthwise_image", x_img, w_img, self._const(bias4), res_img, y, n, c,
                          *geometry, flags, *act, grid=grid, local=local)
@@ -305,7 +310,7 @@ class MatrixOps(Core):
             kg4 = k4 if group == 1 else kg // 4
             wp = np.zeros((k4 * 4, cgp, r, s), np.float32)
             wp[:k, :cg] = w
-            w_img = self._const(wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1), scope=WEIGHT_TEXTURE_SCOPE)
+            w_img = self._texture_weights(unit, wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1))
             ob = _setting(unit, TCONV_DEFAULTS, "TCONV_OB")
             grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
                                               cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128), self.launch)

@@ -45,6 +45,7 @@ _SHORT = {
     "TCONV_OB": "ob",
     "TDWPW_OB": "dob",
     "TDWPW_SHARE": "share",
+    "TCONV_WEIGHT_BUFFER": "wbuf",
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
     "DDWPW_OB": "dob",

@@ -39,12 +39,28 @@
 //   step and local[2] = slices * G (G work-items per slice); C, H, W are the
 //   depthwise input's, P, Q the output's.
 //
+// TCONV_WEIGHT_BUFFER = 1 takes every weight as a buffer of float4s in the same
+// order as its image (the pixel at row b, column c is element b * width + c): the
+// same reads, one image argument fewer per weight. On NVIDIA's OpenCL each image
+// argument adds about 2 us to a launch's host time (docs/vm_overhead.md).
+//
 // All end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
 // shape; pass x when there is none: an image cannot be read and written by one
 // launch, so a residual is never updated in place here).
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
 #include <stowage/slices.cl.h>
+
+#ifndef TCONV_WEIGHT_BUFFER
+#define TCONV_WEIGHT_BUFFER 0
+#endif
+#if TCONV_WEIGHT_BUFFER
+#define STOWAGE_WEIGHTS __global const float4*
+#define STOWAGE_WEIGHT(w, width, col, row) ((w)[(row) * (width) + (col)])
+#else
+#define STOWAGE_WEIGHTS read_only image2d_t
+#define STOWAGE_WEIGHT(w, width, col, row) read_imagef(w, kStowageSampler, (int2)(col, row))
+#endif
 
 #ifndef TCONV_PX
 #define TCONV_PX 4
@@ -64,7 +80,7 @@
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
 #endif
 
-__kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w, __global const float4* bias,
+__kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
                                    read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
@@ -81,6 +97,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
   const int ob0 = g * Kg4 + (blk - g * steps) * TCONV_OB, ob_end = (g + 1) * Kg4;
   const int img = np / P, p = np - img * P;
   const int RS = R * S;
+  const int w_width = (groups == 1 ? C4 * 4 : C / groups) * RS;  // the weights' image width
   if (items * slices > TCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
     if (active && slice == 0)
       for (int o = 0; o < TCONV_OB && ob0 + o < ob_end; ++o)
@@ -113,10 +130,10 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
         for (int o = 0; o < TCONV_OB; ++o) {
           const int ob = ob0 + o;
           if (ob >= ob_end) break;
-          const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
-          const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + RS, ob));
-          const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2 * RS, ob));
-          const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3 * RS, ob));
+          const float4 w0 = STOWAGE_WEIGHT(w, w_width, col, ob);
+          const float4 w1 = STOWAGE_WEIGHT(w, w_width, col + RS, ob);
+          const float4 w2 = STOWAGE_WEIGHT(w, w_width, col + 2 * RS, ob);
+          const float4 w3 = STOWAGE_WEIGHT(w, w_width, col + 3 * RS, ob);
 #pragma unroll
           for (int i = 0; i < TCONV_PX; ++i) {
             float4 a = acc[o][i];
@@ -157,7 +174,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, read_only image2d_t w,
   }
 }
 
-__kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only image2d_t w, __global const float4* bias,
+__kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
                                              read_only image2d_t res, write_only image2d_t y, int N, int C, int H,
                                              int W, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                              int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
@@ -174,7 +191,7 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only im
     const int ih = p * stride_h - pad_top + r * dil_h;
     if (ih < 0 || ih >= H) continue;
     for (int s = 0; s < S; ++s) {
-      const float4 wv = read_imagef(w, kStowageSampler, (int2)(r * S + s, cb));
+      const float4 wv = STOWAGE_WEIGHT(w, R * S, r * S + s, cb);
 #pragma unroll
       for (int i = 0; i < TCONV_PX; ++i) {
         const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
@@ -194,8 +211,8 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, read_only im
   }
 }
 
-__kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d_t wd, __global const float4* bd,
-                                        read_only image2d_t w, __global const float4* bias, read_only image2d_t res,
+__kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS wd, __global const float4* bd,
+                                        STOWAGE_WEIGHTS w, __global const float4* bias, read_only image2d_t res,
                                         write_only image2d_t y, int N, int C, int H, int W, int K, int P, int Q, int R,
                                         int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
                                         int dil_w, int dw_act, float dw_act_a, float dw_act_b, int flags, int act,
@@ -251,15 +268,15 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
             const int iw = iw0 + j;
             row[j] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)) : (float4)(0.0f);
           }
-          const float4 w0 = read_imagef(wd, kStowageSampler, (int2)(r * 3, cb));
-          const float4 w1 = read_imagef(wd, kStowageSampler, (int2)(r * 3 + 1, cb));
-          const float4 w2 = read_imagef(wd, kStowageSampler, (int2)(r * 3 + 2, cb));
+          const float4 w0 = STOWAGE_WEIGHT(wd, R * 3, r * 3, cb);
+          const float4 w1 = STOWAGE_WEIGHT(wd, R * 3, r * 3 + 1, cb);
+          const float4 w2 = STOWAGE_WEIGHT(wd, R * 3, r * 3 + 2, cb);
 #pragma unroll
           for (int i = 0; i < TCONV_PX; ++i) mid[i] = fma(row[i + 2], w2, fma(row[i + 1], w1, fma(row[i], w0, mid[i])));
           continue;
         }
         for (int s = 0; s < S; ++s) {
-          const float4 wv = read_imagef(wd, kStowageSampler, (int2)(r * S + s, cb));
+          const float4 wv = STOWAGE_WEIGHT(wd, R * S, r * S + s, cb);
 #pragma unroll
           for (int i = 0; i < TCONV_PX; ++i) {
             const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
@@ -294,10 +311,10 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, read_only image2d
       for (int o = 0; o < TDWPW_OB; ++o) {
         const int ob = ob0 + o;
         if (ob >= K4) break;
-        const float4 w0 = read_imagef(w, kStowageSampler, (int2)(col, ob));
-        const float4 w1 = read_imagef(w, kStowageSampler, (int2)(col + 1, ob));
-        const float4 w2 = read_imagef(w, kStowageSampler, (int2)(col + 2, ob));
-        const float4 w3 = read_imagef(w, kStowageSampler, (int2)(col + 3, ob));
+        const float4 w0 = STOWAGE_WEIGHT(w, C4 * 4, col, ob);
+        const float4 w1 = STOWAGE_WEIGHT(w, C4 * 4, col + 1, ob);
+        const float4 w2 = STOWAGE_WEIGHT(w, C4 * 4, col + 2, ob);
+        const float4 w3 = STOWAGE_WEIGHT(w, C4 * 4, col + 3, ob);
 #pragma unroll
         for (int i = 0; i < TCONV_PX; ++i) {
           float4 a = acc[o][i];
