@@ -144,6 +144,39 @@ def test_depthwise_then_pointwise_is_one_kernel(texture, device):
     assert vm.profile()["kernel_launches"] == (5 if texture else 3)  # two convolutions and the Mul
 
 
+def classifier_model(trans_b=1, alpha=1.0, beta=1.0, c_shape=(7,), act=None, extra_reader=False):
+    """x -> GlobalAveragePool -> Flatten -> Gemm (-> activation); with `extra_reader`
+    the Flatten's result is also read by a second Gemm, so the pool and Gemm stay apart."""
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "w"] + (["c"] if c_shape else []), ["z" if act or extra_reader else "y"],
+                              transB=trans_b, alpha=alpha, beta=beta)]
+    if act:
+        nodes.append(helper.make_node(act, ["z"], ["y"]))
+    if extra_reader:
+        nodes.append(helper.make_node("Gemm", ["f", "w2"], ["f2"], transB=1))
+        nodes.append(helper.make_node("Add", ["z", "f2"], ["y"]))
+    inits = [("w", rand(7, 12) if trans_b else rand(12, 7))] + ([("c", rand(*c_shape))] if c_shape else [])
+    if extra_reader:
+        inits.append(("w2", rand(7, 12)))
+    return make_model(nodes, [("x", (2, 12, 5, 3))], ("y", None), inits)
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+@pytest.mark.parametrize("kw", [{}, dict(trans_b=0, alpha=0.5, beta=2.0, c_shape=(1, 7), act="Relu"),
+                                dict(c_shape=None, act="Sigmoid"), dict(c_shape=(1,))],
+                         ids=["plain", "transposed_scaled_relu", "no_bias_sigmoid", "scalar_bias"])
+def test_pool_flatten_gemm_is_one_kernel(kw, texture, device):
+    feeds = {"x": rand(2, 12, 5, 3)}
+    vm = check(classifier_model(**kw), feeds, device, texture=texture)
+    # the pool reads its input where it is (a buffer parameter), in either mode
+    assert vm.profile()["kernel_launches"] == 1
+
+
+def test_pool_flatten_gemm_stay_apart_when_the_flatten_has_another_reader(device):
+    vm = check(classifier_model(extra_reader=True), {"x": rand(2, 12, 5, 3)}, device)
+    assert vm.profile()["kernel_launches"] > 1
+
+
 # ---- Gemm, MatMul ----------------------------------------------------------------
 
 
@@ -313,43 +346,37 @@ def test_sub_buffers_and_svm_pointers_give_the_same_logits(texture, device):
 
 # Kernel launches per inference, by kernel: fusion (conv + BN + bias + activation +
 # residual in one kernel, BN folded, Flatten a view, a depthwise conv and the pointwise
-# conv after it in one kernel) cannot regress silently.
+# conv after it in one kernel, the global average pool, Flatten and classifier in one
+# kernel) cannot regress silently.
 LAUNCHES = {
-    ("resnet18", False): {"stowage_conv2d": 21, "stowage_conv2d_split_sum": 18, "stowage_max_pool2d": 1,
-                          "stowage_global_avg_pool": 1},
+    ("resnet18", False): {"stowage_conv2d": 20, "stowage_max_pool2d": 1, "stowage_conv2d_split_sum": 17,
+                          "stowage_pooled_linear": 1},
     ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 20, "stowage_max_pool2d_image": 1,
-                         "stowage_global_avg_pool_image": 1, "stowage_image_to_nchw": 1, "stowage_conv2d": 1,
-                         "stowage_conv2d_split_sum": 1},
-    ("resnet50", False): {"stowage_conv2d": 44, "stowage_conv2d_split_sum": 42, "stowage_gemm": 10,
-                          "stowage_max_pool2d": 1, "stowage_global_avg_pool": 1},
+                         "stowage_pooled_linear_image": 1},
+    ("resnet50", False): {"stowage_conv2d": 43, "stowage_max_pool2d": 1, "stowage_gemm": 10,
+                          "stowage_conv2d_split_sum": 41, "stowage_pooled_linear": 1},
     ("resnet50", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 53, "stowage_max_pool2d_image": 1,
-                         "stowage_global_avg_pool_image": 1, "stowage_image_to_nchw": 1, "stowage_conv2d": 1,
-                         "stowage_conv2d_split_sum": 1},
-    ("mobilenet_v2", False): {"stowage_conv2d": 3, "stowage_conv2d_split_sum": 2, "stowage_conv2d_dwpw_direct": 17,
-                              "stowage_gemm": 16, "stowage_global_avg_pool": 1},
-    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 18,
-                             "stowage_conv2d_dwpw_image": 17, "stowage_global_avg_pool_image": 1,
-                             "stowage_image_to_nchw": 1, "stowage_conv2d": 1, "stowage_conv2d_split_sum": 1},
+                         "stowage_pooled_linear_image": 1},
+    ("mobilenet_v2", False): {"stowage_conv2d": 2, "stowage_conv2d_dwpw_direct": 17, "stowage_gemm": 16,
+                              "stowage_conv2d_split_sum": 1, "stowage_pooled_linear": 1},
+    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 18, "stowage_conv2d_dwpw_image": 17,
+                             "stowage_pooled_linear_image": 1},
 }
 
 
 # The same under opencl-gpu's kernel defaults (kernel names carry their settings).
 GPU_LAUNCHES = {
-    ("resnet18", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 18, "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 16,
-                          "stowage_conv2d_direct_ob1_px4_dob1_share4": 3, "stowage_max_pool2d": 1,
-                          "stowage_global_avg_pool": 1},
+    ("resnet18", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 18, "stowage_max_pool2d": 1,
+                          "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 16,
+                          "stowage_conv2d_direct_ob1_px4_dob1_share4": 2, "stowage_pooled_linear": 1},
     ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_wbuf1_share2": 20,
-                         "stowage_max_pool2d_image": 1, "stowage_global_avg_pool_image": 1,
-                         "stowage_image_to_nchw": 1, "stowage_conv2d_direct_ob1_px4_dob1_share4": 1},
-    ("mobilenet_v2", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 2,
-                              "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 1,
+                         "stowage_max_pool2d_image": 1, "stowage_pooled_linear_image": 1},
+    ("mobilenet_v2", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 1,
                               "stowage_conv2d_dwpw_direct_ob1_px4_dob1_share4": 17,
                               "stowage_gemm_k16_m64_n64_wm4_wn4": 6, "stowage_conv2d_direct_ob1_px4_dob1_share4": 11,
-                              "stowage_global_avg_pool": 1},
+                              "stowage_pooled_linear": 1},
     ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_wbuf1_share2": 18,
-                             "stowage_conv2d_dwpw_image_wbuf1_share2": 17, "stowage_global_avg_pool_image": 1,
-                             "stowage_image_to_nchw": 1, "stowage_conv2d_k16_m64_n64_wm4_wn4": 1,
-                             "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 1},
+                             "stowage_conv2d_dwpw_image_wbuf1_share2": 17, "stowage_pooled_linear_image": 1},
 }
 
 

@@ -375,6 +375,25 @@ def pool_case(name, rng, mode, shape, kernel, strides, pads, dilations=(1, 1), c
     return Case(name, [x], emit, lambda: pool_ref(x, kernel, strides, pads, dilations, mode, count_include_pad))
 
 
+def pooled_linear_case(name, rng, x_shape, j, bias=True, activation=None, tuning=None, texture=False):
+    """global_avg_pool_linear: pooled, flattened and multiplied by a [J, C] weight."""
+    x = rand(rng, *x_shape)
+    w = rand(rng, j, x_shape[1], low=-0.5, high=0.5)
+    b = rand(rng, j) if bias else None
+
+    def emit(ops, xv):
+        if texture:  # an identity max pool puts the parameter into an image, as a convolution would
+            xv = ops.max_pool(xv, (1, 1), strides=(1, 1), pads=(0, 0, 0, 0))
+            assert ops.is_texture(xv)
+        return ops.global_avg_pool_linear(xv, w, b, activation=activation)
+
+    def ref():
+        y = x.astype(np.float64).mean(axis=(2, 3)) @ w.T.astype(np.float64)
+        return act_ref(y if b is None else y + b, activation)
+
+    return Case(name, [x], emit, ref, tuning)
+
+
 def pooling_cases(rng):
     x_gap, x_gap3 = rand(rng, 2, 17, 13, 11), rand(rng, 2, 3, 70)
     x_sm, x_sm4 = rand(rng, 2, 1000, low=-5, high=5), rand(rng, 2, 5, 3, 4, low=-5, high=5)
@@ -392,6 +411,13 @@ def pooling_cases(rng):
              lambda: x_gap.astype(np.float64).mean(axis=(2, 3), keepdims=True)),
         Case("global_avg_pool_rank3", [x_gap3], lambda ops, xv: ops.global_avg_pool(xv),
              lambda: x_gap3.astype(np.float64).mean(axis=2, keepdims=True)),
+        pooled_linear_case("global_avg_pool_linear_b2_odd", rng, (2, 37, 5, 3), 21),
+        pooled_linear_case("global_avg_pool_linear_1000_relu", rng, (1, 300, 7, 7), 1000, activation=("relu",)),
+        pooled_linear_case("global_avg_pool_linear_no_bias_1x1", rng, (3, 5, 1, 1), 2, bias=False),
+        pooled_linear_case("global_avg_pool_linear_small_groups", rng, (2, 9, 4, 4), 11, activation=("clip", -1, 1),
+                           tuning={"pooling": {"PL_LOCAL": 4, "PL_ROWS": 3}}),
+        pooled_linear_case("global_avg_pool_linear_unfused", rng, (2, 9, 4, 4), 11,
+                           tuning={"launch": {"FUSE_POOL_LINEAR": 0}}),
         Case("softmax_last_1000", [x_sm], lambda ops, xv: ops.softmax(xv, 1), lambda: softmax_ref(x_sm, 1)),
         Case("softmax_axis1_inner", [x_sm4], lambda ops, xv: ops.softmax(xv, 1), lambda: softmax_ref(x_sm4, 1)),
         Case("softmax_axis_minus1", [x_sm4], lambda ops, xv: ops.softmax(xv, -1), lambda: softmax_ref(x_sm4, -1)),
@@ -561,6 +587,13 @@ def texture_cases(rng):
     add("tex_global_avg_pool_flatten_gemm", [xq],
         lambda ops, v: ops.gemm(ops.flatten(ops.global_avg_pool(tex(ops, v))), w_fc, b_fc, trans_b=True),
         lambda: xq.astype(np.float64).mean(axis=(2, 3)) @ w_fc.T.astype(np.float64) + b_fc)
+    for name, x_shape, j, kw in (("tex_global_avg_pool_linear_odd_channels", (2, 7, 5, 6), 13, {}),
+                                 ("tex_global_avg_pool_linear_1000_hardswish", (1, 301, 7, 7), 1000,
+                                  dict(activation=("hardswish",))),
+                                 ("tex_global_avg_pool_linear_small_groups", (1, 12, 3, 3), 5,
+                                  dict(bias=False, tuning={"pooling_texture": {"PL_LOCAL": 2, "PL_ROWS": 2}}))):
+        case = pooled_linear_case(name, rng, x_shape, j, texture=True, **kw)
+        add(case.name, case.inputs, case.emit, case.reference, case.tuning)
     add("tex_reshape_softmax", [xq], lambda ops, v: ops.softmax(ops.reshape(tex(ops, v), (2, -1)), 1),
         lambda: softmax_ref(xq.reshape(2, -1), 1))
     add("tex_transpose", [xq], lambda ops, v: ops.transpose(tex(ops, v), (0, 2, 3, 1)),

@@ -1,6 +1,6 @@
 /* What the pooling kernels on buffers and on images share (docs/operators.md):
- * the window of an output inside the input, the divisor of an average pool, and
- * the global average pool's sum over a work-group. */
+ * the window of an output inside the input, the divisor of an average pool, the
+ * global average pool's sum over a work-group, and the end of a pooled linear layer. */
 #ifndef STOWAGE_POOLING_CL_H
 #define STOWAGE_POOLING_CL_H
 
@@ -37,5 +37,39 @@ inline int stowage_avg_pool_count(int4 taps, int h0, int w0, int kernel_h, int k
       barrier(CLK_LOCAL_MEM_FENCE);                                  \
     }                                                                \
   } while (0)
+
+#ifndef PL_LOCAL
+#define PL_LOCAL 128  // work-items of a pooled linear layer's work-group
+#endif
+#ifndef PL_ROWS
+#define PL_ROWS 16  // outputs of a pooled linear layer's work-group
+#endif
+#if PL_LOCAL & (PL_LOCAL - 1)
+#error "PL_LOCAL must be a power of two"
+#endif
+#if PL_ROWS > PL_LOCAL
+#error "PL_ROWS must not exceed PL_LOCAL (one work-item writes each output)"
+#endif
+
+/* (Needs <stowage/epilogue.cl.h> included before this header.)
+ * The end of stowage_pooled_linear and its image twin: adds the work-items'
+ * PL_ROWS partial sums acc[] over the work-group in a fixed order (t: the local
+ * id; partial: PL_ROWS * PL_LOCAL floats of local memory) and writes outputs
+ * j0 .. j0 + PL_ROWS - 1 of row n of y [N, J], with bias and activation. */
+inline void stowage_pooled_linear_end(const float* acc, __local float* partial, int t, int n, int j0, int J,
+                                      __global const float* bias, __global float* y, int flags, int act, float act_a,
+                                      float act_b) {
+  for (int r = 0; r < PL_ROWS; ++r) partial[r * PL_LOCAL + t] = acc[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = PL_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step)
+      for (int r = 0; r < PL_ROWS; ++r) partial[r * PL_LOCAL + t] += partial[r * PL_LOCAL + t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < PL_ROWS && j0 + t < J) {
+    const float v = partial[t * PL_LOCAL] + ((flags & STOWAGE_EPI_BIAS) ? bias[j0 + t] : 0.0f);
+    y[n * J + j0 + t] = stowage_activate(v, act, act_a, act_b);
+  }
+}
 
 #endif

@@ -7,7 +7,10 @@ Gemm absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too.
 node is absorbed only when the value it takes is used by it alone and is no graph
 output. A depthwise Conv (one channel per group, without a residual) absorbs the
 pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its result,
-with that Conv's own epilogue: the library may run the two as one kernel. Groups
+with that Conv's own epilogue: the library may run the two as one kernel. A
+GlobalAveragePool absorbs the Flatten (axis 1) that alone reads its result and the
+Gemm that alone reads that as its A, with constant B and a constant C of one row,
+and the Gemm's activation: a classifier's end in one kernel. Groups
 are emitted in a topological order that keeps the graph's order where it can: a
 residual Add may come in the graph before the branch that feeds it.
 """
@@ -28,6 +31,7 @@ class Group:
         self.residual = ""  # the Add's other input
         self.act = None  # the activation
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
+        self.linear = None  # the Gemm after a GlobalAveragePool and Flatten
         self.nodes = [main]
 
     @property
@@ -78,10 +82,33 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 group.nodes.append(add)
                 out = add.outputs[0]
     if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
-        act = only_consumer(graph, out, ACTIVATIONS, absorbed)
-        if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
-            group.act = act
-            group.nodes.append(act)
+        absorb_activation(graph, group, out, is_static, absorbed)
+
+
+def absorb_activation(graph, group, out, is_static, absorbed):
+    """Adds to `group` the activation that alone reads `out`, if it can take it."""
+    act = only_consumer(graph, out, ACTIVATIONS, absorbed)
+    if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
+        group.act = act
+        group.nodes.append(act)
+
+
+def absorb_linear(graph, group, is_static, absorbed):
+    """Adds to a GlobalAveragePool's `group` the Flatten and Gemm of a classifier."""
+    flat = only_consumer(graph, group.main.outputs[0], ("Flatten",), absorbed)
+    if flat is None or flat.attr("axis", 1) != 1 or len(flat.outputs) != 1:
+        return
+    gemm = only_consumer(graph, flat.outputs[0], ("Gemm",), absorbed)
+    if gemm is None or gemm.inputs[0] != flat.outputs[0] or gemm.attr("transA", 0) or len(gemm.inputs) < 2:
+        return
+    b = graph.initializers.get(gemm.inputs[1])
+    c = gemm.inputs[2] if len(gemm.inputs) > 2 and gemm.inputs[2] else None
+    c_value = graph.initializers.get(c) if c is not None else None
+    if b is None or b.ndim != 2 or (c is not None and (c_value is None or (c_value.ndim == 2 and c_value.shape[0] != 1))):
+        return
+    group.linear = gemm
+    group.nodes.extend([flat, gemm])
+    absorb_activation(graph, group, gemm.outputs[0], is_static, absorbed)
 
 
 def conv_weight_shape(graph, node):
@@ -121,6 +148,8 @@ def group_nodes(graph, is_static):
                 absorb_epilogue(graph, pointwise, is_static, absorbed)
                 group.pointwise = pointwise
                 group.nodes.extend(pointwise.nodes)
+        if node.op_type == "GlobalAveragePool":
+            absorb_linear(graph, group, is_static, absorbed)
         absorbed.update(n.index for n in group.nodes)
         groups.append(group)
     return schedule(graph, groups)

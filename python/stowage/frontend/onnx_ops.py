@@ -20,6 +20,8 @@ def emit_group(imp, group):
         return {group.output: conv(imp, group)}
     if node.op_type == "Gemm":
         return {group.output: gemm(imp, group)}
+    if node.op_type == "GlobalAveragePool" and group.linear is not None:
+        return {group.output: pooled_linear(imp, group)}
     if node.op_type in ("Add", "Sub", "Mul", "Div") and group.act is not None:
         return {group.output: binary(imp, node, activation(imp, group.act), out=imp.out_for(group.output))}
     converter = CONVERTERS.get(node.op_type)
@@ -214,6 +216,31 @@ def gemm(imp, group):
         alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), activation=act,
         out=imp.out_for(group.output),
     )
+
+
+def pooled_linear(imp, group):
+    """GlobalAveragePool, Flatten and Gemm (constant B, C of one row) as one op."""
+    pool, gemm_node = group.main, group.linear
+    pool.check_attrs(())
+    gemm_node.check_attrs(("alpha", "beta", "transA", "transB", "broadcast"))
+    x = imp.tensor(pool, 0)
+    shape = imp.shape(x)
+    if len(shape) < 3:
+        raise pool.unsupported(f"a rank-{len(shape)} input: needs [N, C, spatial...]")
+    if len(shape) != 4:  # [N, C, spatial...] pools like [N, C, prod(spatial), 1]
+        x = imp.ob.reshape(x, (shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64)), 1))
+    b = imp.static(gemm_node, 1).astype(np.float64)
+    weight = (b if gemm_node.attr("transB", 0) else b.T) * float(gemm_node.attr("alpha", 1.0))
+    if weight.shape[1] != shape[1]:
+        raise gemm_node.invalid(f"B {list(b.shape)} does not fit the {shape[1]} pooled channels")
+    c = imp.optional(gemm_node, 2)
+    bias = None
+    if c is not None:
+        bias = np.broadcast_to(np.asarray(c, np.float64).reshape(-1) if np.size(c) != 1 else np.asarray(c).reshape(()),
+                               (weight.shape[0],)) * float(gemm_node.attr("beta", 1.0))
+    act = activation(imp, group.act) if group.act is not None else None
+    return imp.ob.global_avg_pool_linear(x, as_float32(weight), None if bias is None else as_float32(bias),
+                                         activation=act, out=imp.out_for(group.output))
 
 
 # ---- elementwise ----------------------------------------------------------------

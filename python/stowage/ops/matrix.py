@@ -34,7 +34,8 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # SLICES_MAX, at most the input blocks or channels of a group) while their launch
 # has fewer work-items than SLICE_ITEMS.
 # FUSE_DEPTHWISE_POINTWISE (1: on) lets conv2d_depthwise_pointwise run as one kernel
-# (stowage_conv2d_dwpw_image on images, stowage_conv2d_dwpw_direct on buffers).
+# (stowage_conv2d_dwpw_image on images, stowage_conv2d_dwpw_direct on buffers);
+# FUSE_POOL_LINEAR (1: on) global_avg_pool_linear (stowage_pooled_linear).
 
 
 def _setting(unit, defaults, name):
@@ -494,6 +495,49 @@ class MatrixOps(Core):
         dst = self._dest(op, out, (m, n))
         self._gemm_launch(a_var, b_var, bias_var, None, dst, m=m, n=n, k=ka, sam=sam, sak=sak, sbk=sbk, sbn=sbn,
                           sbias=sbias, levels=[], alpha=alpha, flags=flags, act=act)
+        return dst
+
+    def global_avg_pool_linear(self, x, weight, bias=None, *, activation=None, out=None):
+        """A global average pool, Flatten and a linear layer with constant weight
+        [J, C] and bias [J]: y [N, J] = act(bias + mean over H, W of x times weight^T),
+        as a classifier ends, in one kernel (reading x from its image in texture
+        mode). A global_avg_pool and a gemm when the launch setting FUSE_POOL_LINEAR
+        is 0."""
+        op = "global_avg_pool_linear"
+        xs = self.shape_of(x)
+        if len(xs) != 4:
+            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, H, W], got shape {list(xs)}")
+        n, c, h, wd = xs
+        w = _weight_array(op, weight, 2)
+        if w.shape[1] != c:
+            raise InvalidInputError(f"{op}: weight {list(w.shape)} does not fit {c} channels (needs [J, C])")
+        j = w.shape[0]
+        if bias is not None and (isinstance(bias, Var) or np.shape(bias) != (j,)):
+            raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{j}], got "
+                                    f"{list(np.shape(bias)) if not isinstance(bias, Var) else 'a Var'}")
+        if not self.launch["FUSE_POOL_LINEAR"]:
+            pooled = self.reshape(self.global_avg_pool(x), (n, c))
+            return self.gemm(pooled, w, bias, trans_b=True, activation=activation, out=out)
+        act = parse_activation(op, activation)
+        shapes.check_elements(op, xs)
+        shapes.check_elements(op, (j, c))
+        shapes.check_elements(op, (n, j))
+        w_var = self._const(np.ascontiguousarray(w))
+        flags, bias_var = 0, w_var
+        if bias is not None:
+            flags, bias_var = EPI_BIAS, self._const(np.asarray(bias, np.float32).reshape(j))
+        dst = self._dest(op, out, (n, j))
+        if self.texture and self.is_texture(x):
+            unit = self._unit("pooling_texture")
+            args = (self._image(op, "x", x), w_var, bias_var, dst, c, h, wd)
+            kernel = "stowage_pooled_linear_image"
+        else:
+            unit = self._unit("pooling")
+            args = (self._buffer(op, "x", x), w_var, bias_var, dst, c, h * wd)
+            kernel = "stowage_pooled_linear"
+        local = unit.defines.get("PL_LOCAL", 128)
+        blocks = shapes.ceil_div(j, unit.defines.get("PL_ROWS", 16))
+        self._launch(unit, kernel, *args, j, flags, *act, grid=(local, n * blocks), local=(local, 1))
         return dst
 
     def _gemm_as_convolution(self, b, c, m, n, trans_a, alpha, out):

@@ -52,6 +52,8 @@ _SHORT = {
     "DDWPW_PX": "dpx",
     "DDWPW_SHARE": "share",
     "GAP_LOCAL": "gap",
+    "PL_LOCAL": "pl",
+    "PL_ROWS": "plr",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",
 }
