@@ -39,10 +39,10 @@ inline int stowage_avg_pool_count(int4 taps, int h0, int w0, int kernel_h, int k
   } while (0)
 
 #ifndef PL_LOCAL
-#define PL_LOCAL 128  // work-items of a pooled linear layer's work-group
+#define PL_LOCAL 128  // work-items of a work-group of stowage_pooled_linear
 #endif
 #ifndef PL_ROWS
-#define PL_ROWS 16  // outputs of a pooled linear layer's work-group
+#define PL_ROWS 4  // outputs of a work-group of stowage_pooled_linear
 #endif
 #if PL_LOCAL & (PL_LOCAL - 1)
 #error "PL_LOCAL must be a power of two"

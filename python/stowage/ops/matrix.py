@@ -500,14 +500,16 @@ class MatrixOps(Core):
     def global_avg_pool_linear(self, x, weight, bias=None, *, activation=None, out=None):
         """A global average pool, Flatten and a linear layer with constant weight
         [J, C] and bias [J]: y [N, J] = act(bias + mean over H, W of x times weight^T),
-        as a classifier ends, in one kernel (reading x from its image in texture
-        mode). A global_avg_pool and a gemm when the launch setting FUSE_POOL_LINEAR
-        is 0."""
+        as a classifier ends. Two kernels: the pool (on the image in texture mode) and
+        stowage_pooled_linear, which reads the pooled values where the pool left them;
+        the pool, a conversion out of the image and a split-K GEMM with its sum were
+        up to four. A global_avg_pool and a gemm when the launch setting
+        FUSE_POOL_LINEAR is 0."""
         op = "global_avg_pool_linear"
         xs = self.shape_of(x)
         if len(xs) != 4:
             raise InvalidInputError(f"{op}: argument 'x': expected [N, C, H, W], got shape {list(xs)}")
-        n, c, h, wd = xs
+        n, c = xs[:2]
         w = _weight_array(op, weight, 2)
         if w.shape[1] != c:
             raise InvalidInputError(f"{op}: weight {list(w.shape)} does not fit {c} channels (needs [J, C])")
@@ -515,11 +517,10 @@ class MatrixOps(Core):
         if bias is not None and (isinstance(bias, Var) or np.shape(bias) != (j,)):
             raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{j}], got "
                                     f"{list(np.shape(bias)) if not isinstance(bias, Var) else 'a Var'}")
+        pooled = self.global_avg_pool(x)
         if not self.launch["FUSE_POOL_LINEAR"]:
-            pooled = self.reshape(self.global_avg_pool(x), (n, c))
-            return self.gemm(pooled, w, bias, trans_b=True, activation=activation, out=out)
+            return self.gemm(self.reshape(pooled, (n, c)), w, bias, trans_b=True, activation=activation, out=out)
         act = parse_activation(op, activation)
-        shapes.check_elements(op, xs)
         shapes.check_elements(op, (j, c))
         shapes.check_elements(op, (n, j))
         w_var = self._const(np.ascontiguousarray(w))
@@ -527,17 +528,16 @@ class MatrixOps(Core):
         if bias is not None:
             flags, bias_var = EPI_BIAS, self._const(np.asarray(bias, np.float32).reshape(j))
         dst = self._dest(op, out, (n, j))
-        if self.texture and self.is_texture(x):
-            unit = self._unit("pooling_texture")
-            args = (self._image(op, "x", x), w_var, bias_var, dst, c, h, wd)
-            kernel = "stowage_pooled_linear_image"
+        if self.is_texture(pooled):
+            unit, kernel = self._unit("pooling_texture"), "stowage_pooled_linear_image"
+            x_arg = self._image(op, "x", pooled)
         else:
-            unit = self._unit("pooling")
-            args = (self._buffer(op, "x", x), w_var, bias_var, dst, c, h * wd)
-            kernel = "stowage_pooled_linear"
+            unit, kernel = self._unit("pooling"), "stowage_pooled_linear"
+            x_arg = self._buffer(op, "x", pooled)
         local = unit.defines.get("PL_LOCAL", 128)
-        blocks = shapes.ceil_div(j, unit.defines.get("PL_ROWS", 16))
-        self._launch(unit, kernel, *args, j, flags, *act, grid=(local, n * blocks), local=(local, 1))
+        blocks = shapes.ceil_div(j, unit.defines.get("PL_ROWS", 4))
+        self._launch(unit, kernel, x_arg, w_var, bias_var, dst, c, j, flags, *act, grid=(local, n * blocks),
+                     local=(local, 1))
         return dst
 
     def _gemm_as_convolution(self, b, c, m, n, trans_a, alpha, out):

@@ -11,13 +11,12 @@
 // stowage_global_avg_pool: y[i] = mean of x[i * HW .. i * HW + HW), i < rows, one
 //   work-group of GAP_LOCAL work-items per row, summed in a fixed order.
 //   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, rows].
-// stowage_pooled_linear: y [N, J] = act(bias + w [J, C] times the mean of each of
-//   x's N * C rows of HW values): a global average pool, Flatten and a Gemm with
-//   constant weights in one launch. A work-group of PL_LOCAL work-items makes
-//   PL_ROWS outputs of one image: each work-item pools the channels t, t +
-//   PL_LOCAL, ... and multiplies them into its PL_ROWS sums, which the work-group
-//   adds in a fixed order. Every work-group pools all of its image's channels:
-//   reads the planner's smallest tensors again instead of a launch more.
+// stowage_pooled_linear: y [N, J] = act(bias + x [N, C] times w [J, C]^T): the
+//   linear layer after a global average pool (x, its result) with constant weights,
+//   at small batch, without split-K's second launch. A work-group of PL_LOCAL
+//   work-items makes PL_ROWS outputs of one image: each work-item multiplies the
+//   channels t, t + PL_LOCAL, ... (neighbouring work-items, neighbouring weights)
+//   into its PL_ROWS sums, which the work-group adds in a fixed order.
 //   Launch: local = [PL_LOCAL, 1], grid = [PL_LOCAL, N * ceil(J / PL_ROWS)].
 #include <stowage/epilogue.cl.h>
 #include <stowage/pooling.cl.h>
@@ -71,20 +70,18 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
 }
 
 __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pooled_linear(
-    __global const float* x, __global const float* w, __global const float* bias, __global float* y, int C, int HW,
-    int J, int flags, int act, float act_a, float act_b) {
+    __global const float* x, __global const float* w, __global const float* bias, __global float* y, int C, int J,
+    int flags, int act, float act_a, float act_b) {
   __local float partial[PL_ROWS * PL_LOCAL];
   const int t = get_local_id(0), blocks = (J + PL_ROWS - 1) / PL_ROWS;
   const int n = get_group_id(1) / blocks, j0 = (get_group_id(1) - n * blocks) * PL_ROWS;
-  const float scale = 1.0f / (float)HW;
   float acc[PL_ROWS];
   for (int r = 0; r < PL_ROWS; ++r) acc[r] = 0.0f;
   for (int c = t; c < C; c += PL_LOCAL) {
-    const __global float* xc = x + (n * C + c) * HW;
-    float sum = 0.0f;
-    for (int i = 0; i < HW; ++i) sum += xc[i];
-    const float mean = sum * scale;
-    for (int r = 0; r < PL_ROWS && j0 + r < J; ++r) acc[r] = fma(w[(j0 + r) * C + c], mean, acc[r]);
+    const float v = x[n * C + c];
+    // A constant trip count keeps acc in registers; rows past J repeat the last.
+#pragma unroll
+    for (int r = 0; r < PL_ROWS; ++r) acc[r] = fma(w[min(j0 + r, J - 1) * C + c], v, acc[r]);
   }
   stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b);
 }

@@ -8,10 +8,9 @@
 //   mean of each plane's H * W pixels; one work-group of GAP_LOCAL work-items a
 //   plane, summed in a fixed order.
 //   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, N * C4].
-// stowage_pooled_linear_image: stowage_pooled_linear (pooling.cl) reading x from its
-//   image: each work-item pools the blocks of 4 channels t, t + PL_LOCAL, ...; y,
-//   w and bias are buffers as there.
-//   Launch: local = [PL_LOCAL, 1], grid = [PL_LOCAL, N * ceil(J / PL_ROWS)].
+// stowage_pooled_linear_image: stowage_pooled_linear (pooling.cl) reading x, a global
+//   average pool's result, from its image [N, C4, 1, 1, 4]; w, bias and y are
+//   buffers as there. Launch as there.
 // Padded channels stay zero: every operation maps zeros to zeros.
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
@@ -65,28 +64,24 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
 }
 
 __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pooled_linear_image(
-    read_only image2d_t x, __global const float* w, __global const float* bias, __global float* y, int C, int H,
-    int W, int J, int flags, int act, float act_a, float act_b) {
+    read_only image2d_t x, __global const float* w, __global const float* bias, __global float* y, int C, int J,
+    int flags, int act, float act_a, float act_b) {
   __local float partial[PL_ROWS * PL_LOCAL];
   const int t = get_local_id(0), blocks = (J + PL_ROWS - 1) / PL_ROWS;
   const int n = get_group_id(1) / blocks, j0 = (get_group_id(1) - n * blocks) * PL_ROWS;
   const int C4 = (C + 3) / 4;
-  const float scale = 1.0f / (float)(H * W);
   float acc[PL_ROWS];
   for (int r = 0; r < PL_ROWS; ++r) acc[r] = 0.0f;
   for (int cb = t; cb < C4; cb += PL_LOCAL) {
-    float4 sum = (float4)(0.0f);
-    for (int h = 0; h < H; ++h)
-      for (int q = 0; q < W; ++q) sum += read_imagef(x, kStowageSampler, (int2)(q, (n * C4 + cb) * H + h));
-    const float4 mean = sum * scale;
+    const float4 v = read_imagef(x, kStowageSampler, (int2)(0, n * C4 + cb));
     const int c = cb * 4, lanes = min(4, C - c);
-    for (int r = 0; r < PL_ROWS && j0 + r < J; ++r) {
-      const __global float* wr = w + (j0 + r) * C + c;
-      float a = acc[r];
-      a = fma(wr[0], mean.x, a);
-      if (lanes > 1) a = fma(wr[1], mean.y, a);
-      if (lanes > 2) a = fma(wr[2], mean.z, a);
-      if (lanes > 3) a = fma(wr[3], mean.w, a);
+#pragma unroll
+    for (int r = 0; r < PL_ROWS; ++r) {  // rows past J repeat the last (not written)
+      const __global float* wr = w + min(j0 + r, J - 1) * C + c;
+      float a = fma(wr[0], v.x, acc[r]);
+      if (lanes > 1) a = fma(wr[1], v.y, a);
+      if (lanes > 2) a = fma(wr[2], v.z, a);
+      if (lanes > 3) a = fma(wr[3], v.w, a);
       acc[r] = a;
     }
   }
