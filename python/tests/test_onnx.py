@@ -371,15 +371,15 @@ GPU_LAUNCHES = {
                           "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 16,
                           "stowage_conv2d_direct_ob1_px4_dob1_share4": 2, "stowage_global_avg_pool": 1,
                           "stowage_pooled_linear": 1},
-    ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_wbuf1_share2": 20,
+    ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_mg256_wbuf1_share2": 20,
                          "stowage_max_pool2d_image": 1, "stowage_global_avg_pool_image": 1,
                          "stowage_pooled_linear_image": 1},
     ("mobilenet_v2", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 1,
                               "stowage_conv2d_dwpw_direct_ob1_px4_dob1_share4": 17,
                               "stowage_gemm_k16_m64_n64_wm4_wn4": 6, "stowage_conv2d_direct_ob1_px4_dob1_share4": 11,
                               "stowage_global_avg_pool": 1, "stowage_pooled_linear": 1},
-    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_wbuf1_share2": 18,
-                             "stowage_conv2d_dwpw_image_wbuf1_share2": 17, "stowage_global_avg_pool_image": 1,
+    ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_mg256_wbuf1_share2": 18,
+                             "stowage_conv2d_dwpw_image_mg256_wbuf1_share2": 17, "stowage_global_avg_pool_image": 1,
                              "stowage_pooled_linear_image": 1},
 }
 

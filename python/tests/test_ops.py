@@ -504,6 +504,13 @@ def texture_cases(rng):
 
     cases += dwpw_cases(rng, "tex_", "conv_texture", "TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")
 
+    # Deep slicing: past SLICES_MAX while each slice keeps SLICE_MIN_STEPS blocks x taps.
+    x_d, w_d = rand(rng, 1, 64, 5, 4), rand(rng, 6, 64, 3, 3, low=-0.2, high=0.2)
+    add("tex_conv_deep_slices", [x_d], lambda ops, xv: ops.conv2d(xv, w_d, None, pads=(1, 1, 1, 1)),
+        lambda: conv_ref(x_d, w_d, None, pads=(1, 1, 1, 1)),
+        tuning={"launch": {"SLICES_MAX": 2, "SLICES_DEEP": 16, "SLICE_MIN_STEPS": 9},
+                "conv_texture": {"TCONV_MAX_GROUP": 256}})
+
     # Weights as buffers of the images' float4s (TCONV_WEIGHT_BUFFER): every texture kernel.
     weight_buffer = {"conv_texture": {"TCONV_WEIGHT_BUFFER": 1}}
     for name, x_shape, w_shape, kw in [

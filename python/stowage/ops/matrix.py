@@ -62,14 +62,18 @@ def _k_split(tiles, k_total, tile_k, launch, output_bytes):
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
 
 
-def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch, max_slices=64):
+def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch, max_slices=64, taps=0):
     """(grid, local) of stowage_conv2d_image and stowage_conv2d_direct: [d0, d1]
     work-items per output block step, blocks steps, and slices over the inputs
     (input blocks or channels of a group) in local[2] (at most max_slices: 64 is
-    the least CL_DEVICE_MAX_WORK_ITEM_SIZES[2] of the GPUs we know, NVIDIA's)."""
+    the least CL_DEVICE_MAX_WORK_ITEM_SIZES[2] of the GPUs we know, NVIDIA's).
+    Past SLICES_MAX, up to SLICES_DEEP slices where each keeps at least
+    SLICE_MIN_STEPS of the reduction's inputs x taps (a deep reduction over few
+    pixels); `taps` (R S) 0 leaves that out."""
     slices = 1
-    while (slices < min(launch["SLICES_MAX"], max_slices) and slices * 2 <= inputs
-           and d0 * d1 * blocks * slices < launch["SLICE_ITEMS"]):
+    limit = min(max(launch["SLICES_MAX"], launch["SLICES_DEEP"] if taps else 0), max_slices)
+    while (slices < limit and slices * 2 <= inputs and d0 * d1 * blocks * slices < launch["SLICE_ITEMS"]
+           and (slices < launch["SLICES_MAX"] or inputs * taps >= 2 * slices * launch["SLICE_MIN_STEPS"])):
         slices *= 2
     slices = min(slices, max_group)
     l0 = min(shapes.pow2_at_least(d0), 16, max_group // slices)
@@ -204,7 +208,7 @@ class MatrixOps(Core):
         """(grid, local) of a fused depthwise + pointwise kernel: the sliced launch with
         G = share work-items per slice, each with its own output blocks."""
         k4 = shapes.ceil_div(g["k"], 4)
-        max_group = unit.defines.get("TCONV_MAX_GROUP" if unit.family == "conv_texture" else "DCONV_MAX_GROUP", 128)
+        max_group = unit.defines.get("TDWPW_MAX_GROUP" if unit.family == "conv_texture" else "DCONV_MAX_GROUP", 128)
         grid, local = _sliced_conv_launch(shapes.ceil_div(g["q"], px), g["n"] * g["p"], shapes.ceil_div(k4, ob * share),
                                           max(inputs // share, 1), max_group // share, self.launch,
                                           max_slices=max(64 // share, 1))
@@ -314,7 +318,8 @@ class MatrixOps(Core):
             w_img = self._texture_weights(unit, wp.reshape(k4, 4, cgp, r, s).transpose(0, 2, 3, 4, 1))
             ob = _setting(unit, TCONV_DEFAULTS, "TCONV_OB")
             grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
-                                              cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128), self.launch)
+                                              cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128), self.launch,
+                                              taps=r * s)
             self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
                          p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
                          grid=grid, local=local)

@@ -46,6 +46,8 @@ _SHORT = {
     "TDWPW_OB": "dob",
     "TDWPW_SHARE": "share",
     "TCONV_WEIGHT_BUFFER": "wbuf",
+    "TCONV_MAX_GROUP": "mg",
+    "TDWPW_MAX_GROUP": "dmg",
     "DCONV_PX": "px",
     "DCONV_OB": "ob",
     "DDWPW_OB": "dob",

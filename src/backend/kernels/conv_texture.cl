@@ -36,8 +36,8 @@
 //   With TDWPW_SHARE = G > 1, G work-items of a work-group that differ only in their
 //   output blocks share the depthwise values through local memory, each computing
 //   1/G of them. Launch as stowage_conv2d_image with G * TDWPW_OB output blocks per
-//   step and local[2] = slices * G (G work-items per slice); C, H, W are the
-//   depthwise input's, P, Q the output's.
+//   step, local[2] = slices * G (G work-items per slice) and TDWPW_MAX_GROUP in place
+//   of TCONV_MAX_GROUP; C, H, W are the depthwise input's, P, Q the output's.
 //
 // TCONV_WEIGHT_BUFFER = 1 takes every weight as a buffer of float4s in the same
 // order as its image (the pixel at row b, column c is element b * width + c): the
@@ -78,6 +78,9 @@
 #endif
 #ifndef TCONV_MAX_GROUP
 #define TCONV_MAX_GROUP 128  // work-items per work-group (sizes the partial sums in local memory)
+#endif
+#ifndef TDWPW_MAX_GROUP
+#define TDWPW_MAX_GROUP 128  // the same for stowage_conv2d_dwpw_image, whose local memory is larger
 #endif
 
 __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
@@ -217,9 +220,9 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
                                         int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
                                         int dil_w, int dw_act, float dw_act_a, float dw_act_b, int flags, int act,
                                         float act_a, float act_b) {
-  __local float4 partial[TCONV_MAX_GROUP * TDWPW_OUTPUTS];
+  __local float4 partial[TDWPW_MAX_GROUP * TDWPW_OUTPUTS];
 #if TDWPW_SHARE > 1
-  __local float4 shared_mid[TCONV_MAX_GROUP * TCONV_PX];
+  __local float4 shared_mid[TDWPW_MAX_GROUP * TCONV_PX];
 #endif
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2) / TDWPW_SHARE;
   const int zl = get_local_id(2), slice = zl / TDWPW_SHARE, share = zl - slice * TDWPW_SHARE;
@@ -230,7 +233,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
   const int ob0 = (blk * TDWPW_SHARE + share) * TDWPW_OB;
   const int img = np / P, p = np - img * P;
   const bool unit_stride_3 = S == 3 && stride_w == 1 && dil_w == 1;  // MobileNet's usual depthwise rows
-  if (items * slices * TDWPW_SHARE > TCONV_MAX_GROUP || slices * TDWPW_SHARE != get_local_size(2)) {
+  if (items * slices * TDWPW_SHARE > TDWPW_MAX_GROUP || slices * TDWPW_SHARE != get_local_size(2)) {
     if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
       for (int o = 0; o < TDWPW_OB && ob0 + o < K4; ++o)
         for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
