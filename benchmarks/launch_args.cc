@@ -171,6 +171,12 @@ int run(const std::string& device_spec, int invocations, int rounds) {
                         }
                       }});
     }
+    rows.push_back({"3 image parameters given 2 images, 1 whole buffer", "images3", [&](cl_kernel k, int j) {
+                      set_mem(k, 0, images[j % 8].get());
+                      set_mem(k, 1, images[(j + 1) % 8].get());
+                      set_mem(k, 2, images[(j + 1) % 8].get());
+                      set_mem(k, 3, whole[range_of(j, 3)].get());
+                    }});
   }
   fmt::print("# launch_args --invocations={} --rounds={} on {}\n", invocations, rounds, device->summary());
   fmt::print("# {} launches of {} work-items per invocation; medians of {} rounds, per launch\n\n", kKernels, kItems,
