@@ -27,7 +27,10 @@ that run) into DIR; `--from DIR --vm-run PATH` there times Stowage through
 PyTorch's activation peak) in one run, and prints both tables. With
 `--zero-weights` the exported files hold zeros in place of the seeded weights, so
 that they compress to almost nothing for the trip (no kernel's speed depends on the
-values it multiplies).
+values it multiplies). `--check` (with `--from`) also runs each exported file once
+through `vm-run --output` and prints its logits' largest error against ONNX
+Runtime's on the same input, relative to the largest logit (seeded weights only:
+with zeros both are zero).
 """
 
 import json
@@ -159,6 +162,15 @@ def vm_run_latency(vm_run, stw, x_path, device, runs, reps):
     return float(m.group(1)) * 1e-6, float(m.group(2)) * 1e-6, float(m.group(3))
 
 
+def vm_run_error(vm_run, stw, x_path, device, want):
+    """vm-run's logits for one invocation against `want`: the largest error over the largest |logit|."""
+    out = os.path.join(os.path.dirname(stw), "logits.npy")
+    cmd = [vm_run, stw, "--input", x_path, "--output", out] + (["--device", device] if device else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    got = np.load(out).astype(np.float64)
+    return float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-30)
+
+
 def ort_latency(model, x, runs, reps):
     try:
         import onnxruntime as ort
@@ -238,7 +250,8 @@ def measure_here(nets, args, x):
     if args.export:
         np.save(os.path.join(args.export, "input.npy"), x)
         with open(os.path.join(args.export, "memory.json"), "w") as f:
-            json.dump({"target": args.target, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+            json.dump({"target": args.target, "command": " ".join(sys.argv), "zero_weights": args.zero_weights,
+                       "rows": rows}, f, indent=1)
     return rows
 
 
@@ -254,7 +267,14 @@ def measure_exported(nets, args, x):
         row["stowage_texture"] = vm_run_latency(args.vm_run, base + ".texture.stw", x_path, args.device, args.runs,
                                                 args.reps)
         with open(base + ".onnx", "rb") as f:
-            row["ort"] = ort_latency(f.read(), x, args.runs, args.reps)
+            onnx_bytes = f.read()
+        row["ort"] = ort_latency(onnx_bytes, x, args.runs, args.reps)
+        if args.check and not exported.get("zero_weights", False):
+            import onnxruntime as ort
+
+            want = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+            row["error"] = tuple(vm_run_error(args.vm_run, base + suffix, x_path, args.device, want.astype(np.float64))
+                                 for suffix in (".stw", ".texture.stw"))
         row["torch"] = torch_figures(net, x, args.runs, args.reps)
         print(f"measured {net}", file=sys.stderr)
     print(f"# memory figures of Stowage and TVM Relax from: {exported['command']}")
@@ -301,6 +321,13 @@ def print_tables(rows, args):
               f"{ms(eager)} | {ratio(eager, s[0])} | {ms(graph)} | {ratio(s[0], graph)} | {ratio(t[0], graph)} | "
               f"{ms(ort_median)} | "
               f"{ratio(ort_median, s[0])} |")
+    if any("error" in r for r in rows.values()):
+        print()
+        print("| net | logits vs ONNX Runtime, buffers | textures |")
+        print("| --- | ---: | ---: |")
+        for net, r in rows.items():
+            if "error" in r:
+                print(f"| {net} | {r['error'][0]:.1e} | {r['error'][1]:.1e} |")
 
 
 def main():
@@ -315,6 +342,7 @@ def main():
     parser.add_argument("--from", dest="from_dir", metavar="DIR", help="time the files --export wrote")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--zero-weights", action="store_true", help="export zeros for weights (see above)")
+    parser.add_argument("--check", action="store_true", help="with --from: the logits against ONNX Runtime's")
     args = parser.parse_args()
     nets = [n for n in args.nets.split(",") if n]
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
