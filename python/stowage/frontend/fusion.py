@@ -17,8 +17,13 @@ residual Add may come in the graph before the branch that feeds it.
 
 import heapq
 
-ACTIVATIONS = ("Relu", "Clip", "HardSwish", "Sigmoid", "HardSigmoid")
+# Ops whose kernel ends in an activation epilogue (beside Conv and Gemm).
 ELEMENTWISE = ("Add", "Sub", "Mul", "Div")
+
+
+def is_activation(node):
+    """Whether the registry marks `node`'s op as an activation an epilogue can absorb."""
+    return node.spec is not None and node.spec.activation is not None
 
 
 class Group:
@@ -54,14 +59,18 @@ class Group:
 
 
 def only_consumer(graph, name, op_types, absorbed):
-    """The single node that reads `name`, if it has one of `op_types`, no other group
-    took it already, and `name` is no graph output."""
+    """The single node that reads `name`, if it has one of `op_types` (or, for
+    op_types None, is an activation), no other group took it already, and `name` is
+    no graph output."""
     if name in graph.output_names:
         return None
     consumers = graph.consumers.get(name, [])
-    if len(consumers) != 1 or consumers[0].op_type not in op_types or consumers[0].index in absorbed:
+    if len(consumers) != 1 or consumers[0].index in absorbed:
         return None
-    return consumers[0]
+    node = consumers[0]
+    if (op_types is None and not is_activation(node)) or (op_types is not None and node.op_type not in op_types):
+        return None
+    return node
 
 
 def absorb_epilogue(graph, group, is_static, absorbed):
@@ -87,8 +96,8 @@ def absorb_epilogue(graph, group, is_static, absorbed):
 
 def absorb_activation(graph, group, out, is_static, absorbed):
     """Adds to `group` the activation that alone reads `out`, if it can take it."""
-    act = only_consumer(graph, out, ACTIVATIONS, absorbed)
-    if act is not None and (act.op_type != "Clip" or all(is_static(n) for n in act.inputs[1:] if n)):
+    act = only_consumer(graph, out, None, absorbed)
+    if act is not None and act.inputs and act.inputs[0] == out and all(is_static(n) for n in act.inputs[1:] if n):
         group.act = act
         group.nodes.append(act)
 
@@ -132,13 +141,18 @@ def is_pointwise(graph, node):
 
 def group_nodes(graph, is_static):
     """The groups of `graph`'s nodes; `is_static(name)` tells a value known at import
-    (an initializer or a Constant's output) from a tensor computed at run time."""
+    (folded from initializers, constants and shapes) from a tensor computed at run
+    time. A node whose inputs are all known stays alone: it folds."""
     absorbed = set()
     groups = []
     for node in graph.nodes:
         if node.index in absorbed:
             continue
         group = Group(node)
+        if all(not n or is_static(n) for n in node.inputs) and node.spec is not None and node.spec.fold is not None:
+            absorbed.add(node.index)
+            groups.append(group)
+            continue
         absorb_epilogue(graph, group, is_static, absorbed)
         if node.op_type == "Conv" and group.add is None and is_depthwise(graph, node):
             after = only_consumer(graph, group.output, ("Conv",), absorbed)

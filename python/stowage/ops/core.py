@@ -141,6 +141,14 @@ class Core:
         if isinstance(x, Var) and x.dtype != "float32":
             raise InvalidInputError(f"{op}: argument '{arg}': '{x.name}' is {x.dtype}; the operators take float32")
 
+    def constant(self, array, scope="global"):
+        """A module constant holding ``array`` in its own element type (float64 and
+        float16 become float32)."""
+        array = np.asarray(array)
+        if array.dtype in (np.float16, np.float64):
+            array = array.astype(np.float32)
+        return self.builder.constant(np.ascontiguousarray(array), scope=scope)
+
     def _const(self, array, scope="global"):
         return self.builder.constant(np.ascontiguousarray(np.asarray(array, dtype=np.float32)), scope=scope)
 

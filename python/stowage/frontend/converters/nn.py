@@ -1,0 +1,221 @@
+"""Convolution, Gemm and MatMul, pooling: the ops with kernels of their own, and
+the groups fusion.py forms around them (BatchNormalization folded into a Conv's
+weights, a residual Add, an activation; a depthwise Conv with the pointwise Conv
+after it; a classifier's GlobalAveragePool, Flatten and Gemm)."""
+
+import numpy as np
+
+from ..registry import register
+from .common import activation_spec, as_float32, ints, positive_ints, spatial_pads, window_out
+
+
+def check_ceil_mode(node, in_hw, kernel, strides, dilations, pads):
+    """ceil_mode=1 is accepted where it gives the floor's output size (no window then
+    starts in the padding); elsewhere refused."""
+    if not node.int_attr("ceil_mode", 0):
+        return
+    for i in range(2):
+        floor = window_out(in_hw[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2])
+        ceil = window_out(in_hw[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2], ceil=True)
+        if floor != ceil:
+            raise node.unsupported("ceil_mode=1 is not supported where it adds a window (here it would)")
+
+
+# ---- convolution --------------------------------------------------------------------
+
+
+def conv_params(ctx, node, bn, x_shape):
+    """A Conv's weight and bias (float64, `bn` folded in) and its geometry."""
+    node.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+    weight = ctx.static(node, 1, "weight")
+    bias = ctx.optional(node, 2)
+    if bias is not None and not isinstance(bias, np.ndarray):
+        raise node.unsupported("input 2 (the bias) must be known when the model is imported")
+    if weight.ndim != 4 or len(x_shape) != 4:
+        raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 2D (NCHW) is supported")
+    strides = positive_ints(node, "strides", (1, 1))
+    dilations = positive_ints(node, "dilations", (1, 1))
+    kernel = ints(node, "kernel_shape", weight.shape[2:])
+    if tuple(kernel) != tuple(weight.shape[2:]):
+        raise node.invalid(f"kernel_shape {list(kernel)} differs from the weight's {list(weight.shape[2:])}")
+    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
+    group_count = node.int_attr("group", 1)
+    if group_count < 1 or x_shape[1] != weight.shape[1] * group_count or weight.shape[0] % group_count != 0:
+        raise node.invalid(
+            f"input of {x_shape[1]} channels, weight {list(weight.shape)} and group {group_count} do not agree"
+        )
+    weight = weight.astype(np.float64)
+    bias = np.zeros(weight.shape[0]) if bias is None else bias.astype(np.float64)
+    if bn is not None:
+        weight, bias = fold_batch_norm(ctx, bn, weight, bias)
+    return weight, bias, dict(strides=strides, pads=pads, dilations=dilations, group=group_count)
+
+
+def conv_epilogue(ctx, group):
+    """The residual, whether it may be overwritten, and the activation of a Conv group."""
+    residual = None
+    in_place = False
+    if group.add is not None:
+        residual = ctx.values[group.residual]
+        if isinstance(residual, np.ndarray):
+            raise group.add.unsupported("a constant residual is not supported")
+        in_place = ctx.dies_here(group.residual) and ctx.out_for(group.output) is None
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    return residual, in_place, act
+
+
+def window_out_shape(x_shape, w_shape, geometry):
+    """The output shape [N, K, P, Q] of a convolution."""
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geometry["strides"], geometry["dilations"], geometry["pads"]
+    p = window_out(x_shape[2], w_shape[2], sh, dh, pt, pb)
+    q = window_out(x_shape[3], w_shape[3], sw, dw, pl, pr)
+    return (x_shape[0], w_shape[0], p, q)
+
+
+def fold_batch_norm(ctx, bn, weight, bias):
+    """BatchNormalization after a convolution, folded into its weight and bias (in float64)."""
+    bn.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
+    if bn.int_attr("training_mode", 0):
+        raise bn.unsupported("training_mode=1 is not supported (inference only)")
+    if bn.int_attr("spatial", 1) != 1:
+        raise bn.unsupported("spatial=0 is not supported")
+    scale, b, mean, var = (ctx.static(bn, i).astype(np.float64).reshape(-1) for i in range(1, 5))
+    factor = scale / np.sqrt(var + float(bn.attr("epsilon", 1e-5)))
+    return weight * factor[:, None, None, None], (bias - mean) * factor + b
+
+
+@register("Conv", versions=(1, 11, 22), writes_into=True, texture=True,
+          fuses="absorbs BatchNormalization, a residual Add and an activation; a depthwise Conv absorbs the "
+                "pointwise Conv after it")
+def conv(ctx, node):
+    group = ctx.group
+    x = ctx.tensor(node, 0)
+    x_shape = ctx.shape(x)
+    weight, bias, geometry = conv_params(ctx, node, group.bn, x_shape)
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    if group.pointwise is not None:  # a depthwise Conv and the pointwise Conv after it
+        pw = group.pointwise
+        mid_shape = window_out_shape(x_shape, weight.shape, geometry)
+        pw_weight, pw_bias, pw_geometry = conv_params(ctx, pw.main, pw.bn, mid_shape)
+        if pw_geometry["pads"] != (0, 0, 0, 0):
+            raise pw.main.invalid(f"pads {list(pw_geometry['pads'])} on a 1x1 convolution fused as pointwise")
+        residual, in_place, pw_act = conv_epilogue(ctx, pw)
+        return {group.output: ctx.ob.conv2d_depthwise_pointwise(
+            x, as_float32(weight), as_float32(bias), as_float32(pw_weight), as_float32(pw_bias),
+            strides=geometry["strides"], pads=geometry["pads"], dilations=geometry["dilations"],
+            dw_activation=act, activation=pw_act, residual=residual, in_place=in_place,
+            out=ctx.out_for(group.output),
+        )}
+    residual, in_place, act = conv_epilogue(ctx, group)
+    return {group.output: ctx.ob.conv2d(x, as_float32(weight), as_float32(bias), **geometry, activation=act,
+                                        residual=residual, in_place=in_place, out=ctx.out_for(group.output))}
+
+
+# ---- Gemm and MatMul ------------------------------------------------------------------
+
+
+@register("Gemm", versions=(7, 9, 11, 13), writes_into=True, fuses="absorbs an activation")
+def gemm(ctx, node):
+    group = ctx.group
+    node.check_attrs(("alpha", "beta", "transA", "transB", "broadcast"))
+    a = ctx.value(node, 0)
+    b = ctx.value(node, 1)
+    c = ctx.optional(node, 2)
+    if c is not None and not isinstance(c, np.ndarray):
+        raise node.unsupported("input 2 (C) must be known when the model is imported")
+    if isinstance(a, np.ndarray):
+        raise node.unsupported("input 0 (A) is a constant; only B and C may be")
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    return {group.output: ctx.ob.gemm(
+        a, as_float32(b) if isinstance(b, np.ndarray) else b, None if c is None else as_float32(c),
+        trans_a=bool(node.int_attr("transA", 0)), trans_b=bool(node.int_attr("transB", 0)),
+        alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), activation=act,
+        out=ctx.out_for(group.output),
+    )}
+
+
+@register("MatMul", versions=(9, 13))
+def matmul(ctx, node):
+    node.check_attrs(())
+    a, b = ctx.value(node, 0), ctx.value(node, 1)
+    a = as_float32(a) if isinstance(a, np.ndarray) else a
+    b = as_float32(b) if isinstance(b, np.ndarray) else b
+    return ctx.ob.matmul(a, b)
+
+
+# ---- pooling --------------------------------------------------------------------------
+
+
+def pool_window(ctx, node, x):
+    shape = ctx.shape(x)
+    if len(shape) != 4:
+        raise node.unsupported(f"a rank-{len(shape)} input: only 2D (NCHW) pooling is supported")
+    kernel = positive_ints(node, "kernel_shape", None)
+    if kernel is None or len(kernel) != 2:
+        raise node.invalid("kernel_shape must give the window's height and width")
+    strides = positive_ints(node, "strides", (1, 1))
+    dilations = positive_ints(node, "dilations", (1, 1))
+    pads = spatial_pads(node, shape[2:], kernel, strides, dilations)
+    check_ceil_mode(node, shape[2:], kernel, strides, dilations, pads)
+    return kernel, strides, dilations, pads
+
+
+@register("MaxPool", versions=(8, 10, 11, 12, 22), writes_into=True, texture=True)
+def max_pool(ctx, node):
+    node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"))
+    if node.output_used(1, ctx.graph):
+        raise node.unsupported("the Indices output is not supported")
+    x = ctx.tensor(node, 0)
+    kernel, strides, dilations, pads = pool_window(ctx, node, x)
+    return ctx.ob.max_pool(x, kernel, strides=strides, pads=pads, dilations=dilations,
+                           out=ctx.out_for(node.outputs[0]))
+
+
+@register("AveragePool", versions=(7, 10, 11, 19, 22), writes_into=True, texture=True)
+def avg_pool(ctx, node):
+    node.check_attrs(("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"))
+    x = ctx.tensor(node, 0)
+    kernel, strides, dilations, pads = pool_window(ctx, node, x)
+    if dilations != (1, 1):
+        raise node.unsupported("dilations other than 1 are not supported for AveragePool")
+    return ctx.ob.avg_pool(x, kernel, strides=strides, pads=pads,
+                           count_include_pad=bool(node.int_attr("count_include_pad", 0)),
+                           out=ctx.out_for(node.outputs[0]))
+
+
+@register("GlobalAveragePool", versions=(1, 22), writes_into=True, texture=True,
+          fuses="absorbs a classifier's Flatten and Gemm (with its activation)")
+def global_avg_pool(ctx, node):
+    if ctx.group is not None and ctx.group.linear is not None:
+        return pooled_linear(ctx, ctx.group)
+    node.check_attrs(())
+    x = ctx.tensor(node, 0)
+    if len(ctx.shape(x)) != 4:
+        raise node.unsupported(f"a rank-{len(ctx.shape(x))} input: only NCHW is supported")
+    return ctx.ob.global_avg_pool(x, out=ctx.out_for(node.outputs[0]))
+
+
+def pooled_linear(ctx, group):
+    """GlobalAveragePool, Flatten and Gemm (constant B, C of one row) as one op."""
+    pool, gemm_node = group.main, group.linear
+    pool.check_attrs(())
+    gemm_node.check_attrs(("alpha", "beta", "transA", "transB", "broadcast"))
+    x = ctx.tensor(pool, 0)
+    shape = ctx.shape(x)
+    if len(shape) < 3:
+        raise pool.unsupported(f"a rank-{len(shape)} input: needs [N, C, spatial...]")
+    if len(shape) != 4:  # [N, C, spatial...] pools like [N, C, prod(spatial), 1]
+        x = ctx.ob.reshape(x, (shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64)), 1))
+    b = ctx.static(gemm_node, 1).astype(np.float64)
+    weight = (b if gemm_node.int_attr("transB", 0) else b.T) * float(gemm_node.attr("alpha", 1.0))
+    if weight.shape[1] != shape[1]:
+        raise gemm_node.invalid(f"B {list(b.shape)} does not fit the {shape[1]} pooled channels")
+    c = ctx.optional(gemm_node, 2)
+    bias = None
+    if c is not None:
+        bias = np.broadcast_to(np.asarray(c, np.float64).reshape(-1) if np.size(c) != 1 else np.asarray(c).reshape(()),
+                               (weight.shape[0],)) * float(gemm_node.attr("beta", 1.0))
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
+                                                        None if bias is None else as_float32(bias),
+                                                        activation=act, out=ctx.out_for(group.output))}

@@ -1,0 +1,244 @@
+"""The importer's walk over a neutral Graph: which values are known at import,
+the fused groups in order, each group through its registered converter, and the
+planned Concats whose producers write into their slices.
+
+Guarantees: every node is checked against the registry before anything is
+emitted (one error names every unsupported op); a value is known at import
+exactly when the registry says its op folds (or reads only shapes) and its inputs
+are known, and a known value is computed with numpy, never on the device; a
+producer writes into a Concat's slice only when its converter declares it can and
+its output is computed at run time. Folding creates no value above `fold_limit`
+bytes. Errors name the node they come from.
+"""
+
+import numpy as np
+
+from ..errors import InvalidInputError, StowageError, UnsupportedError
+from . import registry
+from .fusion import group_nodes, last_uses
+
+# What folding at import may create, per value, unless from_onnx is told otherwise.
+DEFAULT_FOLD_LIMIT = 256 << 20
+
+
+class Importer:
+    """Walks the groups in order, keeping each value as a Var (a tensor computed at
+    run time) or a numpy array (known now). Converters read it as `ctx`."""
+
+    def __init__(self, graph, builder, function, ops, fold_limit=DEFAULT_FOLD_LIMIT):
+        self.graph = graph
+        self.bb = builder
+        self.f = function
+        self.ob = ops
+        self.fold_limit = int(fold_limit)
+        self.values = dict(graph.initializers)
+        self.slices = {}  # value name -> the view of a planned Concat its producer writes into
+        self.concats = {}  # Concat node index -> (out, slices)
+        self.position = 0
+        self.last_use = {}
+        self.group = None  # the group being emitted
+        self.known = set()
+        self._inferred = None
+
+    @property
+    def opset(self):
+        return self.graph.opset
+
+    # ---- the registry -----------------------------------------------------------
+
+    def resolve_ops(self):
+        """Looks every node up in the registry (one error naming every unsupported op)."""
+        registry.check_supported(self.graph.nodes, self.graph.opset_of)
+        for node in self.graph.nodes:
+            opset = self.graph.opset_of(node.domain)
+            node.spec, _ = registry.lookup(node.op_type, node.domain, opset)
+            node.since = registry.schema_version(node.op_type, node.spec.domain, opset)
+
+    def find_known(self):
+        """The values known at import: initializers, then the outputs of every node
+        whose op folds and whose inputs are known, or whose op reads shapes only."""
+        known = set(self.graph.initializers)
+        for node in self.graph.nodes:
+            spec = node.spec
+            inputs_known = all(not n or n in known for n in node.inputs)
+            if spec.shape_only or (spec.fold is not None and inputs_known):
+                known.update(o for o in node.outputs if o)
+        self.known = known
+
+    def is_known(self, name):
+        return name in self.known
+
+    # ---- values --------------------------------------------------------------
+
+    def value(self, node, i):
+        name = node.input(i)
+        if not name:
+            raise node.invalid(f"input {i} is missing")
+        if name not in self.values:
+            raise node.invalid(f"input '{name}' is made by no node before it")
+        return self.values[name]
+
+    def optional(self, node, i):
+        name = node.input(i)
+        return self.values.get(name) if name else None
+
+    def static(self, node, i, what="input"):
+        v = self.value(node, i)
+        if not isinstance(v, np.ndarray):
+            raise node.unsupported(f"{what} {i} ('{node.input(i)}') must be known when the model is imported")
+        return v
+
+    def tensor(self, node, i):
+        """Input i as a Var; a known input becomes a module constant."""
+        v = self.value(node, i)
+        if isinstance(v, np.ndarray):
+            return self.ob.constant(v)
+        return v
+
+    def shape(self, v):
+        return tuple(v.shape) if isinstance(v, np.ndarray) else tuple(self.ob.shape_of(v))
+
+    def dtype(self, v):
+        """The element type's name of a value ("float32", "int64", "bool", ...)."""
+        if isinstance(v, np.ndarray):
+            return "bool" if v.dtype == np.bool_ else str(v.dtype)
+        return v.dtype
+
+    def check_fold(self, node, shape, dtype=np.float32):
+        """Refuses, before it is made, a folded value above the fold limit."""
+        count = 1
+        for d in shape:
+            count *= int(d)
+        nbytes = count * np.dtype(dtype).itemsize
+        if nbytes > self.fold_limit:
+            raise node.unsupported(f"folding it at import would make {nbytes} bytes (shape {list(shape)}), above the "
+                                   f"limit of {self.fold_limit} (raise it with fold_limit)")
+
+    def out_for(self, name):
+        """Where the producer of `name` writes: its slice of a planned Concat, or None."""
+        pending = self.slices.get(name)
+        return None if pending is None else pending.resolve()
+
+    def inferred_shapes(self):
+        """Value name -> shape, from ONNX's shape inference (fixed dims only)."""
+        if self._inferred is None:
+            self._inferred = {}
+            model = self.graph.source
+            if model is None:
+                return self._inferred
+            import onnx
+
+            try:
+                model = onnx.shape_inference.infer_shapes(model)
+            except Exception:  # inference is a help here, not a requirement
+                return self._inferred
+            for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
+                dims = vi.type.tensor_type.shape.dim
+                if dims and all(d.HasField("dim_value") for d in dims):
+                    self._inferred[vi.name] = tuple(d.dim_value for d in dims)
+        return self._inferred
+
+    def dies_here(self, name):
+        """True when the group being emitted is the last reader of `name`, which is a
+        tensor this function made (not a parameter)."""
+        return (
+            name in self.last_use
+            and self.last_use[name] == self.position
+            and name not in self.graph.output_names
+            and self.graph.producer.get(name) is not None
+        )
+
+    # ---- the walk ------------------------------------------------------------
+
+    def run(self):
+        self.resolve_ops()
+        self.find_known()
+        order = group_nodes(self.graph, self.is_known)
+        self.last_use = last_uses(self.graph, order)
+        self.plan_concats(order)
+        for position, group in enumerate(order):
+            self.position = position
+            self.group = group
+            try:
+                outputs = self.emit(group)
+            except (InvalidInputError, UnsupportedError):
+                raise
+            except StowageError as e:  # a library error: name the node it came from
+                raise type(e)(f"{group.main.describe()}: {e}") from None
+            except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
+                # what a malformed file gives a converter (an attribute of another
+                # type, a list too short): one error naming the node
+                raise InvalidInputError(f"{group.main.describe()}: malformed ({type(e).__name__}: {e})") from None
+            except MemoryError:
+                raise UnsupportedError(f"{group.main.describe()}: out of memory while importing it") from None
+            for name, value in outputs.items():
+                self.values[name] = value
+
+    def emit(self, group):
+        node = group.main
+        spec = node.spec
+        if len(group.nodes) == 1 and spec.fold is not None and all(
+                not n or isinstance(self.values.get(n), np.ndarray) for n in node.inputs):
+            arrays = [self.values[n] if n else None for n in node.inputs]
+            with np.errstate(all="ignore"):
+                result = spec.fold(self, node, *arrays)
+            return self.outputs_of(node, result, folded=True)
+        return self.outputs_of(node, spec.convert(self, node), folded=False)
+
+    def outputs_of(self, node, result, folded):
+        if not isinstance(result, dict):
+            result = dict(zip(node.outputs, result)) if isinstance(result, tuple) else {node.outputs[0]: result}
+        for name, value in result.items():
+            if isinstance(value, np.ndarray) or np.isscalar(value):
+                value = np.asarray(value)
+                if value.nbytes > self.fold_limit:
+                    self.check_fold(node, value.shape, value.dtype)
+                result[name] = value
+        return result
+
+    def plan_concats(self, order):
+        """Marks Concats whose inputs are each computed at run time by a group for it
+        alone, whose converter can write into a given view, so that the producers
+        write into slices of one tensor (made when the first needs it)."""
+        made_by = {}
+        for g in order:
+            made_by[g.output] = g
+        for node in self.graph.nodes:
+            if node.op_type != "Concat":
+                continue
+            names = [n for n in node.inputs if n]
+            if not names or any(self.is_known(n) for n in names) or len(set(names)) != len(names):
+                continue
+            if all(
+                n in made_by
+                and made_by[n].main.spec.writes_into
+                and n not in self.graph.output_names
+                and [c.index for c in self.graph.consumers.get(n, [])] == [node.index]
+                for n in names
+            ):
+                for n in names:
+                    self.slices[n] = _PendingSlice(self, node, names.index(n))
+
+
+class _PendingSlice:
+    """A producer's slice of a planned Concat, made when the first producer is emitted
+    from the shapes ONNX's shape inference gives; None (the Concat copies) when
+    inference cannot tell them or the library cannot slice them."""
+
+    def __init__(self, importer, node, part):
+        self.importer = importer
+        self.node = node
+        self.part = part
+
+    def resolve(self):
+        imp = self.importer
+        if self.node.index not in imp.concats:
+            table = imp.inferred_shapes()
+            shapes = [table.get(name) for name in self.node.inputs if name]
+            axis = self.node.attr("axis")
+            made = None
+            if axis is not None and all(s is not None for s in shapes):
+                made = imp.ob.concat_slices(shapes, axis)
+            imp.concats[self.node.index] = made
+        made = imp.concats[self.node.index]
+        return None if made is None else made[1][self.part]

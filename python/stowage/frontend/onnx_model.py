@@ -1,0 +1,197 @@
+"""Reading ONNX: a ModelProto (or a path, or bytes) checked and turned into the
+importer's neutral Graph. Models of an opset older than the converters handle are
+upgraded with onnx's version converter first, where it can."""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import FileError, InvalidInputError, UnsupportedError
+from .graph import Graph, Input, Node
+
+# Older models are upgraded to this opset before import (the converters declare the
+# schema versions they implement; most start at or before it).
+UPGRADE_BELOW = 11
+UPGRADE_TO = 13
+# A model file larger than this is refused before it is read (a flag raises it).
+DEFAULT_MAX_MODEL_BYTES = 4 << 30
+
+INPUT_TYPES = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+
+
+def load_model(model, max_bytes=DEFAULT_MAX_MODEL_BYTES):
+    """An onnx.ModelProto from a ModelProto, bytes or a path; one clear error for anything else."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return parse_model(bytes(model), "<bytes>")
+    try:
+        path = os.fspath(model)
+    except TypeError:
+        raise InvalidInputError(
+            f"from_onnx: argument 'model': expected an onnx.ModelProto or a path, got {type(model).__name__}"
+        ) from None
+    if not os.path.isfile(path):
+        raise FileError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a regular file")
+    size = os.path.getsize(path)
+    if size > max_bytes:
+        raise UnsupportedError(f"{path}: {size} bytes, above the limit of {max_bytes} (raise it with max_model_bytes)")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    return parse_model(data, path)
+
+
+def parse_model(data, where):
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise InvalidInputError(f"{where}: not an ONNX model ({type(e).__name__}: {e})") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise InvalidInputError(f"{where}: not an ONNX model (no graph)")
+    if len(model.opset_import) == 0:
+        raise InvalidInputError(f"{where}: not an ONNX model (no opset import)")
+    return model
+
+
+def default_opset(model):
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    raise InvalidInputError("the model imports no opset of the default ONNX domain")
+
+
+def upgraded(model):
+    """The model, converted to UPGRADE_TO when its default opset is below UPGRADE_BELOW
+    and onnx's converter manages; else as it is (its converters then decide)."""
+    if default_opset(model) >= UPGRADE_BELOW:
+        return model
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, UPGRADE_TO)
+    except Exception:  # the converter has no adapter for some op: import as it is
+        return model
+
+
+def graph_of(model):
+    """The neutral Graph of an ONNX model."""
+    graph = model.graph
+    for t in graph.sparse_initializer:
+        raise UnsupportedError(f"sparse initializer '{t.values.name}' is not supported")
+    initializers = {t.name: initializer_array(t) for t in graph.initializer}
+    inputs = [graph_input(v) for v in graph.input if v.name not in initializers]
+    nodes = [node_of(i, n) for i, n in enumerate(graph.node)]
+    opsets = {}
+    for entry in model.opset_import:
+        opsets["" if entry.domain == "ai.onnx" else entry.domain] = entry.version
+    return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets, source=model)
+
+
+def node_of(index, proto):
+    attrs = {}
+    for a in proto.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            attrs[a.name] = a  # subgraphs stay protos: the converter that takes them reads them
+            continue
+        for t in ([a.t] if a.HasField("t") else []) + list(a.tensors):
+            refuse_external(t, f"node {index} '{proto.name}' ({proto.op_type}): attribute '{a.name}'")
+        attrs[a.name] = helper.get_attribute_value(a)
+    return Node(index, proto.name, proto.op_type, proto.domain, proto.input, proto.output, attrs)
+
+
+def refuse_external(tensor, where):
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        raise UnsupportedError(f"{where}: data kept in an external file is not supported")
+
+
+def initializer_array(tensor):
+    """An initializer's values (float16 and float64 become float32); one error for
+    data that does not match its shape, and no file read for data kept outside the
+    model (a model from bytes names no folder)."""
+    refuse_external(tensor, f"initializer '{tensor.name}'")
+    if any(d < 0 for d in tensor.dims):
+        raise InvalidInputError(f"initializer '{tensor.name}': negative dims {list(tensor.dims)}")
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as e:  # numpy's and onnx's errors for inconsistent shapes, types and data
+        raise InvalidInputError(f"initializer '{tensor.name}': {type(e).__name__}: {e}") from None
+    return as_supported(array, f"initializer '{tensor.name}'")
+
+
+def as_supported(array, where):
+    """An array of a type the importer computes in: float16/64 become float32."""
+    array = np.asarray(array)
+    if array.dtype in (np.float16, np.float64):
+        return array.astype(np.float32)
+    if array.dtype.kind not in "biuf":
+        raise UnsupportedError(f"{where}: element type {array.dtype} is not supported")
+    return array
+
+
+def tensor_value(proto, where):
+    """A TensorProto attribute (a Constant's value) as an array."""
+    refuse_external(proto, where)
+    if any(d < 0 for d in proto.dims):
+        raise InvalidInputError(f"{where}: negative dims {list(proto.dims)}")
+    try:
+        return as_supported(numpy_helper.to_array(proto), where)
+    except (InvalidInputError, UnsupportedError):
+        raise
+    except Exception as e:
+        raise InvalidInputError(f"{where}: {type(e).__name__}: {e}") from None
+
+
+def element_type_name(elem):
+    """ONNX's name of a tensor element type, or its number when ONNX defines none."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem).lower()
+    except ValueError:
+        return f"of element type {elem} (not an ONNX type)"
+
+
+def graph_input(value_info):
+    name = value_info.name
+    t = value_info.type
+    if not t.HasField("tensor_type"):
+        raise UnsupportedError(f"input '{name}' is not a tensor")
+    elem = t.tensor_type.elem_type
+    if elem not in INPUT_TYPES:
+        raise UnsupportedError(f"input '{name}' is {element_type_name(elem)}; supported: "
+                               f"{', '.join(INPUT_TYPES.values())}")
+    dims = None
+    if t.tensor_type.HasField("shape"):
+        dims = [(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")) for d in t.tensor_type.shape.dim]
+    return Input(name, INPUT_TYPES[elem], dims)
+
+
+def static_shape(graph_input, shapes):
+    """The shape of a graph input: from `shapes` (name -> tuple) when given, else the
+    model's dims, which must all be fixed. An input of unknown rank takes its shape
+    from `shapes` alone."""
+    name, declared = graph_input.name, graph_input.dims
+    if shapes is not None and name in shapes:
+        try:
+            given = tuple(int(d) for d in shapes[name])
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"shapes: input '{name}': {shapes[name]!r} is not a sequence of ints") from None
+        if any(d < 1 for d in given):
+            raise InvalidInputError(f"shapes: input '{name}': extents must be >= 1, got {list(given)}")
+        if declared is not None and (len(given) != len(declared) or any(
+                isinstance(d, int) and d > 0 and d != g for d, g in zip(declared, given))):
+            raise InvalidInputError(f"shapes: input '{name}' is {tuple(declared)} in the model, {given} given")
+        return given
+    if declared is None:
+        raise InvalidInputError(f"input '{name}' has no shape in the model: give it with shapes={{'{name}': (...)}}")
+    if any(not isinstance(d, int) or d <= 0 for d in declared):
+        raise InvalidInputError(
+            f"input '{name}' has the dynamic shape {tuple(declared)}: give it with shapes={{'{name}': (...)}}"
+        )
+    return tuple(declared)

@@ -1,0 +1,159 @@
+"""The operator registry: one row per (domain, op type, schema versions), declared
+beside its converter.
+
+A row says everything the rest of the importer needs to know about an op, so that
+no other table has to agree with it:
+
+- ``versions``: the schema versions (ONNX's ``since_version``) the converter
+  implements. A node of a model of opset V uses the schema in force at V
+  (``onnx.defs.get_schema(op, V).since_version``); it imports when that version is
+  listed. A new schema that only widened the types (Conv at 22) is simply listed.
+- ``fold``: computes the op with numpy when every input is known at import
+  (initializers, constants, shapes): ``fold(ctx, node, *arrays)`` returns the
+  output array, or a tuple of them for several outputs.
+- ``shape_only``: the output is known at import whenever the input's shape is
+  (Shape, Size), even when the input itself is computed at run time.
+- ``writes_into``: the converter honours ``ctx.out_for(output)``: it can write its
+  result into a given view (a slice of a planned Concat).
+- ``activation``: the op is an elementwise activation that a producer's epilogue
+  can absorb; ``activation(ctx, node)`` gives the operator library's spec, or
+  None when this node cannot be absorbed (a bound computed at run time).
+- ``types``: the element types the converter takes for its data inputs.
+- ``texture``: whether texture mode keeps its activations in images.
+- ``fuses``: a few words for docs/onnx.md on what the op fuses into or absorbs.
+
+A converter is ``convert(ctx, node)`` returning the output value (a Var or a
+numpy array) or a dict {output name: value}. Registration is by decorator:
+
+    @register("Relu", versions=(6, 13, 14), fold=lambda ctx, n, x: np.maximum(x, 0),
+              writes_into=True, activation=lambda ctx, n: ("relu",))
+    def relu(ctx, node): ...
+"""
+
+import functools
+
+from ..errors import UnsupportedError
+
+
+class OpSpec:
+    __slots__ = ("op_type", "domain", "versions", "convert", "fold", "shape_only", "writes_into", "activation",
+                 "types", "texture", "fuses")
+
+    def __init__(self, op_type, domain, versions, convert, fold, shape_only, writes_into, activation, types, texture,
+                 fuses):
+        self.op_type = op_type
+        self.domain = domain
+        self.versions = tuple(sorted(versions))
+        self.convert = convert
+        self.fold = fold
+        self.shape_only = shape_only
+        self.writes_into = writes_into
+        self.activation = activation
+        self.types = tuple(types)
+        self.texture = texture
+        self.fuses = fuses
+
+
+FLOAT = ("float32",)
+NUMERIC = ("float32", "int32", "int64")
+ALL_TYPES = ("float32", "int32", "int64", "bool")
+
+_rows = {}  # (domain, op_type) -> [OpSpec]
+
+
+def _canonical_domain(domain):
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+def register(op_type, *, versions, domain="", fold=None, shape_only=False, writes_into=False, activation=None,
+             types=FLOAT, texture=False, fuses=""):
+    """Registers the decorated converter for ``op_type`` at the schema ``versions``."""
+
+    def decorate(convert):
+        spec = OpSpec(op_type, _canonical_domain(domain), versions, convert, fold, shape_only, writes_into,
+                      activation, types, texture, fuses)
+        rows = _rows.setdefault((spec.domain, op_type), [])
+        clash = set(spec.versions) & {v for r in rows for v in r.versions}
+        if clash:
+            raise RuntimeError(f"{op_type}: schema versions {sorted(clash)} registered twice")
+        rows.append(spec)
+        return convert
+
+    return decorate
+
+
+def specs():
+    """Every row, sorted by domain and op type."""
+    _load()
+    return [spec for key in sorted(_rows) for spec in _rows[key]]
+
+
+def op_types(domain=""):
+    _load()
+    return sorted(op for d, op in _rows if d == domain)
+
+
+@functools.lru_cache(maxsize=None)
+def schema_version(op_type, domain, opset):
+    """The since_version of ``op_type``'s schema in force at ``opset``, or None when
+    ONNX defines no such op there."""
+    import onnx
+
+    try:
+        return onnx.defs.get_schema(op_type, max_inclusive_version=opset, domain=domain).since_version
+    except Exception:  # onnx.defs.SchemaError: no such op at that opset
+        return None
+
+
+def lookup(op_type, domain, opset):
+    """(spec, None) for a supported node, else (None, why)."""
+    _load()
+    domain = _canonical_domain(domain)
+    rows = _rows.get((domain, op_type))
+    if not rows:
+        return None, "operator is not supported"
+    version = schema_version(op_type, domain, opset)
+    if version is None:
+        return None, f"ONNX defines no {op_type} at opset {opset}"
+    for spec in rows:
+        if version in spec.versions:
+            return spec, None
+    known = sorted(v for r in rows for v in r.versions)
+    return None, (f"schema version {version} (in force at opset {opset}) is not supported; "
+                  f"supported: {', '.join(map(str, known))}")
+
+
+def check_supported(nodes, opset_of):
+    """Raises one UnsupportedError naming every unsupported op of ``nodes``, each
+    with its count and first node; ``opset_of(domain)`` gives the model's opset."""
+    missing = {}  # (op, why) -> [count, first node]
+    for node in nodes:
+        opset = opset_of(node.domain)
+        if opset is None:
+            key = (node.op_type, f"domain '{node.domain}' is not imported by the model")
+        else:
+            spec, why = lookup(node.op_type, node.domain, opset)
+            if spec is not None:
+                continue
+            key = (node.op_type if not node.domain else f"{node.domain}.{node.op_type}", why)
+        entry = missing.setdefault(key, [0, node])
+        entry[0] += 1
+    if not missing:
+        return
+    parts = []
+    for (op, why), (count, first) in missing.items():
+        nodes_word = "node" if count == 1 else "nodes"
+        parts.append(f"{op} ({count} {nodes_word}, first: {first.describe()}): {why}")
+    raise UnsupportedError(f"the model has {len(missing)} unsupported operator{'s' if len(missing) > 1 else ''}: "
+                           + "; ".join(parts))
+
+
+_loaded = False
+
+
+def _load():
+    """Imports the converter modules, whose decorators fill the registry."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import converters  # noqa: F401  (registers on import)
