@@ -21,12 +21,15 @@ describes the kernels, their launches and the tuning constants.
 
 from .elementwise import ElementwiseOps
 from .layout import LayoutOps
+from .math import MathOps
 from .matrix import CONV_KERNELS, MatrixOps, conv_layer_key
+from .movement import MovementOps
 from .pooling import PoolingOps
+from .reduce import ReduceOps
 from .units import FAMILIES, Unit, kernel_dir
 
 
-class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps):
+class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, MovementOps, ReduceOps):
     """Emits operators into ``function`` of ``builder``.
 
     ``texture``: keep 4-D activations in NCHW4c images (``global.texture``) where a

@@ -29,6 +29,10 @@ def target_facts(target):
     """The target description (a shipped name or a JSON path) as the compiler reads it."""
     return _stowage.target_description(target)
 
+# Element types of the typed kernels (<stowage/dtype.cl.h>): a unit specialised
+# with STOWAGE_T (STOWAGE_U, STOWAGE_I) = code. ONNX's bool is stored as uint8 (0 or 1).
+DTYPE_CODES = {"float32": 0, "int32": 1, "int64": 2, "uint8": 3}
+
 ACTIVATIONS = {"relu": 1, "clip": 2, "hardswish": 3, "sigmoid": 4, "hardsigmoid": 5}
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
 

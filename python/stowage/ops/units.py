@@ -26,6 +26,8 @@ FAMILIES = (
     "pooling_texture",
     "elementwise_texture",
     "layout_texture",
+    "math",
+    "movement",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
@@ -58,6 +60,9 @@ _SHORT = {
     "PL_ROWS": "plr",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",
+    "STOWAGE_T": "t",
+    "STOWAGE_U": "u",
+    "STOWAGE_I": "i",
 }
 
 

@@ -1,0 +1,1 @@
+"""Attention: ONNX's Attention op, Einsum where it is a batched MatMul."""
