@@ -7,7 +7,11 @@
  *   v += residual        when flags & STOWAGE_EPI_RESIDUAL  (a tensor of the output's shape)
  *   v  = activation(v)   act: STOWAGE_ACT_NONE, _RELU, _CLIP (min a, max b),
  *                        _HARDSWISH (v * clamp(a v + b, 0, 1)), _SIGMOID,
- *                        _HARDSIGMOID (clamp(a v + b, 0, 1))
+ *                        _HARDSIGMOID (clamp(a v + b, 0, 1)), _LEAKY_RELU (slope a),
+ *                        _TANH, _GELU (exact, with erf), _GELU_TANH (tanh approximation),
+ *                        _ELU (alpha a), _SILU (v * sigmoid(v)), _SOFTPLUS, _MISH,
+ *                        _SELU (alpha a, gamma b), _CELU (alpha a),
+ *                        _THRESHOLDED_RELU (alpha a), _SOFTSIGN
  * The activation is a runtime argument, so one program serves every epilogue;
  * a unit compiled with `#define STOWAGE_FIXED_ACT <code>` in front ignores the
  * argument and keeps only that activation's code.
@@ -28,6 +32,18 @@
 #define STOWAGE_ACT_HARDSWISH 3
 #define STOWAGE_ACT_SIGMOID 4
 #define STOWAGE_ACT_HARDSIGMOID 5
+#define STOWAGE_ACT_LEAKY_RELU 6
+#define STOWAGE_ACT_TANH 7
+#define STOWAGE_ACT_GELU 8
+#define STOWAGE_ACT_GELU_TANH 9
+#define STOWAGE_ACT_ELU 10
+#define STOWAGE_ACT_SILU 11
+#define STOWAGE_ACT_SOFTPLUS 12
+#define STOWAGE_ACT_MISH 13
+#define STOWAGE_ACT_SELU 14
+#define STOWAGE_ACT_CELU 15
+#define STOWAGE_ACT_THRESHOLDED_RELU 16
+#define STOWAGE_ACT_SOFTSIGN 17
 
 #ifdef STOWAGE_FIXED_ACT
 #define STOWAGE_ACT_CODE(act) (STOWAGE_FIXED_ACT)
@@ -44,6 +60,18 @@ inline float stowage_activate_code(float v, int act, float a, float b) {
     case STOWAGE_ACT_HARDSWISH: return v * clamp(fma(a, v, b), 0.0f, 1.0f);
     case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
     case STOWAGE_ACT_HARDSIGMOID: return clamp(fma(a, v, b), 0.0f, 1.0f);
+    case STOWAGE_ACT_LEAKY_RELU: return v >= 0.0f ? v : a * v;
+    case STOWAGE_ACT_TANH: return tanh(v);
+    case STOWAGE_ACT_GELU: return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+    case STOWAGE_ACT_GELU_TANH: return 0.5f * v * (1.0f + tanh(0.79788456080286536f * fma(0.044715f * v, v * v, v)));
+    case STOWAGE_ACT_ELU: return v >= 0.0f ? v : a * (exp(v) - 1.0f);
+    case STOWAGE_ACT_SILU: return v / (1.0f + exp(-v));
+    case STOWAGE_ACT_SOFTPLUS: return v > 20.0f ? v : log1p(exp(v));
+    case STOWAGE_ACT_MISH: return v * tanh(v > 20.0f ? v : log1p(exp(v)));
+    case STOWAGE_ACT_SELU: return v > 0.0f ? b * v : b * a * (exp(v) - 1.0f);
+    case STOWAGE_ACT_CELU: return fmax(0.0f, v) + fmin(0.0f, a * (exp(v / a) - 1.0f));
+    case STOWAGE_ACT_THRESHOLDED_RELU: return v > a ? v : 0.0f;
+    case STOWAGE_ACT_SOFTSIGN: return v / (1.0f + fabs(v));
     default: return v;
   }
 }
@@ -55,7 +83,10 @@ inline float4 stowage_activate_code4(float4 v, int act, float a, float b) {
     case STOWAGE_ACT_HARDSWISH: return v * clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
     case STOWAGE_ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
     case STOWAGE_ACT_HARDSIGMOID: return clamp(fma((float4)(a), v, (float4)(b)), 0.0f, 1.0f);
-    default: return v;
+    case STOWAGE_ACT_NONE: return v;
+    default:  /* the rarer activations, one lane at a time */
+      return (float4)(stowage_activate_code(v.x, act, a, b), stowage_activate_code(v.y, act, a, b),
+                      stowage_activate_code(v.z, act, a, b), stowage_activate_code(v.w, act, a, b));
   }
 }
 
