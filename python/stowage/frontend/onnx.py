@@ -58,7 +58,8 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
             if name in names:
                 raise InvalidInputError(f"inputs '{graph_input.name}' and another have the same IR name '{name}'")
             names.add(name)
-            importer.values[graph_input.name] = f.param(name, shape, graph_input.dtype)
+            dtype = "uint8" if graph_input.dtype == "bool" else graph_input.dtype  # bool is stored as uint8
+            importer.values[graph_input.name] = f.param(name, shape, dtype)
         malformed_is_invalid(importer.run)
         results = []
         for name in graph.outputs:

@@ -151,14 +151,16 @@ class Core:
         array = np.asarray(array)
         if array.dtype in (np.float16, np.float64):
             array = array.astype(np.float32)
+        elif array.dtype == np.bool_:  # ONNX's bool is stored as uint8 (0 or 1)
+            array = array.astype(np.uint8)
         return self.builder.constant(np.ascontiguousarray(array), scope=scope)
 
     def _const(self, array, scope="global"):
         return self.builder.constant(np.ascontiguousarray(np.asarray(array, dtype=np.float32)), scope=scope)
 
-    def _new_buffer(self, shape):
+    def _new_buffer(self, shape, dtype="float32"):
         shapes.check_elements("empty", shape)
-        v = self.function.empty(tuple(int(d) for d in shape), "float32")
+        v = self.function.empty(tuple(int(d) for d in shape), dtype)
         self._made.add(v.name)
         return v
 

@@ -158,9 +158,9 @@ class LayoutOps(Core):
     def output(self, x):
         """x as a contiguous NCHW buffer tensor that a function may return."""
         if not isinstance(x, Var):
-            return self._deliver_const("output", np.asarray(x, np.float32), self._new_buffer(np.shape(x)))
+            x = self.constant(x)
         if self._is_const(x):
-            dst = self._new_buffer(x.shape)
+            dst = self._new_buffer(x.shape, x.dtype)
             self.function.copy_tensor(x, dst)
             return dst
         return self._buffer("output", "x", x)
