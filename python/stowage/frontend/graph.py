@@ -89,14 +89,16 @@ class Graph:
     """Inputs (initializers excluded), output names, nodes and initializers, with
     each value's producer and readers; `opsets` maps a domain to its opset."""
 
-    def __init__(self, inputs, output_names, nodes, initializers, opsets, source=None):
+    def __init__(self, inputs, output_names, nodes, initializers, opsets, shape_hints=None):
         self.inputs = list(inputs)
         self.outputs = list(output_names)
         self.output_names = set(output_names)
         self.nodes = list(nodes)
         self.initializers = dict(initializers)
         self.opsets = {("" if d == "ai.onnx" else d): v for d, v in opsets.items()}
-        self.source = source  # the model it came from, for the front end's own helpers
+        # A callable giving {value name: shape} for values whose shapes the front end
+        # can tell before import (e.g. ONNX's shape inference); planned Concats use it.
+        self.shape_hints = shape_hints or dict
         check_order(self)
         self.producer = {}
         for node in self.nodes:

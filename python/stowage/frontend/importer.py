@@ -120,22 +120,9 @@ class Importer:
         return None if pending is None else pending.resolve()
 
     def inferred_shapes(self):
-        """Value name -> shape, from ONNX's shape inference (fixed dims only)."""
+        """Value name -> shape, as the front end tells them before import."""
         if self._inferred is None:
-            self._inferred = {}
-            model = self.graph.source
-            if model is None:
-                return self._inferred
-            import onnx
-
-            try:
-                model = onnx.shape_inference.infer_shapes(model)
-            except Exception:  # inference is a help here, not a requirement
-                return self._inferred
-            for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
-                dims = vi.type.tensor_type.shape.dim
-                if dims and all(d.HasField("dim_value") for d in dims):
-                    self._inferred[vi.name] = tuple(d.dim_value for d in dims)
+            self._inferred = self.graph.shape_hints()
         return self._inferred
 
     def dies_here(self, name):

@@ -92,7 +92,22 @@ def graph_of(model):
     opsets = {}
     for entry in model.opset_import:
         opsets["" if entry.domain == "ai.onnx" else entry.domain] = entry.version
-    return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets, source=model)
+    return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets,
+                 shape_hints=lambda: inferred_shapes(model))
+
+
+def inferred_shapes(model):
+    """Value name -> shape, from ONNX's shape inference (fixed dims only)."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a help here, not a requirement
+        return {}
+    shapes = {}
+    for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
+        dims = vi.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            shapes[vi.name] = tuple(d.dim_value for d in dims)
+    return shapes
 
 
 def node_of(index, proto):
