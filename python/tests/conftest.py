@@ -93,3 +93,10 @@ def inputs():
 
 def expected(xs, ys, zs):
     return (xs + ys) * zs
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The conformance totals (test_conformance.py), when its cases ran."""
+    module = __import__("sys").modules.get("test_conformance")
+    for line in (module.summary_lines() if module is not None else []):
+        terminalreporter.write_line(line)
