@@ -157,3 +157,21 @@ def _load():
     if not _loaded:
         _loaded = True
         from . import converters  # noqa: F401  (registers on import)
+
+
+def markdown_table():
+    """The supported-ops table of docs/onnx.md, from the registry."""
+    lines = ["| op | schema versions | types | modes | fuses / notes |", "| --- | --- | --- | --- | --- |"]
+    for spec in specs():
+        name = spec.op_type if not spec.domain else f"{spec.domain}.{spec.op_type}"
+        modes = "buffer, texture" if spec.texture else "buffer"
+        notes = spec.fuses
+        if spec.shape_only or (spec.fold is not None and not notes):
+            notes = notes or "folded at import when its inputs are known"
+        lines.append(f"| {name} | {', '.join(map(str, spec.versions))} | {', '.join(spec.types)} | {modes} | "
+                     f"{notes} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
