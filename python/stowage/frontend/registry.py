@@ -171,7 +171,3 @@ def markdown_table():
         lines.append(f"| {name} | {', '.join(map(str, spec.versions))} | {', '.join(spec.types)} | {modes} | "
                      f"{notes} |")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(markdown_table())
