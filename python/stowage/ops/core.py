@@ -141,8 +141,16 @@ class Core:
             return ()
         return tuple(np.shape(x))
 
-    def _check_float(self, op, arg, x):
-        if isinstance(x, Var) and x.dtype != "float32":
+    def _check_float(self, op, arg, x, any_type=False):
+        """Refuses a non-float32 tensor, unless ``any_type`` (views and copies take
+        every element type of DTYPE_CODES)."""
+        if not isinstance(x, Var):
+            return
+        if any_type:
+            if x.dtype not in DTYPE_CODES:
+                raise InvalidInputError(f"{op}: argument '{arg}': '{x.name}' is {x.dtype}; the operator takes "
+                                        f"{', '.join(DTYPE_CODES)}")
+        elif x.dtype != "float32":
             raise InvalidInputError(f"{op}: argument '{arg}': '{x.name}' is {x.dtype}; the operators take float32")
 
     def constant(self, array, scope="global"):
@@ -181,16 +189,17 @@ class Core:
         self._logical[v.name] = tuple(shape)
         return v
 
-    def _dest(self, op, out, shape):
-        """Where a buffer result goes: ``out`` (checked) or a new tensor."""
+    def _dest(self, op, out, shape, dtype="float32"):
+        """Where a buffer result goes: ``out`` (checked) or a new tensor of ``dtype``."""
         if out is None:
-            return self._new_buffer(shape)
+            return self._new_buffer(shape, dtype)
         if not isinstance(out, Var) or self._is_const(out) or self.is_texture(out):
             raise InvalidInputError(f"{op}: argument 'out': expected a buffer tensor Var")
         if self.shape_of(out) != tuple(shape):
             raise InvalidInputError(f"{op}: argument 'out': shape {list(self.shape_of(out))}, the result's is "
                                     f"{list(shape)}")
-        self._check_float(op, "out", out)
+        if out.dtype != dtype:
+            raise InvalidInputError(f"{op}: argument 'out': '{out.name}' is {out.dtype}, the result {dtype}")
         self._forget(out)
         return out
 
@@ -200,18 +209,21 @@ class Core:
         if twin is not None:
             self._twins.pop(twin.name, None)
 
-    def _operand(self, op, arg, x):
-        """x as a Var: arrays and numbers become constants."""
+    def _operand(self, op, arg, x, any_type=False):
+        """x as a Var: arrays and numbers become constants (float32, or in their own
+        element type with ``any_type``)."""
         if isinstance(x, Var):
-            self._check_float(op, arg, x)
+            self._check_float(op, arg, x, any_type)
             return x
+        if any_type and isinstance(x, np.ndarray):
+            return self.constant(x)
         if isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool):
             return self._const(np.asarray(x, dtype=np.float32))
         raise InvalidInputError(f"{op}: argument '{arg}': expected a Var or a numpy array, got {type(x).__name__}")
 
-    def _buffer(self, op, arg, x):
+    def _buffer(self, op, arg, x, any_type=False):
         """x as a contiguous NCHW buffer tensor (converting an image)."""
-        x = self._operand(op, arg, x)
+        x = self._operand(op, arg, x, any_type)
         if not self.is_texture(x):
             return x
         twin = self._twins.get(x.name)
