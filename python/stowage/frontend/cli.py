@@ -1,7 +1,7 @@
 """stowage-import: an ONNX model to a Stowage bytecode file.
 
     stowage-import model.onnx -o model.stw [--target T] [--texture] [--shape NAME=1x3x224x224] [--report]
-                   [--tuning FILE]
+                   [--tuning FILE] [--fold-limit BYTES] [--max-model-bytes BYTES]
 
 Exit status: 0 written, 2 the model (or an argument) is invalid or uses what Stowage
 does not support, 1 anything else. Errors are one line on stderr.
@@ -11,6 +11,8 @@ import argparse
 import sys
 
 from ..errors import InvalidInputError, StowageError, UnsupportedError
+from .importer import DEFAULT_FOLD_LIMIT
+from .onnx_model import DEFAULT_MAX_MODEL_BYTES
 
 
 def parse_shape(text):
@@ -32,6 +34,10 @@ def main(argv=None):
     parser.add_argument("--shape", action="append", default=[], help="NAME=1x3x224x224 for an input left dynamic")
     parser.add_argument("--report", action="store_true", help="print the memory report")
     parser.add_argument("--tuning", metavar="FILE", help="a tuning cache (python -m stowage.tuner): kernels per layer")
+    parser.add_argument("--fold-limit", type=int, default=DEFAULT_FOLD_LIMIT, metavar="BYTES",
+                        help=f"the most bytes one value computed at import may take (default {DEFAULT_FOLD_LIMIT})")
+    parser.add_argument("--max-model-bytes", type=int, default=DEFAULT_MAX_MODEL_BYTES, metavar="BYTES",
+                        help=f"the largest model file read (default {DEFAULT_MAX_MODEL_BYTES})")
     args = parser.parse_args(argv)
     from .. import compile as compile_module
     from .onnx import from_onnx
@@ -43,7 +49,8 @@ def main(argv=None):
             from ..tuner import load
 
             tuning = load(args.tuning)
-        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target, tuning=tuning)
+        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target, tuning=tuning,
+                           fold_limit=args.fold_limit, max_model_bytes=args.max_model_bytes)
         exe = compile_module(module, target=args.target)
         exe.save(args.output)
     except (InvalidInputError, UnsupportedError) as e:

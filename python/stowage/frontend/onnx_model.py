@@ -16,7 +16,7 @@ from .graph import Graph, Input, Node
 UPGRADE_BELOW = 11
 UPGRADE_TO = 13
 # A model file larger than this is refused before it is read (a flag raises it).
-DEFAULT_MAX_MODEL_BYTES = 4 << 30
+DEFAULT_MAX_MODEL_BYTES = 2 << 30  # protobuf reads no larger message
 
 INPUT_TYPES = {
     onnx.TensorProto.FLOAT: "float32",
