@@ -113,15 +113,20 @@ class MatrixOps(Core):
         xs = self.shape_of(x)
         if len(xs) != 4:
             raise InvalidInputError(f"{op}: argument 'x': expected [N, C, H, W], got shape {list(xs)}")
-        w = _weight_array(op, weight, 4)
+        w = self._runtime_weight(op, weight, 4) if isinstance(weight, Var) else _weight_array(op, weight, 4)
         n, c, h, wd = xs
-        k, cg, r, s = w.shape
+        k, cg, r, s = self.shape_of(w)
         group = int(group)
         if group < 1 or c % group or k % group or cg != c // group:
-            raise InvalidInputError(f"{op}: weight {list(w.shape)} does not fit input {list(xs)} with group={group} "
-                                    f"(needs [K, C/group, R, S] with C and K multiples of group)")
+            raise InvalidInputError(f"{op}: weight {list(self.shape_of(w))} does not fit input {list(xs)} with "
+                                    f"group={group} (needs [K, C/group, R, S] with C and K multiples of group)")
         b = None
-        if bias is not None:
+        if isinstance(bias, Var):
+            self._check_float(op, "bias", bias)
+            if self.shape_of(bias) != (k,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(self.shape_of(bias))}")
+            b = bias
+        elif bias is not None:
             b = np.asarray(bias, dtype=np.float32)
             if b.shape != (k,):
                 raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(b.shape)}")
@@ -143,9 +148,18 @@ class MatrixOps(Core):
             raise InvalidInputError(f"{op}: in_place=True needs a residual and no 'out'")
         geometry = dict(n=n, c=c, h=h, w=wd, k=k, p=p, q=q, r=r, s=s, strides=strides, pads=pads,
                         dilations=dilations, group=group)
-        if self._conv_on_images(geometry):
+        runtime = isinstance(w, Var) or isinstance(b, Var)
+        if not runtime and self._conv_on_images(geometry):
             return self._conv2d_image(x, w, b, geometry, act, residual, out)
         return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out)
+
+    def _runtime_weight(self, op, weight, rank):
+        """A weight computed at run time (a graph input): a float32 buffer of ``rank`` dimensions."""
+        self._check_float(op, "weight", weight)
+        if len(self.shape_of(weight)) != rank:
+            raise InvalidInputError(f"{op}: argument 'weight': expected {rank} dimensions, got shape "
+                                    f"{list(self.shape_of(weight))}")
+        return self._buffer(op, "weight", weight)
 
     def conv2d_depthwise_pointwise(self, x, dw_weight, dw_bias, pw_weight, pw_bias=None, *, strides=(1, 1),
                                    pads=(0, 0, 0, 0), dilations=(1, 1), dw_activation=None, activation=None,
@@ -332,7 +346,7 @@ class MatrixOps(Core):
         flags = 0
         bias_var = None
         if bias is not None:
-            bias_var = self._const(bias)
+            bias_var = self._buffer(op, "bias", bias) if isinstance(bias, Var) else self._const(bias)
             flags |= EPI_BIAS
         res_var = None
         if residual is not None:
@@ -353,8 +367,9 @@ class MatrixOps(Core):
         bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, b, residual, in_place, out, (n, k, p, q))
         cg, kg = c // group, k // group
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
+        runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
         if cg == 1:  # depthwise, any multiplier
-            w_var = self._const(w.reshape(k, r * s))
+            w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
             unit = self._unit("conv")
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
@@ -365,11 +380,14 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-        if self._direct_conv(g):
+        if not runtime and self._direct_conv(g):
             self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
-        w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
+        if runtime:
+            w_t = self.transpose(self.reshape(w, (group, kg, cg * r * s)), (0, 2, 1))
+        else:
+            w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
                            self.launch, n * k * p * q * 4)
         if pointwise and k_split == 1:

@@ -32,23 +32,105 @@ def conv_params(ctx, node, bn, x_shape):
     if bias is not None and not isinstance(bias, np.ndarray):
         raise node.unsupported("input 2 (the bias) must be known when the model is imported")
     if weight.ndim != 4 or len(x_shape) != 4:
-        raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 2D (NCHW) is supported")
-    strides = positive_ints(node, "strides", (1, 1))
-    dilations = positive_ints(node, "dilations", (1, 1))
-    kernel = ints(node, "kernel_shape", weight.shape[2:])
-    if tuple(kernel) != tuple(weight.shape[2:]):
-        raise node.invalid(f"kernel_shape {list(kernel)} differs from the weight's {list(weight.shape[2:])}")
-    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
-    group_count = node.int_attr("group", 1)
-    if group_count < 1 or x_shape[1] != weight.shape[1] * group_count or weight.shape[0] % group_count != 0:
-        raise node.invalid(
-            f"input of {x_shape[1]} channels, weight {list(weight.shape)} and group {group_count} do not agree"
-        )
+        raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 1D and 2D are supported")
+    geometry = conv_geometry(node, x_shape, weight.shape)
     weight = weight.astype(np.float64)
     bias = np.zeros(weight.shape[0]) if bias is None else bias.astype(np.float64)
     if bn is not None:
         weight, bias = fold_batch_norm(ctx, bn, weight, bias)
-    return weight, bias, dict(strides=strides, pads=pads, dilations=dilations, group=group_count)
+    return weight, bias, geometry
+
+
+def conv_geometry(node, x_shape, w_shape):
+    """Strides, pads, dilations and group of a Conv over x_shape [N, C, spatial...]
+    with a weight of w_shape [K, C/group, kernel...], checked."""
+    rank = len(w_shape) - 2
+    if len(x_shape) != rank + 2:
+        raise node.invalid(f"input {list(x_shape)} and weight {list(w_shape)} differ in rank")
+    strides = positive_ints(node, "strides", (1,) * rank)
+    dilations = positive_ints(node, "dilations", (1,) * rank)
+    kernel = ints(node, "kernel_shape", w_shape[2:])
+    if tuple(kernel) != tuple(w_shape[2:]):
+        raise node.invalid(f"kernel_shape {list(kernel)} differs from the weight's {list(w_shape[2:])}")
+    if len(strides) != rank or len(dilations) != rank:
+        raise node.invalid(f"strides {list(strides)} or dilations {list(dilations)} do not fit a {rank}D convolution")
+    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
+    group_count = node.int_attr("group", 1)
+    if group_count < 1 or x_shape[1] != w_shape[1] * group_count or w_shape[0] % group_count != 0:
+        raise node.invalid(
+            f"input of {x_shape[1]} channels, weight {list(w_shape)} and group {group_count} do not agree "
+            f"(needs group >= 1 dividing the output channels, and channels = weight's dimension 1 times group)"
+        )
+    return dict(strides=strides, pads=pads, dilations=dilations, group=group_count)
+
+
+def as_2d_geometry(geometry):
+    """A 1D convolution's geometry as a 2D one of height 1."""
+    (s,), (d,), (p0, p1) = geometry["strides"], geometry["dilations"], geometry["pads"]
+    return dict(geometry, strides=(1, s), dilations=(1, d), pads=(0, p0, 0, p1))
+
+
+def conv_runtime(ctx, node, group, x):
+    """A Conv whose weight or bias is computed at run time (a graph input), or a 1D
+    one: the library relays the weight out on the device; BatchNormalization after it
+    runs as its own op."""
+    node.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+    x_shape = ctx.shape(x)
+    weight, bias = ctx.value(node, 1), ctx.optional(node, 2)
+    w_shape = ctx.shape(weight)
+    if len(w_shape) not in (3, 4):
+        raise node.unsupported(f"a {len(w_shape) - 2}D convolution: only 1D and 2D are supported")
+    geometry = conv_geometry(node, x_shape, w_shape)
+    if bias is not None and ctx.shape(bias) != (w_shape[0],):
+        raise node.invalid(f"bias of shape {list(ctx.shape(bias))}; expected [{w_shape[0]}]")
+    weight = as_float32(weight) if isinstance(weight, np.ndarray) else weight
+    bias = as_float32(bias) if isinstance(bias, np.ndarray) else bias
+    residual, in_place, act = conv_epilogue(ctx, group)
+    out = ctx.out_for(group.output)
+    ob = ctx.ob
+    one_d = len(w_shape) == 3
+    out_shape = None
+    if one_d:
+        x = ob.reshape(x, (x_shape[0], x_shape[1], 1, x_shape[2]))
+        weight = (weight.reshape(w_shape[0], w_shape[1], 1, w_shape[2]) if isinstance(weight, np.ndarray)
+                  else ob.reshape(weight, (w_shape[0], w_shape[1], 1, w_shape[2])))
+        geometry = as_2d_geometry(geometry)
+        if residual is not None:
+            residual = ob.reshape(residual, (x_shape[0], w_shape[0], 1, ctx.shape(residual)[-1]))
+        if out is not None:
+            out_shape = ctx.shape(out)
+            out = ob.reshape(out, (out_shape[0], out_shape[1], 1, out_shape[2]))
+    if group.bn is not None:  # the convolution, then BatchNormalization, residual and activation apart
+        y = ob.conv2d(x, weight, bias, **geometry)
+        y = batch_norm_after(ctx, group.bn, y)
+        if residual is not None:
+            y = ob.binary("add", y, residual, activation=act, out=out)
+        elif act is not None or out is not None:
+            y = apply_activation_op(ob, y, act, out)
+    else:
+        y = ob.conv2d(x, weight, bias, **geometry, activation=act, residual=residual, in_place=in_place, out=out)
+    if one_d:
+        y = ob.reshape(y, (x_shape[0], w_shape[0], ctx.shape(y)[-1]))
+    return {group.output: y}
+
+
+def batch_norm_after(ctx, bn, y):
+    bn.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
+    if bn.int_attr("training_mode", 0):
+        raise bn.unsupported("training_mode=1 is not supported (inference only)")
+    if bn.int_attr("spatial", 1) != 1:
+        raise bn.unsupported("spatial=0 is not supported")
+    scale, b, mean, var = (ctx.static(bn, i).astype(np.float64).reshape(-1) for i in range(1, 5))
+    return ctx.ob.batch_norm(y, scale, b, mean, var, float(bn.attr("epsilon", 1e-5)))
+
+
+def apply_activation_op(ob, y, act, out):
+    """The library's activation spec `act` (or None: a copy) applied to y as its own op."""
+    if act is None:
+        return ob.binary("add", y, np.float32(0), out=out)
+    name, params = act[0], tuple(act[1:])
+    names = {"clip": ("min", "max"), "hardsigmoid": ("alpha", "beta")}.get(name, ())
+    return ob.unary(name, y, out=out, **dict(zip(names, params)))
 
 
 def conv_epilogue(ctx, group):
@@ -91,6 +173,10 @@ def conv(ctx, node):
     group = ctx.group
     x = ctx.tensor(node, 0)
     x_shape = ctx.shape(x)
+    if group.pointwise is None and (not isinstance(ctx.value(node, 1), np.ndarray)
+                                    or not isinstance(ctx.optional(node, 2), (type(None), np.ndarray))
+                                    or len(ctx.shape(ctx.value(node, 1))) == 3):
+        return conv_runtime(ctx, node, group, x)
     weight, bias, geometry = conv_params(ctx, node, group.bn, x_shape)
     act = activation_spec(ctx, group.act) if group.act is not None else None
     if group.pointwise is not None:  # a depthwise Conv and the pointwise Conv after it
@@ -121,13 +207,13 @@ def gemm(ctx, node):
     a = ctx.value(node, 0)
     b = ctx.value(node, 1)
     c = ctx.optional(node, 2)
-    if c is not None and not isinstance(c, np.ndarray):
-        raise node.unsupported("input 2 (C) must be known when the model is imported")
-    if isinstance(a, np.ndarray):
-        raise node.unsupported("input 0 (A) is a constant; only B and C may be")
+    for i, v in enumerate((a, b)):
+        if len(ctx.shape(v)) != 2:
+            raise node.invalid(f"input {i} has shape {list(ctx.shape(v))}; Gemm takes 2-D A and B")
     act = activation_spec(ctx, group.act) if group.act is not None else None
     return {group.output: ctx.ob.gemm(
-        a, as_float32(b) if isinstance(b, np.ndarray) else b, None if c is None else as_float32(c),
+        as_float32(a) if isinstance(a, np.ndarray) else a, as_float32(b) if isinstance(b, np.ndarray) else b,
+        as_float32(c) if isinstance(c, np.ndarray) else c,
         trans_a=bool(node.int_attr("transA", 0)), trans_b=bool(node.int_attr("transB", 0)),
         alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), activation=act,
         out=ctx.out_for(group.output),
