@@ -33,7 +33,12 @@ def target_facts(target):
 # with STOWAGE_T (STOWAGE_U, STOWAGE_I) = code. ONNX's bool is stored as uint8 (0 or 1).
 DTYPE_CODES = {"float32": 0, "int32": 1, "int64": 2, "uint8": 3}
 
-ACTIVATIONS = {"relu": 1, "clip": 2, "hardswish": 3, "sigmoid": 4, "hardsigmoid": 5}
+ACTIVATIONS = {"relu": 1, "clip": 2, "hardswish": 3, "sigmoid": 4, "hardsigmoid": 5, "leakyrelu": 6, "tanh": 7,
+               "gelu": 8, "gelu_tanh": 9, "elu": 10, "silu": 11, "softplus": 12, "mish": 13, "selu": 14, "celu": 15,
+               "thresholdedrelu": 16, "softsign": 17}
+# The parameters an activation takes, in order (they become the epilogue's a and b).
+ACTIVATION_PARAMS = {"clip": ("min", "max"), "hardsigmoid": ("alpha", "beta"), "leakyrelu": ("alpha",),
+                     "elu": ("alpha",), "selu": ("alpha", "gamma"), "celu": ("alpha",), "thresholdedrelu": ("alpha",)}
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
 
 
@@ -48,7 +53,7 @@ def parse_activation(op, activation):
             f"{op}: argument 'activation': expected None or a tuple starting with one of "
             f"{', '.join(ACTIVATIONS)}, got {activation!r}")
     name, params = activation[0], tuple(activation[1:])
-    expected = {"clip": 2, "hardsigmoid": 2}.get(name, 0)
+    expected = len(ACTIVATION_PARAMS.get(name, ()))
     if len(params) != expected:
         raise InvalidInputError(f"{op}: activation '{name}' takes {expected} parameters, got {list(params)}")
     if name == "clip":
@@ -57,26 +62,49 @@ def parse_activation(op, activation):
         return ACTIVATIONS[name], lo, hi
     if name == "hardswish":
         return ACTIVATIONS[name], 1.0 / 6.0, 0.5
-    if name == "hardsigmoid":
-        return ACTIVATIONS[name], float(params[0]), float(params[1])
-    return ACTIVATIONS[name], 0.0, 0.0
+    if not all(isinstance(p, numbers.Real) and math.isfinite(p) for p in params):
+        raise InvalidInputError(f"{op}: activation '{name}': parameters {list(params)} must be finite numbers")
+    if name == "celu" and params[0] == 0:
+        raise InvalidInputError(f"{op}: activation 'celu': alpha must not be 0")
+    return (ACTIVATIONS[name], *(float(p) for p in params), *(0.0,) * (2 - len(params)))
+
+
+def _softplus(v):
+    return np.logaddexp(0, v)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+# The epilogue's activations in numpy, by code: f(v, a, b).
+_NUMPY_ACTIVATIONS = {
+    1: lambda v, a, b: np.maximum(v, 0),
+    2: lambda v, a, b: np.minimum(np.maximum(v, a), b),
+    3: lambda v, a, b: v * np.clip(a * v + b, 0, 1),
+    4: lambda v, a, b: 1 / (1 + np.exp(-v)),
+    5: lambda v, a, b: np.clip(a * v + b, 0, 1),
+    6: lambda v, a, b: np.where(v >= 0, v, a * v),
+    7: lambda v, a, b: np.tanh(v),
+    8: lambda v, a, b: 0.5 * v * (1 + _ERF(np.asarray(v, np.float64) / math.sqrt(2)).astype(np.float64)),
+    9: lambda v, a, b: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))),
+    10: lambda v, a, b: np.where(v >= 0, v, a * np.expm1(np.minimum(v, 0))),
+    11: lambda v, a, b: v / (1 + np.exp(-v)),
+    12: lambda v, a, b: _softplus(v),
+    13: lambda v, a, b: v * np.tanh(_softplus(v)),
+    14: lambda v, a, b: np.where(v > 0, b * v, b * a * np.expm1(np.minimum(v, 0))),
+    15: lambda v, a, b: np.maximum(v, 0) + np.minimum(0, a * np.expm1(v / a)),
+    16: lambda v, a, b: np.where(v > a, v, 0),
+    17: lambda v, a, b: v / (1 + np.abs(v)),
+}
 
 
 def apply_activation(values, act):
     """The epilogue's activation in numpy (for operands known at build time)."""
     code, a, b = act
-    v = values
-    if code == 1:
-        return np.maximum(v, 0)
-    if code == 2:
-        return np.minimum(np.maximum(v, a), b)
-    if code == 3:
-        return v * np.clip(a * v + b, 0, 1)
-    if code == 4:
-        return 1 / (1 + np.exp(-v))
-    if code == 5:
-        return np.clip(a * v + b, 0, 1)
-    return v
+    fn = _NUMPY_ACTIVATIONS.get(code)
+    if fn is None:
+        return values
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(np.asarray(values), a, b), dtype=np.asarray(values).dtype)
 
 
 class Core:
