@@ -1,0 +1,382 @@
+"""Exported models through Stowage beside ONNX Runtime: which import, which match.
+
+Builds a zoo of models with random weights from their classes and configs (torchvision,
+timm, transformers; nothing is downloaded), exports each with both of PyTorch's
+exporters (`torch.onnx.export(..., dynamo=False)`, the TorchScript one, and the default
+dynamo one) into a cache folder reused on later runs, then for each file: imports it
+(sw.from_onnx), compiles it, runs it once on the chosen device with a seeded input
+(token ids in the vocabulary for text models) and compares every output with ONNX
+Runtime's (CPU) on the same input. It prints one table: model, exporter, status ("ok",
+"wrong values", or the first line of the error), the largest error relative to the
+largest |output| of ONNX Runtime (over all outputs), kernel launches per inference,
+planned activation bytes beside their sum without reuse, and import + compile seconds;
+then how many files match within 1e-4, and the distinct failures with their models.
+
+    python benchmarks/zoo.py [--models a,b] [--exporters torchscript,dynamo] [--device D]
+        [--texture] [--cache build/zoo] [--refresh] [--list]
+
+Exports run niced in a child process each (the machine is shared); each check runs in
+a child too, so that one model's crash or hang is its row, not the end of the table. A
+failed export is cached as its message (`--refresh` tries again). Without torch the
+script says so and exits 0.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXPORTERS = ("torchscript", "dynamo")
+TOLERANCE = 1e-4
+SEQ = 128  # text models' sequence length
+
+# name: (library, constructor or config, inputs); inputs: "image" (1x3x224x224 float),
+# "ids" (1 x SEQ int64 token ids) or "ids+mask" (and an int64 attention_mask, padded).
+MODELS = {
+    "resnet18": ("torchvision", "resnet18", "image"),
+    "resnet50": ("torchvision", "resnet50", "image"),
+    "mobilenet_v2": ("torchvision", "mobilenet_v2", "image"),
+    "mobilenet_v3_small": ("torchvision", "mobilenet_v3_small", "image"),
+    "mobilenet_v3_large": ("torchvision", "mobilenet_v3_large", "image"),
+    "efficientnet_b0": ("torchvision", "efficientnet_b0", "image"),
+    "densenet121": ("torchvision", "densenet121", "image"),
+    "vgg11": ("torchvision", "vgg11", "image"),
+    "alexnet": ("torchvision", "alexnet", "image"),
+    "squeezenet1_1": ("torchvision", "squeezenet1_1", "image"),
+    "googlenet": ("torchvision", "googlenet", "image"),
+    "shufflenet_v2_x1_0": ("torchvision", "shufflenet_v2_x1_0", "image"),
+    "regnet_x_400mf": ("torchvision", "regnet_x_400mf", "image"),
+    "convnext_tiny": ("torchvision", "convnext_tiny", "image"),
+    "mnasnet0_5": ("torchvision", "mnasnet0_5", "image"),
+    "lraspp_mobilenet_v3_large": ("segmentation", "lraspp_mobilenet_v3_large", "image"),
+    "deeplabv3_mobilenet_v3_large": ("segmentation", "deeplabv3_mobilenet_v3_large", "image"),
+    "fcn_resnet50": ("segmentation", "fcn_resnet50", "image"),
+    "timm_resnet18d": ("timm", "resnet18d", "image"),
+    "timm_efficientnet_b0": ("timm", "efficientnet_b0", "image"),
+    "timm_convnext_atto": ("timm", "convnext_atto", "image"),
+    "timm_vit_tiny": ("timm", "vit_tiny_patch16_224", "image"),
+    "timm_deit_tiny": ("timm", "deit_tiny_patch16_224", "image"),
+    "timm_mobilevitv2_050": ("timm", "mobilevitv2_050", "image"),
+    "bert_base": ("transformers", "bert", "ids+mask"),
+    "distilbert": ("transformers", "distilbert", "ids"),
+    "gpt2_small": ("transformers", "gpt2", "ids+mask"),  # without a mask, transformers' packed-sequence check
+    # (torch.diff) stops the TorchScript exporter
+}
+LIBRARIES = {"torchvision": "torchvision", "segmentation": "torchvision", "timm": "timm",
+             "transformers": "transformers"}
+
+
+# ---- export (in a niced child process with torch) ------------------------------------
+
+
+def torch_model(name):
+    """(module in eval mode, example inputs) for a zoo entry, with seeded random weights."""
+    import torch
+
+    torch.manual_seed(0)
+    library, what, inputs = MODELS[name]
+    if library == "torchvision":
+        import torchvision
+
+        extra = {"aux_logits": False, "init_weights": True} if what == "googlenet" else {}
+        model = getattr(torchvision.models, what)(weights=None, **extra)
+    elif library == "segmentation":
+        import torchvision
+
+        model = picked(getattr(torchvision.models.segmentation, what)(weights=None, weights_backbone=None), "out")
+    elif library == "timm":
+        import timm
+
+        model = timm.create_model(what, pretrained=False)
+    else:
+        model = picked(transformer(what), None)
+    arrays = model_inputs(inputs, vocabulary(name))
+    return model.eval(), tuple(torch.from_numpy(a) for a in arrays.values()), list(arrays)
+
+
+def transformer(what):
+    import transformers as tf
+
+    if what == "bert":  # BERT-base's sizes; last_hidden_state and pooler_output
+        return tf.BertModel(tf.BertConfig())
+    if what == "distilbert":  # DistilBERT-base's sizes; two-class logits
+        return tf.DistilBertForSequenceClassification(tf.DistilBertConfig())
+    if what == "gpt2":  # GPT-2's shape, smaller: 4 layers of 256; logits over its vocabulary
+        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=4, n_embd=256, n_head=4, use_cache=False))
+    raise ValueError(what)
+
+
+def vocabulary(name):
+    return {"bert_base": 30522, "distilbert": 30522, "gpt2_small": 50257}.get(name, 0)
+
+
+def picked(model, key):
+    """The model with its tensors alone: a dict's entry `key`, or a model output's tuple."""
+    import torch
+
+    class Picked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            out = self.model(*args)
+            return out[key] if key is not None else out.to_tuple()
+
+    return Picked()
+
+
+def export(name, exporter, path):
+    """Writes `path` (and the exporter's external data beside it, if any)."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore")
+    model, args, names = torch_model(name)
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, input_names=names, dynamo=(exporter == "dynamo"))
+
+
+def export_in_child(name, exporter, path, timeout):
+    """None when `path` was written, else the export's error (first line), cached beside it."""
+    failed = path + ".failed"
+    cmd = [sys.executable, os.path.abspath(__file__), "--export-one", name, exporter, path]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=lambda: os.nice(10))
+        error = None if done.returncode == 0 and os.path.exists(path) else last_error(done)
+    except subprocess.TimeoutExpired:
+        error = f"export took more than {timeout} s"
+    if error is not None:
+        with open(failed, "w") as f:
+            f.write(error)
+    return error
+
+
+def last_error(done):
+    """The child's error: its last traceback line, or how it ended."""
+    lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
+    errors = [line for line in lines if not line.startswith((" ", "\t")) and ("Error" in line or "Exception" in line)]
+    if errors:
+        return errors[-1]
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
+# ---- inputs and the check (in a child process with Stowage) --------------------------
+
+
+def model_inputs(kind, vocab):
+    """The seeded inputs of an entry, by name, in the order the model takes them."""
+    rng = np.random.default_rng(0)
+    if kind == "image":
+        return {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+    arrays = {"input_ids": rng.integers(0, vocab, (1, SEQ), dtype=np.int64)}
+    if kind == "ids+mask":
+        mask = np.ones((1, SEQ), np.int64)
+        mask[:, SEQ - SEQ // 4:] = 0  # the last quarter is padding
+        arrays["attention_mask"] = mask
+    return arrays
+
+
+def relative_error(got, want):
+    want = np.asarray(want, np.float64)
+    got = np.asarray(got, np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
+    return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
+
+
+def check(path, name, device, texture):
+    """A dict: status, error, launches, planned and naive bytes, import + compile seconds."""
+    import onnx
+    import onnxruntime as ort
+
+    import stowage as sw
+
+    row = {}
+    model = onnx.load(path)  # external data too: the dynamo exporter writes its weights beside the file
+    library, what, kind = MODELS[name]
+    arrays = list(model_inputs(kind, vocabulary(name)).values())
+    inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    if len(inputs) != len(arrays):
+        return {"status": f"the file takes {len(inputs)} inputs, the zoo gives {len(arrays)}"}
+    feeds = {i.name: a for i, a in zip(inputs, arrays)}
+    shapes = {i.name: a.shape for i, a in zip(inputs, arrays) if open_dims(i)}
+    try:
+        start = time.perf_counter()
+        module = sw.from_onnx(model, shapes=shapes or None, texture=texture)
+        exe = sw.compile(module)
+        row["seconds"] = time.perf_counter() - start
+        row["planned"], row["naive"] = activation_bytes(exe)
+        vm = sw.VirtualMachine(exe, device=device)
+        vm.reset_profile()
+        got = vm.invoke("main", *arrays)
+        vm.synchronize()
+        row["launches"] = vm.profile()["kernel_launches"]
+    except Exception as e:  # a Stowage error is the row's status; anything else is a bug to see
+        return dict(row, status=first_line(e))
+    got = [t.numpy() for t in (got if isinstance(got, (tuple, list)) else [got])]
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        want = session.run(None, feeds)
+    except Exception as e:
+        return dict(row, status=f"ONNX Runtime failed: {first_line(e)}")
+    if len(got) != len(want):
+        return dict(row, status=f"{len(got)} outputs, ONNX Runtime gives {len(want)}")
+    row["error"] = max(relative_error(g, w) for g, w in zip(got, want))
+    row["status"] = "ok" if row["error"] <= TOLERANCE else "wrong values"
+    return row
+
+
+def open_dims(graph_input):
+    dims = graph_input.type.tensor_type.shape.dim
+    return not graph_input.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in dims)
+
+
+def activation_bytes(exe):
+    """(planned bytes, sum without reuse) over the scopes holding activations."""
+    figures = exe.memory_report.values()
+    return sum(f["planned_bytes"] or 0 for f in figures), sum(f["naive_bytes"] or 0 for f in figures)
+
+
+def first_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def check_in_child(path, name, args):
+    cmd = [sys.executable, os.path.abspath(__file__), "--check-one", name, path]
+    cmd += (["--device", args.device] if args.device else []) + (["--texture"] if args.texture else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"), os.environ.get("PYTHONPATH", "")]))
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"status": f"check took more than {args.timeout} s"}
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"status": f"crashed (exit status {done.returncode}): {last_error(done)}"}
+
+
+# ---- the table -------------------------------------------------------------------------
+
+
+def mb(nbytes):
+    return "-" if nbytes is None else f"{nbytes / 1e6:.2f}"
+
+
+def short(status, width=90):
+    return status if len(status) <= width else status[: width - 3] + "..."
+
+
+def print_table(rows, args):
+    print(f"# {' '.join(sys.argv)}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; device {args.device or 'first'}, "
+          f"{'texture' if args.texture else 'buffer'} mode\n")
+    print("| model | exporter | status | error vs ORT | launches | planned (MB) | no reuse (MB) | import + compile (s) |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for (name, exporter), r in rows.items():
+        error = "-" if r.get("error") is None else f"{r['error']:.1e}"
+        launches = "-" if r.get("launches") is None else str(r["launches"])
+        seconds = "-" if r.get("seconds") is None else f"{r['seconds']:.1f}"
+        print(f"| {name} | {exporter} | {short(r['status']).replace('|', '/')} | {error} | {launches} | "
+              f"{mb(r.get('planned'))} | {mb(r.get('naive'))} | {seconds} |")
+    exported = {k: r for k, r in rows.items() if not r["status"].startswith("export failed")}
+    ok = [k for k, r in exported.items() if r["status"] == "ok"]
+    print(f"\n{len(ok)} of {len(exported)} exported files import and match ONNX Runtime within 1e-4"
+          f" ({len(rows) - len(exported)} exports failed)")
+    for exporter in args.exporters:
+        mine = [k for k in exported if k[1] == exporter]
+        print(f"  {exporter}: {sum(k in ok for k in mine)} of {len(mine)}")
+    failures = {}
+    for (name, exporter), r in rows.items():
+        for reason in reasons(r["status"]):
+            failures.setdefault(reason, []).append(f"{name}/{exporter}")
+    if failures:
+        print("\nfailures, most frequent first:")
+        for reason, which in sorted(failures.items(), key=lambda item: -len(item[1])):
+            print(f"- {reason} ({len(which)}): {', '.join(which)}")
+
+
+def reasons(status):
+    """The distinct reasons in a row's status: one per operator the importer lacks."""
+    if status == "ok":
+        return []
+    unsupported = re.findall(r"(?:^|; |: )(\w+) \(\d+ nodes?, first: [^)]*\)\): ([^;]*)", status)
+    if "unsupported operator" in status and unsupported:
+        return [f"unsupported operator {op}: {why}" for op, why in unsupported]
+    return [status]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--exporters", default=",".join(EXPORTERS))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--texture", action="store_true")
+    parser.add_argument("--cache", default=os.path.join(REPO, "build", "zoo"))
+    parser.add_argument("--refresh", action="store_true", help="export again, over the cached files")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds for one export or one check")
+    parser.add_argument("--list", action="store_true", help="list the zoo's models and exit")
+    parser.add_argument("--export-one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--check-one", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.export_one:
+        export(*args.export_one)
+        return 0
+    if args.check_one:
+        print(json.dumps(check(args.check_one[1], args.check_one[0], args.device, args.texture)))
+        return 0
+    if args.list:
+        for name, (library, what, inputs) in MODELS.items():
+            print(f"{name:32} {library:14} {what:32} {inputs}")
+        return 0
+    if importlib.util.find_spec("torch") is None:
+        print("zoo: torch is not installed here; nothing to export")
+        return 0
+    names = [n for n in args.models.split(",") if n]
+    args.exporters = [e for e in args.exporters.split(",") if e]
+    unknown = [n for n in names if n not in MODELS] + [e for e in args.exporters if e not in EXPORTERS]
+    if unknown:
+        parser.error(f"unknown: {', '.join(unknown)} (see --list)")
+    os.makedirs(args.cache, exist_ok=True)
+    rows = {}
+    for name in names:
+        missing = LIBRARIES[MODELS[name][0]]
+        for exporter in args.exporters:
+            path = os.path.join(args.cache, f"{name}.{exporter}.onnx")
+            rows[name, exporter] = row = zoo_row(name, exporter, path, missing, args)
+            print(f"{name} {exporter}: {row['status']}", file=sys.stderr)
+    print_table(rows, args)
+    return 0
+
+
+def zoo_row(name, exporter, path, library, args):
+    if importlib.util.find_spec(library) is None:
+        return {"status": f"export failed: {library} is not installed"}
+    failed = path + ".failed"
+    if args.refresh:
+        for stale in (path, path + ".data", failed):
+            if os.path.exists(stale):
+                os.remove(stale)
+    if os.path.exists(failed):
+        with open(failed) as f:
+            return {"status": f"export failed: {f.read().strip()}"}
+    if not os.path.exists(path):
+        error = export_in_child(name, exporter, path, args.timeout)
+        if error is not None:
+            return {"status": f"export failed: {error}"}
+    return check_in_child(path, name, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
