@@ -85,3 +85,95 @@ __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pool
   }
   stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b);
 }
+
+// stowage_pool_window: pooling over up to three spatial dimensions [D, H, W] (a 1D
+//   or 2D pool has leading extents 1) with dilations, any output extent (ceil_mode
+//   too): mode 0 the largest value of the window's taps inside the input, 1 their
+//   mean (count_include_pad = 1: divided by the taps inside the padded input
+//   [-b, size + e) of each dimension, else by those inside the input), 2 their Lp
+//   norm (sum |x|^lp)^(1/lp). Output [planes, P0, P1, P2]; the window of output
+//   (o0, o1, o2) starts at o * s - b in each dimension, taps d apart.
+//   Launch: grid = [P2 rounded up to local0, P1 rounded up to local1, planes * P0].
+// stowage_max_pool_indices: the largest value as mode 0, and its index (int64) in x
+//   flattened: plane * D H W plus, with storage_order 0, (i0 H + i1) W + i2, with
+//   storage_order 1 (column-major) i0 + i1 D + i2 D H (i1 + i2 H for a 2D pool).
+//   Same launch.
+#define STOWAGE_POOL_ARGS                                                                                            \
+  int D, int H, int W, int P0, int P1, int P2, int k0, int k1, int k2, int s0, int s1, int s2, int b0, int b1, int b2, \
+      int e0, int e1, int e2, int d0, int d1, int d2
+
+__kernel void stowage_pool_window(__global const float* x, __global float* y, STOWAGE_POOL_ARGS, int mode,
+                                  int count_include_pad, float lp) {
+  const int o2 = get_global_id(0), o1 = get_global_id(1), z = get_global_id(2);
+  if (o2 >= P2 || o1 >= P1) return;
+  const int plane = z / P0, o0 = z - plane * P0;
+  const __global float* xp = x + (long)plane * D * H * W;
+  const int a0 = o0 * s0 - b0, a1 = o1 * s1 - b1, a2 = o2 * s2 - b2;
+  float acc = mode == 0 ? -INFINITY : 0.0f;
+  int inside = 0, padded = 0;
+  for (int t0 = 0; t0 < k0; ++t0) {
+    const int i0 = a0 + t0 * d0;
+    if (i0 >= D + e0) break;
+    for (int t1 = 0; t1 < k1; ++t1) {
+      const int i1 = a1 + t1 * d1;
+      if (i1 >= H + e1) break;
+      for (int t2 = 0; t2 < k2; ++t2) {
+        const int i2 = a2 + t2 * d2;
+        if (i2 >= W + e2) break;
+        ++padded;
+        if (i0 < 0 || i0 >= D || i1 < 0 || i1 >= H || i2 < 0 || i2 >= W) continue;
+        const float v = xp[(i0 * H + i1) * W + i2];
+        ++inside;
+        if (mode == 0)
+          acc = fmax(acc, v);
+        else if (mode == 1)
+          acc += v;
+        else
+          acc += pow(fabs(v), lp);
+      }
+    }
+  }
+  float result = acc;
+  if (mode == 1) {
+    const int count = count_include_pad ? padded : inside;
+    result = count > 0 ? acc / (float)count : 0.0f;
+  } else if (mode == 2) {
+    result = pow(acc, 1.0f / lp);
+  }
+  y[((long)plane * P0 + o0) * P1 * P2 + o1 * P2 + o2] = result;
+}
+
+__kernel void stowage_max_pool_indices(__global const float* x, __global float* y, __global long* indices,
+                                       STOWAGE_POOL_ARGS, int storage_order) {
+  const int o2 = get_global_id(0), o1 = get_global_id(1), z = get_global_id(2);
+  if (o2 >= P2 || o1 >= P1) return;
+  const int plane = z / P0, o0 = z - plane * P0;
+  const __global float* xp = x + (long)plane * D * H * W;
+  const int a0 = o0 * s0 - b0, a1 = o1 * s1 - b1, a2 = o2 * s2 - b2;
+  float best = -INFINITY;
+  int at0 = -1, at1 = 0, at2 = 0;
+  for (int t0 = 0; t0 < k0; ++t0) {
+    const int i0 = a0 + t0 * d0;
+    if (i0 < 0 || i0 >= D) continue;
+    for (int t1 = 0; t1 < k1; ++t1) {
+      const int i1 = a1 + t1 * d1;
+      if (i1 < 0 || i1 >= H) continue;
+      for (int t2 = 0; t2 < k2; ++t2) {
+        const int i2 = a2 + t2 * d2;
+        if (i2 < 0 || i2 >= W) continue;
+        const float v = xp[(i0 * H + i1) * W + i2];
+        if (at0 < 0 || v > best) {
+          best = v;
+          at0 = i0;
+          at1 = i1;
+          at2 = i2;
+        }
+      }
+    }
+  }
+  const long out = ((long)plane * P0 + o0) * P1 * P2 + o1 * P2 + o2;
+  long index = (long)(at0 * H + at1) * W + at2;
+  if (storage_order) index = at0 + (long)at1 * D + (long)at2 * D * H;  // column-major: dimension 0 fastest
+  y[out] = best;
+  indices[out] = (long)plane * D * H * W + index;
+}

@@ -9,18 +9,6 @@ from ..registry import register
 from .common import activation_spec, as_float32, ints, positive_ints, spatial_pads, window_out
 
 
-def check_ceil_mode(node, in_hw, kernel, strides, dilations, pads):
-    """ceil_mode=1 is accepted where it gives the floor's output size (no window then
-    starts in the padding); elsewhere refused."""
-    if not node.int_attr("ceil_mode", 0):
-        return
-    for i in range(2):
-        floor = window_out(in_hw[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2])
-        ceil = window_out(in_hw[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + 2], ceil=True)
-        if floor != ceil:
-            raise node.unsupported("ceil_mode=1 is not supported where it adds a window (here it would)")
-
-
 # ---- convolution --------------------------------------------------------------------
 
 
@@ -233,28 +221,69 @@ def matmul(ctx, node):
 
 
 def pool_window(ctx, node, x):
+    """(kernel, strides, dilations, pads) of a pool over x [N, C, spatial...]."""
     shape = ctx.shape(x)
-    if len(shape) != 4:
-        raise node.unsupported(f"a rank-{len(shape)} input: only 2D (NCHW) pooling is supported")
+    rank = len(shape) - 2
+    if not 1 <= rank <= 3:
+        raise node.unsupported(f"a rank-{len(shape)} input: pools over 1 to 3 spatial dimensions are supported")
     kernel = positive_ints(node, "kernel_shape", None)
-    if kernel is None or len(kernel) != 2:
-        raise node.invalid("kernel_shape must give the window's height and width")
-    strides = positive_ints(node, "strides", (1, 1))
-    dilations = positive_ints(node, "dilations", (1, 1))
+    if kernel is None or len(kernel) != rank:
+        raise node.invalid(f"kernel_shape must give the window over the input's {rank} spatial dimensions")
+    strides = positive_ints(node, "strides", (1,) * rank)
+    dilations = positive_ints(node, "dilations", (1,) * rank)
+    if len(strides) != rank or len(dilations) != rank:
+        raise node.invalid(f"strides {list(strides)} or dilations {list(dilations)} do not fit {rank} dimensions")
     pads = spatial_pads(node, shape[2:], kernel, strides, dilations)
-    check_ceil_mode(node, shape[2:], kernel, strides, dilations, pads)
+    if any(p >= k for p, k in zip(pads, kernel + kernel)):  # as ONNX Runtime refuses them
+        raise node.invalid(f"pads {list(pads)} must be smaller than the kernel {list(kernel)}")
     return kernel, strides, dilations, pads
+
+
+def pool_2d(ctx, x, dilations, pads):
+    """x as [N, C, H, W] for the 2D pooling kernels (a 1D pool as height 1) and the
+    2D pads and dilations, or None when the pool has another rank."""
+    shape = ctx.shape(x)
+    if len(shape) == 4:
+        return x, dilations, pads
+    if len(shape) == 3:
+        return ctx.ob.reshape(x, (shape[0], shape[1], 1, shape[2])), (1,) + dilations, (0, pads[0], 0, pads[1])
+    return None
+
+
+def pool_result(ctx, node, x, y):
+    """y of a 1D pool run as 2D back to [N, C, W]."""
+    shape = ctx.shape(x)
+    return ctx.ob.reshape(y, (shape[0], shape[1], ctx.shape(y)[-1])) if len(shape) == 3 else y
+
+
+def pool_out(ctx, node, x):
+    """Where a pool writes: its Concat slice, as 4D for a 1D pool."""
+    out = ctx.out_for(node.outputs[0])
+    if out is not None and len(ctx.shape(x)) == 3:
+        s = ctx.shape(out)
+        out = ctx.ob.reshape(out, (s[0], s[1], 1, s[2]))
+    return out
 
 
 @register("MaxPool", versions=(8, 10, 11, 12, 22), writes_into=True, texture=True)
 def max_pool(ctx, node):
     node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"))
-    if node.output_used(1, ctx.graph):
-        raise node.unsupported("the Indices output is not supported")
     x = ctx.tensor(node, 0)
     kernel, strides, dilations, pads = pool_window(ctx, node, x)
-    return ctx.ob.max_pool(x, kernel, strides=strides, pads=pads, dilations=dilations,
-                           out=ctx.out_for(node.outputs[0]))
+    ceil_mode = bool(node.int_attr("ceil_mode", 0))
+    as_2d = pool_2d(ctx, x, dilations, pads)
+    if node.output_used(1, ctx.graph) or as_2d is None:
+        storage_order = node.int_attr("storage_order", 0)
+        if storage_order not in (0, 1):
+            raise node.invalid(f"storage_order={storage_order}; 0 or 1 is expected")
+        values, indices = ctx.ob.pool_window(x, "max", kernel, strides=strides, pads=pads, dilations=dilations,
+                                             ceil_mode=ceil_mode, indices=True, storage_order=storage_order,
+                                             out=ctx.out_for(node.outputs[0]))
+        return (values, indices) if node.output_used(1, ctx.graph) else values
+    x2, dilations2, pads2 = as_2d
+    y = ctx.ob.max_pool(x2, (1,) * (4 - len(kernel) - 2) + kernel, strides=(1,) * (4 - len(strides) - 2) + strides,
+                        pads=pads2, dilations=dilations2, ceil_mode=ceil_mode, out=pool_out(ctx, node, x))
+    return pool_result(ctx, node, x, y)
 
 
 @register("AveragePool", versions=(7, 10, 11, 19, 22), writes_into=True, texture=True)
@@ -262,11 +291,46 @@ def avg_pool(ctx, node):
     node.check_attrs(("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"))
     x = ctx.tensor(node, 0)
     kernel, strides, dilations, pads = pool_window(ctx, node, x)
-    if dilations != (1, 1):
-        raise node.unsupported("dilations other than 1 are not supported for AveragePool")
-    return ctx.ob.avg_pool(x, kernel, strides=strides, pads=pads,
-                           count_include_pad=bool(node.int_attr("count_include_pad", 0)),
-                           out=ctx.out_for(node.outputs[0]))
+    ceil_mode = bool(node.int_attr("ceil_mode", 0))
+    count_include_pad = bool(node.int_attr("count_include_pad", 0))
+    as_2d = pool_2d(ctx, x, dilations, pads)
+    if as_2d is None or any(d != 1 for d in dilations):
+        return ctx.ob.pool_window(x, "avg", kernel, strides=strides, pads=pads, dilations=dilations,
+                                  ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                                  out=ctx.out_for(node.outputs[0]))
+    x2, _, pads2 = as_2d
+    y = ctx.ob.avg_pool(x2, (1,) * (4 - len(kernel) - 2) + kernel, strides=(1,) * (4 - len(strides) - 2) + strides,
+                        pads=pads2, count_include_pad=count_include_pad, ceil_mode=ceil_mode,
+                        out=pool_out(ctx, node, x))
+    return pool_result(ctx, node, x, y)
+
+
+@register("LpPool", versions=(11, 18, 22), writes_into=True)
+def lp_pool(ctx, node):
+    node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
+    x = ctx.tensor(node, 0)
+    kernel, strides, dilations, pads = pool_window(ctx, node, x)
+    p = node.int_attr("p", 2)
+    if p < 1:
+        raise node.invalid(f"p={p}; the norm's order must be >= 1")
+    return ctx.ob.pool_window(x, "lp", kernel, strides=strides, pads=pads, dilations=dilations,
+                              ceil_mode=bool(node.int_attr("ceil_mode", 0)), p=float(p),
+                              out=ctx.out_for(node.outputs[0]))
+
+
+@register("GlobalMaxPool", versions=(1, 22), writes_into=True)
+def global_max_pool(ctx, node):
+    node.check_attrs(())
+    return ctx.ob.global_pool(ctx.tensor(node, 0), "max", out=ctx.out_for(node.outputs[0]))
+
+
+@register("GlobalLpPool", versions=(2, 22), writes_into=True)
+def global_lp_pool(ctx, node):
+    node.check_attrs(("p",))
+    p = node.int_attr("p", 2)
+    if p < 1:
+        raise node.invalid(f"p={p}; the norm's order must be >= 1")
+    return ctx.ob.global_pool(ctx.tensor(node, 0), "lp", p=float(p), out=ctx.out_for(node.outputs[0]))
 
 
 @register("GlobalAveragePool", versions=(1, 22), writes_into=True, texture=True,
@@ -276,8 +340,8 @@ def global_avg_pool(ctx, node):
         return pooled_linear(ctx, ctx.group)
     node.check_attrs(())
     x = ctx.tensor(node, 0)
-    if len(ctx.shape(x)) != 4:
-        raise node.unsupported(f"a rank-{len(ctx.shape(x))} input: only NCHW is supported")
+    if len(ctx.shape(x)) < 3:
+        raise node.invalid(f"a rank-{len(ctx.shape(x))} input: needs [N, C, spatial...]")
     return ctx.ob.global_avg_pool(x, out=ctx.out_for(node.outputs[0]))
 
 
