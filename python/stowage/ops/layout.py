@@ -1,11 +1,12 @@
-"""Reshape, Flatten, Transpose, Concat, Pad and the program's outputs."""
+"""Reshape, Flatten, Transpose, Concat, Pad and the program's outputs, on every
+element type of DTYPE_CODES (the copy kernels are typed with STOWAGE_T)."""
 
 import numpy as np
 
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import Core
+from .core import DTYPE_CODES, Core
 from .pooling import _axis
 
 
@@ -25,10 +26,10 @@ class LayoutOps(Core):
         if shapes.prod(new) != shapes.prod(old):
             raise InvalidInputError(f"{op}: cannot reshape {list(old)} ({shapes.prod(old)} elements) into {list(new)}")
         if not isinstance(x, Var):
-            return self._const(np.asarray(x, np.float32).reshape(new))
+            return self.constant(_known(x).reshape(new))
         if self._is_const(x):
             raise InvalidInputError(f"{op}: argument 'x': '{x.name}' is a constant Var; pass its numpy array instead")
-        x_var = self._buffer(op, "x", x)
+        x_var = self._buffer(op, "x", x, any_type=True)
         if new == tuple(x_var.shape):
             return x_var
         return self._view(x_var, new)
@@ -51,19 +52,36 @@ class LayoutOps(Core):
             raise InvalidInputError(f"{op}: perm {perm} is not a permutation of the {len(shape)} dimensions")
         out_shape = tuple(shape[p] for p in perm)
         if not isinstance(x, Var):
-            return self._deliver_const(op, np.transpose(np.asarray(x, np.float32), perm), out)
-        x_var = self._buffer(op, "x", x)
-        dst = self._dest(op, out, out_shape)
+            return self._deliver_known(op, np.transpose(_known(x), perm), out)
+        x_var = self._buffer(op, "x", x, any_type=True)
+        dst = self._dest(op, out, out_shape, x_var.dtype)
         sx = shapes.contiguous_strides(shape)
         self._copy_strided(x_var, dst, out_shape, [sx[p] for p in perm], shapes.contiguous_strides(out_shape), 0)
         return dst
 
-    def _copy_strided(self, x, y, dims, s_x, s_y, y_base):
-        unit = self._unit("layout")
+    def _deliver_known(self, op, array, out):
+        """A result known at build time, in its own element type: a constant, or
+        copied into ``out``."""
+        c = self.constant(array)
+        if out is None:
+            return c
+        dst = self._dest(op, out, np.shape(array), c.dtype)
+        self.function.copy_tensor(c, dst)
+        return dst
+
+    def _layout_unit(self, dtype):
+        """The layout unit for ``dtype``: float32 keeps the unspecialised names."""
+        code = DTYPE_CODES[dtype]
+        return self._unit("layout", {"STOWAGE_T": code} if code else None)
+
+    def _copy_strided(self, x, y, dims, s_x, s_y, y_base, x_base=0):
+        """y[y_base + i . s_y] = x[x_base + i . s_x] over the index space ``dims``
+        (any rank; strides may be 0 or negative as long as every index stays inside)."""
+        unit = self._layout_unit(x.dtype)
         for dims6, (s_x6, s_y6), (x_off, y_off) in shapes.split_launches(dims, s_x, s_y):
             grid, local = shapes.launch_3d(dims6[5], dims6[4], shapes.prod(dims6[:4]))
-            self._launch(unit, "stowage_copy_strided", x, y, *dims6, *s_x6, *s_y6, x_off, y_base + y_off, grid=grid,
-                         local=local)
+            self._launch(unit, "stowage_copy_strided", x, y, *dims6, *s_x6, *s_y6, x_base + x_off, y_base + y_off,
+                         grid=grid, local=local)
 
     def concat_slices(self, shapes_in, axis):
         """(out, slices) where each slice is a view of ``out`` that a producer writes
@@ -92,17 +110,18 @@ class LayoutOps(Core):
         out_shape = _concat_shape(op, parts, axis)
         axis = _axis(op, axis, len(out_shape))
         if all(not isinstance(x, Var) for x in inputs):
-            return self._deliver_const(op, np.concatenate([np.asarray(x, np.float32) for x in inputs], axis), out)
-        if (self.texture and axis == 1 and len(out_shape) == 4 and self._fits_image(out_shape)
+            return self._deliver_known(op, np.concatenate([_known(x) for x in inputs], axis), out)
+        dtype = _common_dtype(op, inputs)
+        if (dtype == "float32" and self.texture and axis == 1 and len(out_shape) == 4 and self._fits_image(out_shape)
                 and any(self.is_texture(x) for x in inputs) and all(p[1] % 4 == 0 for p in parts[:-1])):
             return self._concat_image(inputs, parts, out_shape, out)
-        dst = self._dest(op, out, out_shape)
+        dst = self._dest(op, out, out_shape, dtype)
         outer = shapes.prod(out_shape[:axis])
         inner = shapes.prod(out_shape[axis + 1:])
         total = out_shape[axis] * inner
         offset = 0
         for i, (x, part) in enumerate(zip(inputs, parts)):
-            x_var = self._buffer(op, f"inputs[{i}]", x)
+            x_var = self._buffer(op, f"inputs[{i}]", _typed(x, dtype), any_type=True)
             width = part[axis] * inner
             self._copy_strided(x_var, dst, (outer, width), (width, 1), (total, 1), offset)
             offset += width
@@ -123,7 +142,10 @@ class LayoutOps(Core):
             c4_offset += cx4
         return self._deliver_image(op, y, out)
 
-    def pad(self, x, pads, value=0.0, *, out=None):
+    def pad(self, x, pads, value=0.0, mode="constant", *, out=None):
+        """x padded by ``pads`` (begins, then ends; negative ones crop) with ``mode``
+        constant (``value``: a number, or a one-element Var computed at run time),
+        reflect, edge or wrap."""
         op = "pad"
         shape = self.shape_of(x)
         rank = len(shape)
@@ -131,29 +153,43 @@ class LayoutOps(Core):
         if len(pads) != 2 * rank:
             raise InvalidInputError(f"{op}: argument 'pads': expected {2 * rank} values (begins, then ends), "
                                     f"got {len(pads)}")
-        if rank > shapes.MAX_RANK:
-            raise InvalidInputError(f"{op}: {rank} dimensions; the kernel takes at most {shapes.MAX_RANK}")
+        if mode not in PAD_MODES:
+            raise InvalidInputError(f"{op}: mode '{mode}' is not one of {', '.join(PAD_MODES)}")
         begins, ends = pads[:rank], pads[rank:]
         out_shape = tuple(d + b + e for d, b, e in zip(shape, begins, ends))
         if min(out_shape, default=1) < 0:
             raise InvalidInputError(f"{op}: pads {pads} crop {list(shape)} below zero")
-        if not isinstance(x, Var):
-            xv = np.asarray(x, np.float32)
-            result = np.full(out_shape, value, np.float32)
-            src = tuple(slice(max(-b, 0), d - max(-e, 0)) for d, b, e in zip(shape, begins, ends))
-            dst_sl = tuple(slice(max(b, 0), max(b, 0) + s.stop - s.start) for b, s in zip(begins, src))
-            result[dst_sl] = xv[src]
-            return self._deliver_const(op, result, out)
-        x_var = self._buffer(op, "x", x)
-        dst = self._dest(op, out, out_shape)
+        if mode != "constant" and shapes.prod(out_shape) and any(
+                d == 0 and (b > 0 or e > 0) for d, b, e in zip(shape, begins, ends)):
+            raise InvalidInputError(f"{op}: mode '{mode}' cannot pad an empty dimension of {list(shape)}")
+        if mode == "reflect" and any(max(b, e) >= d > 1 for d, b, e in zip(shape, begins, ends)):
+            raise InvalidInputError(f"{op}: reflect pads {pads} must be smaller than the extents {list(shape)}")
+        if not isinstance(x, Var) and not isinstance(value, Var):
+            return self._deliver_known(op, _pad_known(_known(x), begins, ends, value, mode), out)
+        x_var = self._buffer(op, "x", x, any_type=True)
+        fill = self._pad_value(op, value, x_var.dtype)
+        dst = self._dest(op, out, out_shape, x_var.dtype)
+        if rank > shapes.MAX_RANK:
+            raise InvalidInputError(f"{op}: {rank} dimensions; the kernel takes at most {shapes.MAX_RANK}")
         lead = shapes.MAX_RANK - rank
         dims = [1] * lead + list(out_shape)
         extents = [1] * lead + list(shape)
         offsets = [0] * lead + begins
-        unit = self._unit("layout")
+        unit = self._layout_unit(x_var.dtype)
         grid, local = shapes.launch_3d(dims[5], dims[4], shapes.prod(dims[:4]))
-        self._launch(unit, "stowage_pad", x_var, dst, float(value), *dims, *extents, *offsets, grid=grid, local=local)
+        self._launch(unit, "stowage_pad", x_var, dst, fill, PAD_MODES[mode], *dims, *extents, *offsets, grid=grid,
+                     local=local)
         return dst
+
+    def _pad_value(self, op, value, dtype):
+        """The constant of a pad as a one-element tensor of ``dtype``."""
+        if isinstance(value, Var):
+            value = self._buffer(op, "value", value, any_type=True)
+            if value.dtype != dtype or shapes.prod(self.shape_of(value)) != 1:
+                raise InvalidInputError(f"{op}: argument 'value': '{value.name}' is {value.dtype} of shape "
+                                        f"{list(self.shape_of(value))}; one {dtype} element is expected")
+            return value
+        return self.constant(np.full((1,), value, dtype=_NUMPY[dtype]))
 
     def output(self, x):
         """x as a contiguous NCHW buffer tensor that a function may return."""
@@ -164,6 +200,47 @@ class LayoutOps(Core):
             self.function.copy_tensor(x, dst)
             return dst
         return self._buffer("output", "x", x)
+
+
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+_NUMPY = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "uint8": np.uint8}
+
+
+def _known(x):
+    """A value known at build time as an array of a stored element type (bool as
+    uint8; float lists and numbers as float32)."""
+    if isinstance(x, np.ndarray):
+        if x.dtype == np.bool_:
+            return x.astype(np.uint8)
+        if x.dtype in (np.float16, np.float64):
+            return x.astype(np.float32)
+        return x
+    return np.asarray(x, np.float32)
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, Var) else str(_known(x).dtype)
+
+
+def _common_dtype(op, inputs):
+    dtypes = {_dtype_of(x) for x in inputs}
+    if len(dtypes) != 1:
+        raise InvalidInputError(f"{op}: inputs of several element types ({', '.join(sorted(dtypes))})")
+    return dtypes.pop()
+
+
+def _typed(x, dtype):
+    return x if isinstance(x, Var) else _known(x).astype(_NUMPY[dtype], copy=False)
+
+
+def _pad_known(x, begins, ends, value, mode):
+    """numpy's pad with ONNX's pads (negative ones crop first)."""
+    crop = tuple(slice(max(-b, 0), d - max(-e, 0)) for d, b, e in zip(x.shape, begins, ends))
+    x = x[crop]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
+    return np.pad(x, widths, mode=mode)
 
 
 def _concat_shape(op, parts, axis):
