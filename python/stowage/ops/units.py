@@ -28,6 +28,7 @@ FAMILIES = (
     "layout_texture",
     "math",
     "movement",
+    "conv_transpose",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
