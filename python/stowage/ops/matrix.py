@@ -442,6 +442,69 @@ class MatrixOps(Core):
                      g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
                      flags, *act, grid=grid, local=local)
 
+    # ---- transposed convolution ------------------------------------------------
+
+    def conv_transpose(self, x, weight, bias=None, *, strides, pads, dilations, group=1, output_padding=None,
+                       out=None):
+        """ONNX's ConvTranspose over 1 to 3 spatial dimensions: x [N, C, spatial...],
+        weight [C, K / group, kernel...] (a numpy array or a Var computed at run time),
+        bias [K]; pads (begins..., ends...) and output_padding (added at the end) as
+        ONNX gives them resolved. On buffers (conv_transpose.cl)."""
+        op = "conv_transpose"
+        xs = self.shape_of(x)
+        rank = len(xs) - 2
+        if not 1 <= rank <= 3:
+            raise InvalidInputError(f"{op}: argument 'x': expected [N, C] and 1 to 3 spatial dimensions, got shape "
+                                    f"{list(xs)}")
+        w = self._runtime_weight(op, weight, rank + 2) if isinstance(weight, Var) else _weight_array(op, weight,
+                                                                                                     rank + 2)
+        ws = self.shape_of(w)
+        n, c = xs[:2]
+        group = int(group)
+        if group < 1 or ws[0] != c or c % group:
+            raise InvalidInputError(f"{op}: weight {list(ws)} does not fit input {list(xs)} with group={group} "
+                                    f"(needs [C, K/group, kernel...] with C a multiple of group)")
+        k = ws[1] * group
+        output_padding = (0,) * rank if output_padding is None else output_padding
+        strides, dilations, output_padding, pads = (tuple(int(v) for v in a) for a in
+                                                    (strides, dilations, output_padding, pads))
+        if any(len(a) != rank for a in (strides, dilations, output_padding)) or len(pads) != 2 * rank:
+            raise InvalidInputError(f"{op}: strides {list(strides)}, dilations {list(dilations)}, output_padding "
+                                    f"{list(output_padding)} and pads {list(pads)} do not fit {rank} dimensions")
+        if min(strides + dilations) < 1 or min(output_padding) < 0:
+            raise InvalidInputError(f"{op}: strides and dilations must be >= 1, output_padding >= 0")
+        extents = tuple(s * (i - 1) + op_ + d * (kk - 1) + 1 - b - e for i, s, op_, d, kk, b, e in
+                        zip(xs[2:], strides, output_padding, dilations, ws[2:], pads[:rank], pads[rank:]))
+        if min(extents) < 1:
+            raise InvalidInputError(f"{op}: pads {list(pads)} leave an empty output ({list(extents)})")
+        out_shape = (n, k) + extents
+        shapes.check_elements(op, xs)
+        shapes.check_elements(op, out_shape)
+        x_var = self._buffer(op, "x", x)
+        w_var = w if isinstance(w, Var) else self._const(w)
+        if isinstance(bias, Var):
+            self._check_float(op, "bias", bias)
+            if self.shape_of(bias) != (k,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(self.shape_of(bias))}")
+            bias_var = self._buffer(op, "bias", bias)
+        elif bias is not None:
+            if np.shape(bias) != (k,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(np.shape(bias))}")
+            bias_var = self._const(bias)
+        dst = self._dest(op, out, out_shape)
+        lead = 3 - rank
+
+        def three(values, fill):
+            return (fill,) * lead + tuple(values)
+
+        o0, o1, o2 = three(extents, 1)
+        unit = self._unit("conv_transpose")
+        grid, local = shapes.launch_3d(o2, o1, n * k * o0)
+        self._launch(unit, "stowage_conv_transpose", x_var, w_var, w_var if bias is None else bias_var, dst, n, c,
+                     *three(xs[2:], 1), k, o0, o1, o2, *three(ws[2:], 1), *three(strides, 1), *three(pads[:rank], 0),
+                     *three(dilations, 1), group, int(bias is not None), grid=grid, local=local)
+        return dst
+
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,

@@ -185,6 +185,79 @@ def conv(ctx, node):
                                         residual=residual, in_place=in_place, out=ctx.out_for(group.output))}
 
 
+# ---- ConvTranspose ------------------------------------------------------------------
+
+
+def conv_transpose_pads(node, in_sizes, kernel, strides, dilations, output_padding):
+    """ONNX's ConvTranspose pads (begins..., ends...) and output_padding, from
+    pads, auto_pad or output_shape."""
+    rank = len(in_sizes)
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    output_shape = ints(node, "output_shape", None)
+    if auto_pad not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise node.unsupported(f"auto_pad={auto_pad} is not supported")
+    full = [s * (i - 1) + op + d * (k - 1) + 1
+            for i, s, op, d, k in zip(in_sizes, strides, output_padding, dilations, kernel)]
+    if output_shape is not None:
+        output_shape = output_shape[-rank:]
+        if len(output_shape) != rank:
+            raise node.invalid(f"output_shape {list(output_shape)} does not fit {rank} spatial dimensions")
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = tuple(i * s for i, s in zip(in_sizes, strides))
+    if output_shape is None:
+        if auto_pad == "VALID":
+            return (0,) * (2 * rank), output_padding
+        pads = ints(node, "pads", (0,) * (2 * rank))
+        if len(pads) != 2 * rank or any(p < 0 for p in pads):
+            raise node.invalid(f"pads {list(pads)} do not fit a {rank}D window (or are negative)")
+        return pads, output_padding
+    begins, ends = [], []
+    for f, o in zip(full, output_shape):
+        total = f - o
+        if total < 0:  # a larger output than the full one: the rest is output padding at the end
+            begins.append(0)
+            ends.append(total)
+            continue
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    extra = tuple(max(-e, 0) for e in ends)
+    return tuple(begins) + tuple(max(e, 0) for e in ends), tuple(op + x for op, x in zip(output_padding, extra))
+
+
+@register("ConvTranspose", versions=(1, 11, 22), writes_into=True)
+def conv_transpose(ctx, node):
+    node.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                      "strides"))
+    x = ctx.tensor(node, 0)
+    weight, bias = ctx.value(node, 1), ctx.optional(node, 2)
+    x_shape, w_shape = ctx.shape(x), ctx.shape(weight)
+    rank = len(w_shape) - 2
+    if not 1 <= rank <= 3 or len(x_shape) != rank + 2:
+        raise node.unsupported(f"input {list(x_shape)} and weight {list(w_shape)}: 1D to 3D transposed convolutions "
+                               f"of equal ranks are supported")
+    kernel = ints(node, "kernel_shape", w_shape[2:])
+    if tuple(kernel) != tuple(w_shape[2:]):
+        raise node.invalid(f"kernel_shape {list(kernel)} differs from the weight's {list(w_shape[2:])}")
+    strides = positive_ints(node, "strides", (1,) * rank)
+    dilations = positive_ints(node, "dilations", (1,) * rank)
+    output_padding = ints(node, "output_padding", (0,) * rank)
+    if len(strides) != rank or len(dilations) != rank or len(output_padding) != rank:
+        raise node.invalid(f"strides {list(strides)}, dilations {list(dilations)} or output_padding "
+                           f"{list(output_padding)} do not fit {rank} dimensions")
+    if any(p < 0 or (p >= s and p >= d) for p, s, d in zip(output_padding, strides, dilations)):
+        raise node.invalid(f"output_padding {list(output_padding)} must be >= 0 and below the stride or dilation")
+    group_count = node.int_attr("group", 1)
+    if group_count < 1 or x_shape[1] != w_shape[0] or x_shape[1] % group_count:
+        raise node.invalid(f"input of {x_shape[1]} channels, weight {list(w_shape)} and group {group_count} do not "
+                           f"agree (needs group >= 1 dividing the channels, and weight [C, K/group, kernel...])")
+    pads, output_padding = conv_transpose_pads(node, x_shape[2:], kernel, strides, dilations, output_padding)
+    weight = as_float32(weight) if isinstance(weight, np.ndarray) else weight
+    bias = as_float32(bias) if isinstance(bias, np.ndarray) else bias
+    return ctx.ob.conv_transpose(x, weight, bias, strides=strides, pads=pads, dilations=dilations,
+                                 group=group_count, output_padding=output_padding, out=ctx.out_for(node.outputs[0]))
+
+
 # ---- Gemm and MatMul ------------------------------------------------------------------
 
 
