@@ -29,6 +29,7 @@ FAMILIES = (
     "math",
     "movement",
     "conv_transpose",
+    "attention",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.

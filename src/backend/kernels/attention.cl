@@ -1,0 +1,74 @@
+// The middle of ONNX's Attention on float32 buffers (docs/operators.md): from the
+// scores QK^T to the probabilities that multiply V; the two products run as GEMMs.
+//
+// stowage_attention_probs: for each row (b, h, i) of qk [B, H, S, L], with
+//   s = qk * scale, softcapped to softcap tanh(s / softcap) when softcap > 0, and
+//   the bias of key j: the mask's (float: added; bool (STOWAGE_T 3): 0 where true,
+//   -inf where false; -inf past the mask's last extent mask_len), -inf where is_causal
+//   forbids it (j > i + offset) or outside the window [i + offset - left,
+//   i + offset + right] (a bound < 0: none), probs = softmax over j of s + bias; a
+//   row whose bias is -inf everywhere gets zeros. The mask (mask & 1 in flags) is
+//   read at b * mask_b + h * mask_h + i * mask_s + j (strides 0: broadcast).
+//   With flags & 4, qk_out takes the scores at qk_mode: 0 and 1 s (softcapped), 2
+//   s + bias, 3 the probabilities. One work-item per row.
+//   Launch: grid = [B H S rounded up to local0].
+#include <stowage/dtype.cl.h>
+
+#define ATTN_MASK 1
+#define ATTN_CAUSAL 2
+#define ATTN_QK_OUT 4
+
+inline float stowage_attention_bias(__global const stowage_t* mask, long mask_row, int j, int mask_len, int pos,
+                                    int left, int right, int flags) {
+  float bias = 0.0f;
+  if (flags & ATTN_MASK) {
+    if (j >= mask_len) return -INFINITY;
+#if STOWAGE_T == STOWAGE_DT_BOOL
+    if (!mask[mask_row + j]) return -INFINITY;
+#else
+    bias = (float)mask[mask_row + j];
+#endif
+  }
+  if ((flags & ATTN_CAUSAL) && j > pos) return -INFINITY;
+  if (left >= 0 && pos - j > left) return -INFINITY;
+  if (right >= 0 && j - pos > right) return -INFINITY;
+  return bias;
+}
+
+__kernel void stowage_attention_probs(__global const float* qk, __global const stowage_t* mask, __global float* probs,
+                                      __global float* qk_out, int B, int H, int S, int L, int mask_b, int mask_h,
+                                      int mask_s, int mask_len, int offset, int left, int right, float scale,
+                                      float softcap, int qk_mode, int flags) {
+  const int row = get_global_id(0);
+  if (row >= B * H * S) return;
+  const int i = row % S, h = (row / S) % H, b = row / (S * H);
+  const long base = (long)row * L;
+  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
+  const int pos = i + offset;
+  float top = -INFINITY, top_bias = -INFINITY;
+  for (int j = 0; j < L; ++j) {
+    float s = qk[base + j] * scale;
+    if (softcap > 0.0f) s = softcap * tanh(s / softcap);
+    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+    const float v = s + bias;
+    if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
+    probs[base + j] = v;
+    top = fmax(top, v);
+    top_bias = fmax(top_bias, bias);
+  }
+  const int masked = top_bias == -INFINITY;
+  const float shift = top == -INFINITY ? 0.0f : top;
+  float sum = 0.0f;
+  for (int j = 0; j < L; ++j) {
+    const float e = masked ? 0.0f : exp(probs[base + j] - shift);
+    probs[base + j] = e;
+    sum += e;
+  }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int j = 0; j < L; ++j) {
+    const float p = probs[base + j] * inv;
+    probs[base + j] = p;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
+  }
+}
