@@ -1,4 +1,4 @@
-"""MaxPool, AveragePool, LpPool, the global pools and Softmax."""
+"""MaxPool, AveragePool, LpPool and the global pools."""
 
 from ..errors import InvalidInputError
 from . import shapes
@@ -146,20 +146,6 @@ class PoolingOps(Core):
         gap = unit.defines.get("GAP_LOCAL", 64)
         self._launch(unit, "stowage_global_avg_pool", x_var, dst, shapes.prod(shape[2:]),
                      grid=(gap, shape[0] * shape[1]), local=(gap, 1))
-        return dst
-
-
-    def softmax(self, x, axis, *, out=None):
-        op = "softmax"
-        shape = self.shape_of(x)
-        axis = _axis(op, axis, len(shape))
-        x_var = self._buffer(op, "x", x)
-        dst = self._dest(op, out, shape)
-        outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:])
-        unit = self._unit("reduction")
-        local = unit.defines.get("SOFTMAX_LOCAL", 64)
-        self._launch(unit, "stowage_softmax", x_var, dst, shape[axis], inner, grid=(local, outer * inner),
-                     local=(local, 1))
         return dst
 
 

@@ -1,37 +1,330 @@
-"""Reductions and normalizations: Softmax, BatchNormalization."""
+"""Reductions and normalizations: the Reduce* ops, ArgMax / ArgMin, Softmax,
+LogSoftmax, Hardmax, LayerNormalization, RMSNormalization, InstanceNormalization,
+GroupNormalization, LpNormalization, MeanVarianceNormalization, LRN,
+BatchNormalization."""
 
 import numpy as np
 
-from ..registry import register
-from .common import as_float32
+from ...ops.reduce import normalize_axes, reduce_numpy, softmax_numpy
+from ..registry import FLOAT, NUMERIC, register
+from .common import activation_spec, as_float32
+
+# op type -> (library reduction, schema versions, the first version taking axes as an input)
+REDUCE_OPS = {
+    "ReduceSum": ("sum", (1, 11, 13), 13),
+    "ReduceMean": ("mean", (1, 11, 13, 18), 18),
+    "ReduceMax": ("max", (1, 11, 12, 13, 18, 20), 18),
+    "ReduceMin": ("min", (1, 11, 12, 13, 18, 20), 18),
+    "ReduceProd": ("prod", (1, 11, 13, 18), 18),
+    "ReduceL1": ("l1", (1, 11, 13, 18), 18),
+    "ReduceL2": ("l2", (1, 11, 13, 18), 18),
+    "ReduceLogSum": ("logsum", (1, 11, 13, 18, 28), 18),
+    "ReduceLogSumExp": ("logsumexp", (1, 11, 13, 18, 28), 18),
+    "ReduceSumSquare": ("sumsquare", (1, 11, 13, 18), 18),
+}
+# reductions the kernels also run on int32 / int64 (the rest take float32)
+INTEGER_REDUCTIONS = ("sum", "max", "min", "prod", "l1", "sumsquare")
 
 
-@register("Softmax", versions=(1, 11, 13))
-def softmax(ctx, node):
+def reduce_axes(node, rank, axes_input):
+    """(axes, keepdims) of a Reduce node: axes sorted in [0, rank), or None for
+    "leave the input as it is" (empty axes with noop_with_empty_axes)."""
+    name, _, first_input = REDUCE_OPS[node.op_type]
+    keepdims = bool(node.int_attr("keepdims", 1))
+    if node.since >= first_input:
+        node.check_attrs(("keepdims", "noop_with_empty_axes"))
+        if axes_input is not None and not isinstance(axes_input, np.ndarray):
+            raise node.unsupported("input 1 (axes) must be known when the model is imported")
+        axes = () if axes_input is None else tuple(int(a) for a in np.asarray(axes_input).reshape(-1))
+        if not axes and node.int_attr("noop_with_empty_axes", 0):
+            return None, keepdims
+    else:
+        node.check_attrs(("axes", "keepdims"))
+        axes = node.ints_attr("axes", ()) or ()
+    try:
+        return normalize_axes(node.op_type, axes or None, rank), keepdims
+    except Exception as e:  # an axis out of range: name the node
+        raise node.invalid(str(e)) from None
+
+
+def fold_reduce(ctx, node, x, axes=None):
+    axes, keepdims = reduce_axes(node, np.ndim(x), axes)
+    if axes is None:
+        return x
+    out_shape = [1 if a in axes else d for a, d in enumerate(np.shape(x))]
+    ctx.check_fold(node, out_shape, np.asarray(x).dtype)
+    return reduce_numpy(REDUCE_OPS[node.op_type][0], x, axes, keepdims)
+
+
+def is_global_pool(shape, axes, name, dtype):
+    """A ReduceMean over H and W of an NCHW float tensor: a global average pool."""
+    return name == "mean" and dtype == "float32" and len(shape) == 4 and axes == (2, 3)
+
+
+def convert_reduce(ctx, node):
+    name = REDUCE_OPS[node.op_type][0]
+    x = ctx.value(node, 0)
+    shape = ctx.shape(x)
+    axes, keepdims = reduce_axes(node, len(shape), ctx.optional(node, 1))
+    dtype = ctx.dtype(x)
+    if dtype != "float32" and not (dtype in ("int32", "int64") and name in INTEGER_REDUCTIONS):
+        raise node.unsupported(f"a {dtype} input is not supported ({node.op_type} takes float32"
+                               + (", int32 and int64)" if name in INTEGER_REDUCTIONS else ")"))
+    if ctx.group is not None and ctx.group.linear is not None:
+        return reduce_mean_linear(ctx, ctx.group, x, axes, keepdims)
+    x = ctx.tensor(node, 0)
+    if axes is None:
+        return x
+    if is_global_pool(shape, axes, name, dtype):
+        pooled = ctx.ob.global_avg_pool(x)
+        return pooled if keepdims else ctx.ob.reshape(pooled, shape[:2])
+    return ctx.ob.reduce(name, x, axes, keepdims)
+
+
+for _op, (_name, _versions, _) in REDUCE_OPS.items():
+    register(_op, versions=_versions, fold=fold_reduce, types=NUMERIC if _name in INTEGER_REDUCTIONS else FLOAT,
+             texture=_op == "ReduceMean",
+             fuses=("over H and W of NCHW: a global average pool, absorbing a classifier's Flatten and Gemm "
+                    "(or MatMul and Add)" if _op == "ReduceMean" else ""))(convert_reduce)
+
+
+def reduce_mean_linear(ctx, group, x, axes, keepdims):
+    """A ReduceMean over H and W and the linear layer after it (fusion.py): the
+    pooled linear kernel when the input is NCHW, else the ops one by one."""
+    node = group.main
+    linear = group.linear
+    shape = ctx.shape(x)
+    x = ctx.tensor(node, 0)
+    if linear.op_type == "Gemm":
+        linear.check_attrs(("alpha", "beta", "transA", "transB"))
+        b = ctx.static(linear, 1).astype(np.float64)
+        weight = (b if linear.int_attr("transB", 0) else b.T) * float(linear.attr("alpha", 1.0))
+        c, beta = ctx.optional(linear, 2), float(linear.attr("beta", 1.0))
+    else:  # MatMul, then the Add of a bias
+        linear.check_attrs(())
+        weight = ctx.static(linear, 1).astype(np.float64).T
+        add = group.linear_bias
+        c = None
+        if add is not None:
+            add.check_attrs(())
+            c = ctx.static(add, 1 if add.inputs[0] == linear.outputs[0] else 0)
+        beta = 1.0
+    bias = None
+    if c is not None:
+        c = np.asarray(c, np.float64)
+        if c.size not in (1, weight.shape[0]):
+            raise linear.invalid(f"bias {list(c.shape)} does not fit {weight.shape[0]} outputs")
+        bias = np.broadcast_to(c.reshape(-1), (weight.shape[0],)) * beta
+    if not is_global_pool(shape, axes, "mean", ctx.dtype(x)) or weight.shape[1] != shape[1]:
+        raise node.unsupported(f"a ReduceMean over axes {list(axes or ())} of shape {list(shape)} before a linear "
+                               "layer: only H and W of NCHW fuse")
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
+                                                        None if bias is None else as_float32(bias),
+                                                        activation=act, out=ctx.out_for(group.output))}
+
+
+# ---- ArgMax, ArgMin ---------------------------------------------------------------------
+
+
+def arg_attrs(node, rank):
+    node.check_attrs(("axis", "keepdims", "select_last_index"))
+    try:
+        (axis,) = normalize_axes(node.op_type, (node.int_attr("axis", 0),), rank)
+    except Exception as e:
+        raise node.invalid(str(e)) from None
+    return axis, bool(node.int_attr("keepdims", 1)), bool(node.int_attr("select_last_index", 0))
+
+
+def fold_arg(ctx, node, x):
+    axis, keepdims, last = arg_attrs(node, np.ndim(x))
+    x = np.asarray(x)
+    if x.shape[axis] == 0:
+        raise node.invalid(f"axis {axis} has no elements")
+    pick = np.argmax if node.op_type == "ArgMax" else np.argmin
+    if last:
+        index = x.shape[axis] - 1 - pick(np.flip(x, axis), axis=axis)
+    else:
+        index = pick(x, axis=axis)
+    index = index.astype(np.int64)
+    return np.expand_dims(index, axis) if keepdims else index
+
+
+def convert_arg(ctx, node):
+    x = ctx.value(node, 0)
+    if ctx.dtype(x) not in NUMERIC:
+        raise node.unsupported(f"a {ctx.dtype(x)} input is not supported (float32, int32, int64)")
+    axis, keepdims, last = arg_attrs(node, len(ctx.shape(x)))
+    return ctx.ob.arg_reduce(ctx.tensor(node, 0), axis, keepdims=keepdims, select_last=last,
+                             largest=node.op_type == "ArgMax")
+
+
+for _op in ("ArgMax", "ArgMin"):
+    register(_op, versions=(1, 11, 12, 13), fold=fold_arg, types=NUMERIC)(convert_arg)
+
+
+# ---- Softmax, LogSoftmax, Hardmax ----------------------------------------------------------
+
+SOFTMAX_OPS = {"Softmax": "softmax", "LogSoftmax": "log_softmax", "Hardmax": "hardmax"}
+
+
+def softmax_axis(node, rank):
+    """(axis, flatten): before opset 13 the op works on the input flattened to 2D at
+    `axis` (default 1); from 13 along `axis` (default -1)."""
     node.check_attrs(("axis",))
+    default = -1 if node.since >= 13 else 1
+    axis = node.int_attr("axis", default)
+    if not -rank <= axis < max(rank, 1):
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    axis = axis % rank if rank else 0
+    return axis, node.since < 13 and axis != rank - 1
+
+
+def fold_softmax(ctx, node, x):
+    x = np.asarray(x, np.float32)
+    shape = x.shape
+    axis, flatten = softmax_axis(node, x.ndim)
+    if flatten:
+        x = x.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+        return softmax_numpy(SOFTMAX_OPS[node.op_type], x, 1).reshape(shape)
+    return softmax_numpy(SOFTMAX_OPS[node.op_type], x, axis)
+
+
+def convert_softmax(ctx, node):
     x = ctx.tensor(node, 0)
     shape = ctx.shape(x)
-    default = -1 if node.since >= 13 else 1
-    axis = int(node.int_attr("axis", default))
-    axis = axis + len(shape) if axis < 0 else axis
-    if not 0 <= axis < len(shape):
-        raise node.invalid(f"axis {node.attr('axis')} out of range for rank {len(shape)}")
-    if node.since >= 13 or axis == len(shape) - 1:
-        return ctx.ob.softmax(x, axis)
-    # Before opset 13, Softmax works on the input flattened to 2D at `axis`.
-    flat = ctx.ob.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))))
-    return ctx.ob.reshape(ctx.ob.softmax(flat, 1), shape)
+    mode = SOFTMAX_OPS[node.op_type]
+    if not shape:
+        raise node.unsupported("a scalar input is not supported")
+    axis, flatten = softmax_axis(node, len(shape))
+    if not flatten:
+        return ctx.ob.softmax(x, axis, mode=mode)
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    flat = ctx.ob.reshape(x, (outer, int(np.prod(shape[axis:], dtype=np.int64))))
+    return ctx.ob.reshape(ctx.ob.softmax(flat, 1, mode=mode), shape)
 
 
-@register("BatchNormalization", versions=(9, 14, 15), texture=True, fuses="folded into the Conv before it")
+for _op in SOFTMAX_OPS:
+    register(_op, versions=(1, 11, 13), fold=fold_softmax)(convert_softmax)
+
+
+# ---- normalizations -----------------------------------------------------------------------
+
+
+def float_input(ctx, node, i):
+    """Input i as a float32 Var or array (None when absent)."""
+    v = ctx.optional(node, i)
+    if v is None:
+        return None
+    if ctx.dtype(v) != "float32":
+        raise node.unsupported(f"input {i} is {ctx.dtype(v)}; float32 is supported")
+    return as_float32(v) if isinstance(v, np.ndarray) else v
+
+
+def check_stash_type(node):
+    if node.int_attr("stash_type", 1) != 1:
+        raise node.unsupported(f"stash_type={node.attr('stash_type')}: statistics are computed in float32 only")
+
+
+@register("LayerNormalization", versions=(17,))
+def layer_norm(ctx, node):
+    node.check_attrs(("axis", "epsilon", "stash_type"))
+    check_stash_type(node)
+    x = ctx.tensor(node, 0)
+    stats = node.output_used(1, ctx.graph) or node.output_used(2, ctx.graph)
+    rank = len(ctx.shape(x))
+    axis = node.int_attr("axis", -1)
+    if not -rank <= axis < rank:
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    result = ctx.ob.layer_norm(x, float_input(ctx, node, 1),
+                               float_input(ctx, node, 2), axis=axis, epsilon=float(node.attr("epsilon", 1e-5)),
+                               stats=stats)
+    if not stats:
+        return result
+    return {name: value for name, value in zip(node.outputs, result) if name}
+
+
+@register("RMSNormalization", versions=(23,))
+def rms_norm(ctx, node):
+    node.check_attrs(("axis", "epsilon", "stash_type"))
+    check_stash_type(node)
+    x = ctx.tensor(node, 0)
+    rank = len(ctx.shape(x))
+    axis = node.int_attr("axis", -1)
+    if not -rank <= axis < rank:
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    return ctx.ob.layer_norm(x, float_input(ctx, node, 1), None, axis=axis,
+                             epsilon=float(node.attr("epsilon", 1e-5)), rms=True)
+
+
+@register("InstanceNormalization", versions=(6, 22))
+def instance_norm(ctx, node):
+    node.check_attrs(("epsilon",))
+    return ctx.ob.instance_norm(ctx.tensor(node, 0), float_input(ctx, node, 1), float_input(ctx, node, 2),
+                                epsilon=float(node.attr("epsilon", 1e-5)))
+
+
+@register("GroupNormalization", versions=(18, 21))
+def group_norm(ctx, node):
+    node.check_attrs(("epsilon", "num_groups", "stash_type"))
+    check_stash_type(node)
+    groups = node.int_attr("num_groups")
+    if groups is None:
+        raise node.invalid("attribute 'num_groups' is required")
+    return ctx.ob.group_norm(ctx.tensor(node, 0), float_input(ctx, node, 1), float_input(ctx, node, 2), groups,
+                             epsilon=float(node.attr("epsilon", 1e-5)), per_channel=node.since >= 21)
+
+
+@register("LpNormalization", versions=(1, 22))
+def lp_norm(ctx, node):
+    node.check_attrs(("axis", "p"))
+    p = node.int_attr("p", 2)
+    if p not in (1, 2):
+        raise node.invalid(f"p={p}; LpNormalization takes 1 or 2")
+    x = ctx.tensor(node, 0)
+    rank = len(ctx.shape(x))
+    axis = node.int_attr("axis", -1)
+    if not -rank <= axis < rank:
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    return ctx.ob.lp_norm(x, axis, p)
+
+
+@register("MeanVarianceNormalization", versions=(9, 13))
+def mean_variance_norm(ctx, node):
+    node.check_attrs(("axes",))
+    x = ctx.tensor(node, 0)
+    axes = node.ints_attr("axes", (0, 2, 3))
+    try:
+        axes = normalize_axes(node.op_type, axes, len(ctx.shape(x)))
+    except Exception as e:
+        raise node.invalid(str(e)) from None
+    return ctx.ob.mean_variance_norm(x, axes)
+
+
+@register("LRN", versions=(1, 13))
+def lrn(ctx, node):
+    node.check_attrs(("alpha", "beta", "bias", "size"))
+    size = node.int_attr("size")
+    if size is None or size < 1:
+        raise node.invalid(f"attribute 'size' must be given and >= 1, got {size}")
+    return ctx.ob.lrn(ctx.tensor(node, 0), size, alpha=float(node.attr("alpha", 1e-4)),
+                      beta=float(node.attr("beta", 0.75)), bias=float(node.attr("bias", 1.0)))
+
+
+@register("BatchNormalization", versions=(7, 9, 14, 15), texture=True, fuses="folded into the Conv before it")
 def batch_norm(ctx, node):
     node.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
     if node.int_attr("training_mode", 0):
         raise node.unsupported("training_mode=1 is not supported (inference only)")
     if node.int_attr("spatial", 1) != 1:
         raise node.unsupported("spatial=0 is not supported")
-    if any(node.output_used(i, ctx.graph) for i in (1, 2)):
+    if any(node.output_used(i, ctx.graph) for i in range(1, 5)):
         raise node.unsupported("the running statistics outputs are not supported (inference only)")
     x = ctx.tensor(node, 0)
-    scale, bias, mean, var = (as_float32(ctx.static(node, i)) for i in range(1, 5))
-    return ctx.ob.batch_norm(x, scale, bias, mean, var, float(node.attr("epsilon", 1e-5)))
+    epsilon = float(node.attr("epsilon", 1e-5))
+    params = [float_input(ctx, node, i) for i in range(1, 5)]
+    if any(p is None for p in params):
+        raise node.invalid("inputs 1 to 4 (scale, B, mean, var) are required")
+    if all(isinstance(p, np.ndarray) for p in params):
+        return ctx.ob.batch_norm(x, *params, epsilon)
+    return ctx.ob.batch_norm_runtime(x, *params, epsilon)
