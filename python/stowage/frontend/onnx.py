@@ -61,6 +61,9 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
             dtype = "uint8" if graph_input.dtype == "bool" else graph_input.dtype  # bool is stored as uint8
             importer.values[graph_input.name] = f.param(name, shape, dtype)
         malformed_is_invalid(importer.run)
+        if len(graph.outputs) != 1:  # the IR's functions return one tensor
+            raise UnsupportedError(f"the model has {len(graph.outputs)} outputs; only models of one output are "
+                                   f"supported (a function returns one tensor)")
         results = []
         for name in graph.outputs:
             value = importer.values[name]
