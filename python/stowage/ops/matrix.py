@@ -1,13 +1,14 @@
 """Convolution, Gemm and MatMul: which kernel, its launch and its weight layout."""
 
 import itertools
+import math
 
 import numpy as np
 
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import WEIGHT_TEXTURE_SCOPE, Core, apply_activation, parse_activation
+from .core import DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, apply_activation, parse_activation
 
 EPI_BIAS = 1
 EPI_RESIDUAL = 2
@@ -504,6 +505,118 @@ class MatrixOps(Core):
                      *three(xs[2:], 1), k, o0, o1, o2, *three(ws[2:], 1), *three(strides, 1), *three(pads[:rank], 0),
                      *three(dilations, 1), group, int(bias is not None), grid=grid, local=local)
         return dst
+
+    # ---- attention ----------------------------------------------------------------
+
+    def attention(self, q, k, v, *, mask=None, past_key=None, past_value=None, scale=None, is_causal=False,
+                  q_num_heads=None, kv_num_heads=None, softcap=0.0, qk_mode=None, window=(-1, -1)):
+        """ONNX's Attention: (y, present_key, present_value, qk_out or None). q, k, v
+        are [B, heads, S, D] (4-D) or [B, S, heads * D] (3-D, with q_num_heads and
+        kv_num_heads); past_key / past_value [B, kv heads, P, D] go before k and v;
+        q heads share kv heads in groups (grouped-query attention); mask (float32
+        added, or bool as uint8) broadcasts to [B, q heads, S, L] (shorter in its last
+        dimension: the rest is masked). Two batched GEMMs around
+        stowage_attention_probs (attention.cl), which applies scale, softcap, mask,
+        is_causal and the window (left, right; -1: unbounded) and the softmax; with
+        qk_mode (0..3) it also gives the scores at that stage."""
+        op = "attention"
+        shapes_in = [self.shape_of(t) for t in (q, k, v)]
+        rank = len(shapes_in[0])
+        if rank not in (3, 4) or any(len(sh) != rank for sh in shapes_in):
+            raise InvalidInputError(f"{op}: q, k, v must all be 3-D or all 4-D, got {[list(sh) for sh in shapes_in]}")
+        batch = shapes_in[0][0]
+        if rank == 3:
+            if not q_num_heads or not kv_num_heads:
+                raise InvalidInputError(f"{op}: 3-D inputs need q_num_heads and kv_num_heads")
+            q, k, v = (self._split_heads(op, name, t, heads) for name, t, heads in
+                       (("q", q, q_num_heads), ("k", k, kv_num_heads), ("v", v, kv_num_heads)))
+        (_, hq, s, d), (_, hkv, _, dk), (_, hv, _, dv) = (self.shape_of(t) for t in (q, k, v))
+        k = self._cache(op, "past_key", past_key, k)
+        v = self._cache(op, "past_value", past_value, v)
+        length = self.shape_of(k)[2]
+        if (d != dk or hkv != hv or self.shape_of(v)[2] != length or self.shape_of(k)[0] != batch
+                or self.shape_of(v)[0] != batch or hkv < 1 or hq % hkv):
+            raise InvalidInputError(f"{op}: q {list(self.shape_of(q))}, k {list(self.shape_of(k))} and v "
+                                    f"{list(self.shape_of(v))} do not agree (needs equal batch and head size of q "
+                                    f"and k, kv heads dividing q heads, equal k and v lengths)")
+        scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        group = hq // hkv
+        q_buf, k_buf, v_buf = (self._buffer(op, name, t) for name, t in (("q", q), ("k", k), ("v", v)))
+        scores = self._new_buffer((batch, hq, s, length))
+        # q heads of one kv head are neighbours: [B, kv heads, group * S, D] against [B, kv heads, L, D]
+        self._batched_gemm(q_buf, k_buf, scores, batch * hkv, group * s, length, d, trans_b=True)
+        probs = self._new_buffer((batch, hq, s, length))
+        qk_out = None if qk_mode is None else self._new_buffer((batch, hq, s, length))
+        past = 0 if past_key is None else self.shape_of(past_key)[2]  # query i sits at position i + past
+        self._attention_probs(op, scores, probs, qk_out, mask, (batch, hq, s, length), past, scale, is_causal,
+                              softcap, qk_mode, window)
+        y = self._new_buffer((batch, hq, s, dv))
+        self._batched_gemm(probs, v_buf, y, batch * hkv, group * s, dv, length, trans_b=False)
+        if rank == 3:
+            y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
+        return y, k, v, qk_out
+
+    def _split_heads(self, op, name, x, heads):
+        """[B, S, heads * D] as [B, heads, S, D]."""
+        b, s, hidden = self.shape_of(x)
+        if heads < 1 or hidden % heads:
+            raise InvalidInputError(f"{op}: argument '{name}': hidden size {hidden} is no multiple of {heads} heads")
+        if not isinstance(x, Var):
+            return np.ascontiguousarray(np.asarray(x, np.float32).reshape(b, s, heads, hidden // heads)
+                                        .transpose(0, 2, 1, 3))
+        return self.transpose(self.reshape(self._buffer(op, name, x), (b, s, heads, hidden // heads)), (0, 2, 1, 3))
+
+    def _cache(self, op, name, past, x):
+        """x after the cached past along the sequence (dimension 2): the present."""
+        if past is None:
+            return x
+        ps, xs = self.shape_of(past), self.shape_of(x)
+        if len(ps) != 4 or ps[:2] != xs[:2] or ps[3] != xs[3]:
+            raise InvalidInputError(f"{op}: argument '{name}': shape {list(ps)} does not fit {list(xs)}")
+        return self.concat([past, x], 2)
+
+    def _batched_gemm(self, a, b, y, batch, m, n, k, *, trans_b):
+        """y [batch, m, n] = a [batch, m, k] times b [batch, k, n] (trans_b: b is [batch, n, k])."""
+        self._gemm_launch(a, b, None, None, y, m=m, n=n, k=k, sam=k, sak=1, sbk=1 if trans_b else n,
+                          sbn=k if trans_b else 1, sbias=(0, 0), levels=[(batch, m * k, n * k, m * n, 0)], alpha=1.0,
+                          flags=0, act=(0, 0.0, 0.0))
+
+    def _attention_probs(self, op, scores, probs, qk_out, mask, shape, offset, scale, is_causal, softcap, qk_mode,
+                         window):
+        batch, heads, s, length = shape
+        flags, strides, mask_len, code = 0, (0, 0, 0), 0, 0
+        mask_var = scores
+        if mask is not None:
+            ms = self.shape_of(mask)
+            if not 1 <= len(ms) <= 4 or ms[-1] > length:
+                raise InvalidInputError(f"{op}: argument 'mask': shape {list(ms)} does not fit the scores "
+                                        f"{list(shape)}")
+            mask_len = ms[-1]
+            target = (batch, heads, s, mask_len)
+            if shapes.broadcast_shape(op, ms, target) != target:
+                raise InvalidInputError(f"{op}: argument 'mask': shape {list(ms)} does not broadcast to {list(target)}")
+            strides = shapes.broadcast_strides(ms, target)[:3]
+            if isinstance(mask, Var):
+                if mask.dtype not in ("float32", "uint8"):
+                    raise InvalidInputError(f"{op}: argument 'mask': {mask.dtype}; float32 or bool (uint8) is expected")
+                mask_var = mask
+            else:
+                mask_var = self.constant(np.asarray(mask) if np.asarray(mask).dtype == np.bool_
+                                         else np.asarray(mask, np.float32))
+            code = DTYPE_CODES[mask_var.dtype]
+            flags |= 1
+        if is_causal:
+            flags |= 2
+        if qk_out is not None:
+            if qk_mode not in (0, 1, 2, 3):
+                raise InvalidInputError(f"{op}: qk_mode {qk_mode} is not 0, 1, 2 or 3")
+            flags |= 4
+        unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
+        rows = batch * heads * s
+        grid, local = shapes.launch_1d(rows, 64)
+        self._launch(unit, "stowage_attention_probs", scores, mask_var, probs, qk_out or probs, batch, heads, s,
+                     length, *strides, mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap),
+                     int(qk_mode or 0), flags, grid=grid, local=local)
 
     # ---- GEMM -------------------------------------------------------------------
 
