@@ -556,6 +556,58 @@ class MatrixOps(Core):
             y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
         return y, k, v, qk_out
 
+    def rotary_embedding(self, x, cos_cache, sin_cache, position_ids=None, *, interleaved=False, rotary_dim=0,
+                         num_heads=0):
+        """ONNX's RotaryEmbedding of x [B, H, S, D] or [B, S, H D] (num_heads given):
+        cos_cache and sin_cache [rows, rot / 2] read at position_ids [B, S] (int64), or
+        without them [B, S, rot / 2]; the first rot (rotary_dim, 0: D) elements of
+        each head rotate."""
+        op = "rotary_embedding"
+        xs = self.shape_of(x)
+        if len(xs) == 4:
+            b, h, s, d = xs
+            strides = (h * s * d, d, s * d)
+        elif len(xs) == 3:
+            b, s, hidden = xs
+            h = int(num_heads)
+            if h < 1 or hidden % h:
+                raise InvalidInputError(f"{op}: a 3-D input [B, S, hidden] needs num_heads dividing {hidden}, got {h}")
+            d = hidden // h
+            strides = (s * hidden, hidden, d)
+        else:
+            raise InvalidInputError(f"{op}: argument 'x': expected 3 or 4 dimensions, got shape {list(xs)}")
+        rot = int(rotary_dim) or d
+        if rot % 2 or rot > d:
+            raise InvalidInputError(f"{op}: rotary_dim {rot} must be even and at most the head size {d}")
+        cs, ss_ = self.shape_of(cos_cache), self.shape_of(sin_cache)
+        if position_ids is None:
+            want = (b, s, rot // 2)
+            rows = b * s
+        else:
+            if self.shape_of(position_ids) != (b, s):
+                raise InvalidInputError(f"{op}: argument 'position_ids': expected shape {[b, s]}, got "
+                                        f"{list(self.shape_of(position_ids))}")
+            rows = cs[0] if len(cs) == 2 else 0
+            want = (rows, rot // 2)
+        if cs != want or ss_ != want or rows < 1:
+            raise InvalidInputError(f"{op}: cos_cache {list(cs)} and sin_cache {list(ss_)}: expected {list(want)}")
+        x_var = self._buffer(op, "x", x)
+        cos_var, sin_var = self._buffer(op, "cos_cache", cos_cache), self._buffer(op, "sin_cache", sin_cache)
+        if position_ids is None:
+            ids = self.constant(np.zeros(1, np.int64))
+        elif isinstance(position_ids, Var):
+            if position_ids.dtype != "int64":
+                raise InvalidInputError(f"{op}: argument 'position_ids': {position_ids.dtype}; int64 is expected")
+            ids = position_ids
+        else:
+            ids = self.constant(np.asarray(position_ids, np.int64))
+        dst = self._new_buffer(xs)
+        unit = self._unit("attention")
+        grid, local = shapes.launch_3d(d, s * h, b)
+        self._launch(unit, "stowage_rotary_embedding", x_var, cos_var, sin_var, ids, dst, s, h, d, *strides, rot,
+                     rows, int(position_ids is not None), int(bool(interleaved)), grid=grid, local=local)
+        return dst
+
     def _split_heads(self, op, name, x, heads):
         """[B, S, heads * D] as [B, heads, S, D]."""
         b, s, hidden = self.shape_of(x)

@@ -72,3 +72,41 @@ __kernel void stowage_attention_probs(__global const float* qk, __global const s
     if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
   }
 }
+
+// stowage_rotary_embedding: ONNX's RotaryEmbedding. x holds [B, S, H, D] elements
+//   at b * sb + s * ss + h * sh + d (the layout of a 4-D [B, H, S, D] or a 3-D
+//   [B, S, H D] input); y has x's layout. The first `rot` elements of each head are
+//   rotated by the angle of cache row r: with position ids (has_ids), r = ids[b S + s]
+//   (kept inside [0, rows): an id outside the cache reads its nearest row, never
+//   outside), else r = b S + s. cos and sin are [rows, rot / 2]. interleaved pairs
+//   elements (2i, 2i + 1), else (i, i + rot / 2). The rest is copied.
+//   Launch: grid = [D rounded up to local0, S H rounded up to local1, B].
+__kernel void stowage_rotary_embedding(__global const float* x, __global const float* cos_cache,
+                                       __global const float* sin_cache, __global const long* ids, __global float* y,
+                                       int S, int H, int D, int sb, int ss, int sh, int rot, int rows, int has_ids,
+                                       int interleaved) {
+  const int d = get_global_id(0), sh_index = get_global_id(1), b = get_global_id(2);
+  if (d >= D || sh_index >= S * H) return;
+  const int s = sh_index / H, h = sh_index - s * H;
+  const long at = (long)b * sb + (long)s * ss + (long)h * sh;
+  if (d >= rot) {
+    y[at + d] = x[at + d];
+    return;
+  }
+  const int pairs = rot / 2;
+  long row = has_ids ? ids[b * S + s] : (long)b * S + s;
+  row = clamp(row, 0L, (long)rows - 1);
+  int i, first, second;
+  if (interleaved) {
+    i = d / 2;
+    first = 2 * i;
+    second = first + 1;
+  } else {
+    i = d < pairs ? d : d - pairs;
+    first = i;
+    second = i + pairs;
+  }
+  const float c = cos_cache[row * pairs + i], sn = sin_cache[row * pairs + i];
+  const float x1 = x[at + first], x2 = x[at + second];
+  y[at + d] = d == first ? c * x1 - sn * x2 : sn * x1 + c * x2;
+}

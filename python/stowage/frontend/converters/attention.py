@@ -48,3 +48,15 @@ def attention(ctx, node):
         if node.output_used(i, ctx.graph):
             results[node.outputs[i]] = value
     return results
+
+
+@register("RotaryEmbedding", versions=(23,))
+def rotary_embedding(ctx, node):
+    node.check_attrs(("interleaved", "num_heads", "rotary_embedding_dim"))
+    x, cos_cache, sin_cache = (_value(ctx, node, i) for i in range(3))
+    ids = ctx.optional(node, 3)
+    if ids is not None and ctx.dtype(ids) != "int64":
+        raise node.invalid(f"position_ids of {ctx.dtype(ids)}; int64 is expected")
+    return ctx.ob.rotary_embedding(x, cos_cache, sin_cache, ids, interleaved=bool(node.int_attr("interleaved", 0)),
+                                   rotary_dim=node.int_attr("rotary_embedding_dim", 0),
+                                   num_heads=node.int_attr("num_heads", 0))
