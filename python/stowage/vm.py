@@ -23,7 +23,7 @@ def _to_numpy_export(array):
 
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # ascontiguousarray would make a 0-d array 1-d
     if not array.flags.writeable:
         array = array.copy()
     return array

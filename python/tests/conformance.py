@@ -86,7 +86,7 @@ def run_stowage(case, device):
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     for inputs, outputs in case.data_sets:
         try:
-            result = vm.invoke("main", *[np.ascontiguousarray(inputs[i]) for i in range(len(names))])
+            result = vm.invoke("main", *[np.asarray(inputs[i], order="C") for i in range(len(names))])  # 0-d stays 0-d
         except sw.StowageError as e:
             return f"{type(e).__name__}: {e}"
         results = result if isinstance(result, tuple) else (result,)
