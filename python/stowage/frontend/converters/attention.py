@@ -60,3 +60,100 @@ def rotary_embedding(ctx, node):
     return ctx.ob.rotary_embedding(x, cos_cache, sin_cache, ids, interleaved=bool(node.int_attr("interleaved", 0)),
                                    rotary_dim=node.int_attr("rotary_embedding_dim", 0),
                                    num_heads=node.int_attr("num_heads", 0))
+
+
+# ---- Einsum -------------------------------------------------------------------------
+
+
+def einsum_terms(node, shapes_in):
+    """(input terms, output term) of an Einsum's equation, one letter a dimension:
+    an ellipsis becomes the same fresh letters in every term (right-aligned)."""
+    equation = str(node.attr("equation", "")).replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes_in):
+        raise node.invalid(f"equation '{equation}' has {len(terms)} operands, the node {len(shapes_in)} inputs")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation]
+    ellipsis_rank = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes_in) if "..." in t),
+                        default=0)
+    fill = "".join(spare[:ellipsis_rank])
+    expanded = []
+    for term, shape in zip(terms, shapes_in):
+        if "..." in term:
+            own = len(shape) - len(term.replace("...", ""))
+            term = term.replace("...", fill[ellipsis_rank - own:] if own > 0 else "")
+        if not term.isalpha() or len(term) != len(shape):
+            raise node.invalid(f"equation '{equation}': term '{term}' does not fit an input of shape {list(shape)}")
+        expanded.append(term)
+    if arrow:
+        out = rhs.replace("...", fill)
+    else:
+        letters = "".join(expanded)
+        out = fill + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in fill))
+    if not out.isalpha() and out:
+        raise node.invalid(f"equation '{equation}': output term '{rhs}'")
+    return expanded, out
+
+
+def einsum_fold(ctx, node, *arrays):
+    equation = str(node.attr("equation", ""))
+    return np.einsum(equation, *arrays)
+
+
+def _permute(ob, x, perm):
+    if list(perm) == sorted(perm):
+        return x
+    return np.ascontiguousarray(np.transpose(x, perm)) if isinstance(x, np.ndarray) else ob.transpose(x, perm)
+
+
+def _reshape(ob, x, shape):
+    return x.reshape(shape) if isinstance(x, np.ndarray) else ob.reshape(x, shape)
+
+
+@register("Einsum", versions=(12, 28), fold=einsum_fold)
+def einsum(ctx, node):
+    """Einsum where it is a transpose of one operand, or a (batched) MatMul of two
+    with transposes around it: each letter of the two operands is a batch (in both
+    and the output), a contraction (in both, not the output) or the row or column of
+    one side; a letter summed within one operand, a repeated letter (a diagonal)
+    or a broadcast extent is refused."""
+    node.check_attrs(("equation",))
+    values = [_value(ctx, node, i) for i in range(len(node.inputs))]
+    shapes_in = [ctx.shape(v) for v in values]
+    terms, out = einsum_terms(node, shapes_in)
+    equation = str(node.attr("equation", ""))
+    extent = {}
+    for term, shape in zip(terms, shapes_in):
+        if len(set(term)) != len(term):
+            raise node.unsupported(f"equation '{equation}': a letter repeated in one operand (a diagonal)")
+        for c, size in zip(term, shape):
+            if extent.setdefault(c, size) != size:
+                raise node.unsupported(f"equation '{equation}': '{c}' has extents {extent[c]} and {size} "
+                                       f"(broadcasting is not supported)")
+    if len(set(out)) != len(out) or any(c not in extent for c in out):
+        raise node.invalid(f"equation '{equation}': output term '{out}'")
+    ob = ctx.ob
+    if len(values) == 1:
+        if sorted(out) != sorted(terms[0]):
+            raise node.unsupported(f"equation '{equation}': a sum over a dimension of one operand")
+        return ob.transpose(values[0], [terms[0].index(c) for c in out])
+    if len(values) != 2:
+        raise node.unsupported(f"equation '{equation}': Einsum of {len(values)} operands (1 or 2 are supported)")
+    (ta, tb), (a, b) = terms, values
+    batch = [c for c in out if c in ta and c in tb]
+    left = [c for c in out if c in ta and c not in tb]
+    right = [c for c in out if c in tb and c not in ta]
+    inner = [c for c in ta if c in tb and c not in out]
+    if len(batch) + len(left) + len(inner) != len(ta) or len(batch) + len(right) + len(inner) != len(tb):
+        raise node.unsupported(f"equation '{equation}': a sum over a dimension of one operand")
+
+    def size(letters):
+        return int(np.prod([extent[c] for c in letters], dtype=np.int64))
+
+    a = _reshape(ob, _permute(ob, a, [ta.index(c) for c in batch + left + inner]),
+                 (size(batch), size(left), size(inner)))
+    b = _reshape(ob, _permute(ob, b, [tb.index(c) for c in batch + inner + right]),
+                 (size(batch), size(inner), size(right)))
+    y = _reshape(ob, ob.matmul(a, b), tuple(extent[c] for c in batch + left + right))
+    order = batch + left + right
+    return _permute(ob, y, [order.index(c) for c in out])
