@@ -2,20 +2,30 @@
 
 A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
 into its weights), then an Add of a tensor of the same shape (the residual), then an
-activation (Relu, Clip with constant bounds, HardSwish, Sigmoid, HardSigmoid). A
-Gemm absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too. A
-node is absorbed only when the value it takes is used by it alone and is no graph
-output. A depthwise Conv (one channel per group, without a residual) absorbs the
-pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its result,
-with that Conv's own epilogue: the library may run the two as one kernel. A
+activation (any op the registry marks as one, Clip with constant bounds). A Gemm
+absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too. An
+activation may also be x * sigmoid(x) written as a Sigmoid of x and a Mul of x by
+its result (SiLU as exported): absorbed as the epilogue's SiLU when x is read by
+those two alone; elsewhere the Sigmoid takes the Mul into its own group (one
+kernel). A node is absorbed only when the value it takes is used by it alone and is
+no graph output (Swish with an alpha other than 1 is no epilogue activation). A
+depthwise Conv (one channel per group, without a residual) absorbs the pointwise Conv
+(1x1, stride 1, no padding, one group) that alone reads its result, with that Conv's
+own epilogue: the library may run the two as one kernel. A
 GlobalAveragePool absorbs the Flatten (axis 1) that alone reads its result and the
 Gemm that alone reads that as its A, with constant B and a constant C of one row,
-and the Gemm's activation: a classifier's end in one kernel. Groups
+and the Gemm's activation: a classifier's end in one kernel. A ReduceMean over two
+axes the graph gives (a global average pool as PyTorch exports it) absorbs the same,
+or, keeping no dims, the Gemm straight after it or a MatMul by a constant 2-D B and
+the Add of a constant bias after that; its converter emits the absorbed nodes one by
+one when the axes turn out not to be H and W of an NCHW input. Groups
 are emitted in a topological order that keeps the graph's order where it can: a
 residual Add may come in the graph before the branch that feeds it.
 """
 
 import heapq
+
+from .graph import Node
 
 # Ops whose kernel ends in an activation epilogue (beside Conv and Gemm).
 ELEMENTWISE = ("Add", "Sub", "Mul", "Div")
@@ -36,7 +46,8 @@ class Group:
         self.residual = ""  # the Add's other input
         self.act = None  # the activation
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
-        self.linear = None  # the Gemm after a GlobalAveragePool and Flatten
+        self.linear = None  # the Gemm after a GlobalAveragePool and Flatten (or MatMul after a ReduceMean)
+        self.linear_bias = None  # the Add after that MatMul
         self.nodes = [main]
 
     @property
@@ -96,19 +107,65 @@ def absorb_epilogue(graph, group, is_static, absorbed):
 
 def absorb_activation(graph, group, out, is_static, absorbed):
     """Adds to `group` the activation that alone reads `out`, if it can take it."""
+    if absorb_silu(graph, group, out, absorbed, alone=True):
+        return
     act = only_consumer(graph, out, None, absorbed)
+    if act is not None and act.op_type == "Swish" and act.attr("alpha", 1.0) != 1.0:
+        return  # x * sigmoid(alpha x): no epilogue computes it
     if act is not None and act.inputs and act.inputs[0] == out and all(is_static(n) for n in act.inputs[1:] if n):
         group.act = act
         group.nodes.append(act)
 
 
+class _SiluSpec:
+    """The registry row a fused Sigmoid and Mul answer to: the SiLU activation."""
+
+    activation = staticmethod(lambda ctx, node: ("silu",))
+
+
+def absorb_silu(graph, group, x, absorbed, alone):
+    """Adds to `group` a Sigmoid of `x` and the Mul of `x` by its result (x * sigmoid(x))
+    as the activation SiLU; with `alone`, only when those two are all that read `x`.
+    The Sigmoid may be the group's main node (then it is not added again)."""
+    if x in graph.output_names and alone:
+        return False
+    readers = graph.consumers.get(x, [])
+    sigmoid = group.main if group.main.op_type == "Sigmoid" and not alone else next(
+        (n for n in readers if n.op_type == "Sigmoid" and n.index not in absorbed), None)
+    if sigmoid is None or (alone and len(readers) != 2) or len(sigmoid.outputs) != 1:
+        return False
+    s = sigmoid.outputs[0]
+    mul = only_consumer(graph, s, ("Mul",), absorbed)
+    if mul is None or sorted(mul.inputs) != sorted([x, s]) or x == s:
+        return False
+    if sigmoid is not group.main:
+        group.nodes.append(sigmoid)
+    group.nodes.append(mul)
+    group.act = Node(mul.index, mul.name, "Mul", mul.domain, [x], mul.outputs, {})
+    group.act.spec = _SiluSpec
+    return True
+
+
 def absorb_linear(graph, group, is_static, absorbed):
-    """Adds to a GlobalAveragePool's `group` the Flatten and Gemm of a classifier."""
-    flat = only_consumer(graph, group.main.outputs[0], ("Flatten",), absorbed)
-    if flat is None or flat.attr("axis", 1) != 1 or len(flat.outputs) != 1:
+    """Adds to a GlobalAveragePool's (or spatial ReduceMean's) `group` the Flatten and
+    Gemm of a classifier."""
+    pooled = group.main.outputs[0]
+    flat = only_consumer(graph, pooled, ("Flatten",), absorbed)
+    keeps_no_dims = group.main.op_type == "ReduceMean" and not group.main.attr("keepdims", 1)
+    if flat is None and keeps_no_dims:
+        absorb_matmul_linear(graph, group, pooled, is_static, absorbed)
+        if group.linear is not None:
+            return
+    if flat is not None:
+        if flat.attr("axis", 1) != 1 or len(flat.outputs) != 1:
+            return
+        a, between = flat.outputs[0], [flat]
+    elif keeps_no_dims:
+        a, between = pooled, []  # the Gemm reads the ReduceMean's result itself
+    else:
         return
-    gemm = only_consumer(graph, flat.outputs[0], ("Gemm",), absorbed)
-    if gemm is None or gemm.inputs[0] != flat.outputs[0] or gemm.attr("transA", 0) or len(gemm.inputs) < 2:
+    gemm = only_consumer(graph, a, ("Gemm",), absorbed)
+    if gemm is None or gemm.inputs[0] != a or gemm.attr("transA", 0) or len(gemm.inputs) < 2:
         return
     b = graph.initializers.get(gemm.inputs[1])
     c = gemm.inputs[2] if len(gemm.inputs) > 2 and gemm.inputs[2] else None
@@ -116,8 +173,49 @@ def absorb_linear(graph, group, is_static, absorbed):
     if b is None or b.ndim != 2 or (c is not None and (c_value is None or (c_value.ndim == 2 and c_value.shape[0] != 1))):
         return
     group.linear = gemm
-    group.nodes.extend([flat, gemm])
+    group.nodes.extend(between + [gemm])
     absorb_activation(graph, group, gemm.outputs[0], is_static, absorbed)
+
+
+def absorb_matmul_linear(graph, group, pooled, is_static, absorbed):
+    """Adds to a ReduceMean's `group` the MatMul by a constant 2-D B that alone reads
+    `pooled`, the Add of a constant bias (one row) after it, and an activation."""
+    matmul = only_consumer(graph, pooled, ("MatMul",), absorbed)
+    if matmul is None or matmul.inputs[0] != pooled or len(matmul.inputs) < 2:
+        return
+    b = graph.initializers.get(matmul.inputs[1])
+    if b is None or b.ndim != 2:
+        return
+    group.linear = matmul
+    group.nodes.append(matmul)
+    out = matmul.outputs[0]
+    add = only_consumer(graph, out, ("Add",), absorbed)
+    if add is not None and len(add.inputs) == 2:
+        other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+        bias = graph.initializers.get(other)
+        if other != out and bias is not None and bias.ndim <= 2 and bias.size in (1, b.shape[1]):
+            group.linear_bias = add
+            group.nodes.append(add)
+            out = add.outputs[0]
+    absorb_activation(graph, group, out, is_static, absorbed)
+
+
+def pools_two_axes(graph, node):
+    """Whether `node` is a ReduceMean over two axes the graph gives (an attribute, an
+    initializer or a Constant): the candidate of a global average pool."""
+    if node.op_type != "ReduceMean" or not node.outputs:
+        return False
+    axes = node.attr("axes")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        name = node.inputs[1]
+        axes = graph.initializers.get(name)
+        producer = graph.producer.get(name)
+        if axes is None and producer is not None and producer.op_type == "Constant":
+            axes = producer.attr("value")
+    try:
+        return axes is not None and len(set(int(a) for a in list(getattr(axes, "flat", axes)))) == 2
+    except (TypeError, ValueError):
+        return False
 
 
 def conv_weight_shape(graph, node):
@@ -162,8 +260,10 @@ def group_nodes(graph, is_static):
                 absorb_epilogue(graph, pointwise, is_static, absorbed)
                 group.pointwise = pointwise
                 group.nodes.extend(pointwise.nodes)
-        if node.op_type == "GlobalAveragePool":
+        if node.op_type == "GlobalAveragePool" or pools_two_axes(graph, node):
             absorb_linear(graph, group, is_static, absorbed)
+        if node.op_type == "Sigmoid":
+            absorb_silu(graph, group, node.inputs[0], absorbed, alone=False)
         absorbed.update(n.index for n in group.nodes)
         groups.append(group)
     return schedule(graph, groups)
