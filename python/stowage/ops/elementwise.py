@@ -11,7 +11,11 @@ from ..errors import InvalidInputError
 from . import shapes
 from .core import ACTIVATIONS, BINARY_OPS, Core, apply_activation, parse_activation
 
-UNARY_DEFAULTS = {"clip": {"min": None, "max": None}, "hardsigmoid": {"alpha": 0.2, "beta": 0.5}}
+# The attributes of ``unary``'s activations with their defaults (ONNX's), in ACTIVATION_PARAMS order.
+UNARY_DEFAULTS = {"clip": {"min": None, "max": None}, "hardsigmoid": {"alpha": 0.2, "beta": 0.5},
+                  "leakyrelu": {"alpha": 0.01}, "elu": {"alpha": 1.0},
+                  "selu": {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+                  "celu": {"alpha": 1.0}, "thresholdedrelu": {"alpha": 1.0}}
 
 
 def _numpy_binary(op, a, b):
