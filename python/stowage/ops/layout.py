@@ -199,7 +199,7 @@ class LayoutOps(Core):
             dst = self._new_buffer(x.shape, x.dtype)
             self.function.copy_tensor(x, dst)
             return dst
-        return self._buffer("output", "x", x)
+        return self._buffer("output", "x", x, any_type=True)
 
 
 PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
