@@ -1,8 +1,341 @@
-"""Typed data movement: Slice, Split, Expand, Tile, Gather, GatherElements,
-DepthToSpace/SpaceToDepth, Resize."""
+"""Typed data movement: Slice, Split, Expand, Tile, DepthToSpace/SpaceToDepth
+(strided copies, or views where the part is contiguous), Gather, GatherElements,
+GatherND, ScatterElements, ScatterND, the per-axis passes of Resize, Trilu
+(movement.cl). Every op takes float32, int32, int64 and uint8 (bool) data."""
 
-from .core import Core
+import numpy as np
+
+from ..builder import Var
+from ..errors import InvalidInputError
+from . import shapes
+from .core import DTYPE_CODES, Core
+
+INDEX_CODES = {"int32": 1, "int64": 2}
+ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "uint8": 1}
 
 
 class MovementOps(Core):
-    pass
+    # ---- units ----------------------------------------------------------------
+
+    def _movement_unit(self, dtype, index_dtype="int64"):
+        return self._unit("movement", {"STOWAGE_T": DTYPE_CODES[dtype], "STOWAGE_I": INDEX_CODES[index_dtype]})
+
+    def _data(self, op, arg, x):
+        if not isinstance(x, Var):
+            raise InvalidInputError(f"{op}: argument '{arg}': expected a tensor Var (fold known values first)")
+        return self._buffer(op, arg, x, any_type=True)
+
+    def _indices(self, op, arg, x):
+        x = self._data(op, arg, x)
+        if x.dtype not in INDEX_CODES:
+            raise InvalidInputError(f"{op}: argument '{arg}': '{x.name}' is {x.dtype}; indices are int32 or int64")
+        return x
+
+    # ---- slices -----------------------------------------------------------------
+
+    def strided_slice(self, x, starts, steps, counts):
+        """x[starts[d] + i * steps[d] for i < counts[d]] along every dimension d (starts
+        already normalised inside the extents, steps nonzero, negative ones too): a
+        view when the part is one aligned contiguous run of x, else one strided copy."""
+        op = "slice"
+        x_var = self._data(op, "x", x)
+        shape = self.shape_of(x_var)
+        if not len(starts) == len(steps) == len(counts) == len(shape):
+            raise InvalidInputError(f"{op}: starts, steps and counts must have {len(shape)} values each")
+        for d, (s, st, c, e) in enumerate(zip(starts, steps, counts, shape)):
+            if c < 0 or st == 0 or (c > 0 and not (0 <= s < e and 0 <= s + (c - 1) * st < e)):
+                raise InvalidInputError(f"{op}: dimension {d}: start {s}, step {st}, count {c} leave the extent {e}")
+        out_shape = tuple(int(c) for c in counts)
+        strides = shapes.contiguous_strides(shape)
+        base = sum(s * st for s, st, c in zip(starts, strides, counts) if c > 0)
+        view = self._slice_view(x_var, shape, steps, out_shape, base)
+        if view is not None:
+            return view
+        dst = self._new_buffer(out_shape, x_var.dtype)
+        if shapes.prod(out_shape):
+            self._copy_strided(x_var, dst, out_shape, [st * s for st, s in zip(steps, strides)],
+                               shapes.contiguous_strides(out_shape), 0, base)
+        return dst
+
+    def _slice_view(self, x, shape, steps, out_shape, base):
+        """A view of x for a part that is contiguous in it, or None."""
+        if self._is_const(x) or shapes.prod(out_shape) == 0:
+            return None
+        if out_shape == tuple(shape):
+            return x
+        moving = [d for d, (c, e) in enumerate(zip(out_shape, shape)) if c != 1]
+        first = moving[0] if moving else len(shape)
+        if any(c != e or steps[d] != 1 for d, (c, e) in enumerate(zip(out_shape, shape)) if d > first):
+            return None
+        if moving and steps[first] != 1:
+            return None
+        offset = base * ITEM_BYTES[x.dtype]
+        if offset % self.buffer_alignment:
+            return None
+        return self._view(x, out_shape, offset)
+
+    # ---- broadcasts ---------------------------------------------------------------
+
+    def expand(self, x, shape):
+        """x broadcast to numpy's broadcast of its shape and ``shape``."""
+        op = "expand"
+        x_var = self._data(op, "x", x)
+        out_shape = shapes.broadcast_shape(op, self.shape_of(x_var), tuple(int(d) for d in shape))
+        if out_shape == self.shape_of(x_var):
+            return x_var
+        dst = self._new_buffer(out_shape, x_var.dtype)
+        if shapes.prod(out_shape):
+            self._copy_strided(x_var, dst, out_shape, shapes.broadcast_strides(self.shape_of(x_var), out_shape),
+                               shapes.contiguous_strides(out_shape), 0)
+        return dst
+
+    def tile(self, x, repeats):
+        """x repeated ``repeats[d]`` times along each dimension d: one copy over
+        (repeat, extent) pairs whose repeat index reads with stride 0."""
+        op = "tile"
+        x_var = self._data(op, "x", x)
+        shape = self.shape_of(x_var)
+        repeats = [int(r) for r in repeats]
+        if len(repeats) != len(shape) or min(repeats, default=0) < 0:
+            raise InvalidInputError(f"{op}: repeats {repeats}: expected {len(shape)} values >= 0")
+        out_shape = tuple(d * r for d, r in zip(shape, repeats))
+        dst = self._new_buffer(out_shape, x_var.dtype)
+        if shapes.prod(out_shape) == 0:
+            return dst
+        dims = [v for d, r in zip(shape, repeats) for v in (r, d)]
+        sx = shapes.contiguous_strides(shape)
+        s_x = [v for s in sx for v in (0, s)]
+        sy_out = shapes.contiguous_strides(out_shape)
+        s_y = [v for d, s in zip(shape, sy_out) for v in (d * s, s)]
+        self._copy_strided(x_var, dst, dims, s_x, s_y, 0)
+        return dst
+
+    def depth_to_space(self, x, block, mode="DCR"):
+        op = "depth_to_space"
+        x_var = self._data(op, "x", x)
+        n, c, h, w = _rank4(op, self.shape_of(x_var))
+        b = int(block)
+        if b < 1 or c % (b * b):
+            raise InvalidInputError(f"{op}: {c} channels do not split into blocks of {b}x{b}")
+        co = c // (b * b)
+        if mode == "DCR":  # x as [n, b1, b2, co, h, w]
+            sx = shapes.contiguous_strides((n, b, b, co, h, w))
+            s_in = (sx[0], sx[3], sx[4], sx[1], sx[5], sx[2])
+        elif mode == "CRD":  # x as [n, co, b1, b2, h, w]
+            sx = shapes.contiguous_strides((n, co, b, b, h, w))
+            s_in = (sx[0], sx[1], sx[4], sx[2], sx[5], sx[3])
+        else:
+            raise InvalidInputError(f"{op}: mode '{mode}' is neither DCR nor CRD")
+        dims = (n, co, h, b, w, b)  # y as [n, co, h, b1, w, b2]
+        dst = self._new_buffer((n, co, h * b, w * b), x_var.dtype)
+        self._copy_strided(x_var, dst, dims, s_in, shapes.contiguous_strides(dims), 0)
+        return dst
+
+    def space_to_depth(self, x, block, mode="DCR"):
+        op = "space_to_depth"
+        x_var = self._data(op, "x", x)
+        n, c, h, w = _rank4(op, self.shape_of(x_var))
+        b = int(block)
+        if b < 1 or h % b or w % b:
+            raise InvalidInputError(f"{op}: {h}x{w} does not split into blocks of {b}x{b}")
+        sx = shapes.contiguous_strides((n, c, h // b, b, w // b, b))  # x as [n, c, ho, b1, wo, b2]
+        if mode == "DCR":
+            dims = (n, b, b, c, h // b, w // b)  # y as [n, b1, b2, c, ho, wo]
+            s_in = (sx[0], sx[3], sx[5], sx[1], sx[2], sx[4])
+        elif mode == "CRD":
+            dims = (n, c, b, b, h // b, w // b)  # y as [n, c, b1, b2, ho, wo]
+            s_in = (sx[0], sx[1], sx[3], sx[5], sx[2], sx[4])
+        else:
+            raise InvalidInputError(f"{op}: mode '{mode}' is neither DCR nor CRD")
+        dst = self._new_buffer((n, c * b * b, h // b, w // b), x_var.dtype)
+        self._copy_strided(x_var, dst, dims, s_in, shapes.contiguous_strides(dims), 0)
+        return dst
+
+    # ---- gathers ----------------------------------------------------------------
+
+    def gather(self, data, indices, axis=0):
+        """numpy's take(data, indices, axis), negative indices from the end."""
+        op = "gather"
+        data = self._data(op, "data", data)
+        indices = self._indices(op, "indices", indices)
+        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        axis = _axis(op, axis, len(shape))
+        out_shape = shape[:axis] + ishape + shape[axis + 1:]
+        dst = self._new_buffer(out_shape, data.dtype)
+        outer, inner, count = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:]), shapes.prod(ishape)
+        unit = self._movement_unit(data.dtype, indices.dtype)
+        grid, local = shapes.launch_3d(inner, count, outer)
+        self._launch(unit, "stowage_gather", data, indices, dst, shape[axis], count, inner, grid=grid, local=local)
+        return dst
+
+    def gather_elements(self, data, indices, axis=0):
+        op = "gather_elements"
+        data = self._data(op, "data", data)
+        indices = self._indices(op, "indices", indices)
+        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        axis = _axis(op, axis, len(shape))
+        _check_elementwise_indices(op, shape, ishape, axis)
+        dst = self._new_buffer(ishape, data.dtype)
+        self._elements_launch("stowage_gather_elements", data, indices, dst, shape, ishape, axis)
+        return dst
+
+    def _elements_launch(self, kernel, tensor, indices, other, shape, ishape, axis):
+        """gather_elements (tensor read) or scatter_elements (tensor written) over
+        the index space of ``indices``."""
+        if shapes.prod(ishape) == 0:
+            return
+        lead = shapes.MAX_RANK - len(shape)
+        strides = list(shapes.contiguous_strides(shape))
+        axis_stride = strides[axis]
+        strides[axis] = 0
+        dims = [1] * lead + list(ishape)
+        s6 = [0] * lead + strides
+        unit = self._movement_unit(tensor.dtype, indices.dtype)
+        grid, local = shapes.launch_3d(dims[5], dims[4], shapes.prod(dims[:4]))
+        if kernel == "stowage_gather_elements":
+            args = (tensor, indices, other)
+        else:
+            args = (other, indices, tensor)
+        self._launch(unit, kernel, *args, *dims, *s6, axis_stride, shape[axis], grid=grid, local=local)
+
+    def gather_nd(self, data, indices, batch_dims=0):
+        op = "gather_nd"
+        data = self._data(op, "data", data)
+        indices = self._indices(op, "indices", indices)
+        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        b, k = _nd_geometry(op, shape, ishape, batch_dims)
+        out_shape = ishape[:-1] + shape[b + k:]
+        dst = self._new_buffer(out_shape, data.dtype)
+        batch, m = shapes.prod(shape[:b]), shapes.prod(ishape[b:-1])
+        inner = shapes.prod(shape[b + k:])
+        if shapes.prod(out_shape) == 0:
+            return dst
+        table = self._nd_table(shape[b:], k)
+        unit = self._movement_unit(data.dtype, indices.dtype)
+        grid, local = shapes.launch_3d(inner, m, batch)
+        self._launch(unit, "stowage_gather_nd", data, indices, table, dst, k, m, inner, shapes.prod(shape[b:]),
+                     grid=grid, local=local)
+        return dst
+
+    def _nd_table(self, shape, k):
+        """(extent, element stride) of the first k dimensions of ``shape``."""
+        strides = shapes.contiguous_strides(shape)
+        return self.constant(np.array([v for d in range(max(k, 1)) for v in
+                                       ((shape[d], strides[d]) if d < k else (1, 0))], np.int32))
+
+    # ---- scatters (reduction "none") -----------------------------------------------
+
+    def scatter_elements(self, data, indices, updates, axis=0):
+        op = "scatter_elements"
+        data = self._data(op, "data", data)
+        indices = self._indices(op, "indices", indices)
+        updates = self._data(op, "updates", updates)
+        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        axis = _axis(op, axis, len(shape))
+        _check_elementwise_indices(op, shape, ishape, axis)
+        if self.shape_of(updates) != ishape or updates.dtype != data.dtype:
+            raise InvalidInputError(f"{op}: updates must be {data.dtype} of the indices' shape {list(ishape)}")
+        dst = self._new_buffer(shape, data.dtype)
+        self.function.copy_tensor(data, dst)
+        self._elements_launch("stowage_scatter_elements", dst, indices, updates, shape, ishape, axis)
+        return dst
+
+    def scatter_nd(self, data, indices, updates):
+        op = "scatter_nd"
+        data = self._data(op, "data", data)
+        indices = self._indices(op, "indices", indices)
+        updates = self._data(op, "updates", updates)
+        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        _, k = _nd_geometry(op, shape, ishape, 0)
+        want = ishape[:-1] + shape[k:]
+        if self.shape_of(updates) != want or updates.dtype != data.dtype:
+            raise InvalidInputError(f"{op}: updates must be {data.dtype} of shape {list(want)}")
+        dst = self._new_buffer(shape, data.dtype)
+        self.function.copy_tensor(data, dst)
+        m, inner = shapes.prod(ishape[:-1]), shapes.prod(shape[k:])
+        if m * inner == 0:
+            return dst
+        unit = self._movement_unit(data.dtype, indices.dtype)
+        grid, local = shapes.launch_3d(inner, m, 1)
+        self._launch(unit, "stowage_scatter_nd", updates, indices, self._nd_table(shape, k), dst, k, m, inner,
+                     grid=grid, local=local)
+        return dst
+
+    # ---- resize and triangles --------------------------------------------------------
+
+    def resize_axis(self, x, axis, index, weight, extrapolation=0.0):
+        """One axis of a Resize: output position j along ``axis`` is the sum over taps
+        t of weight[j, t] * x[.., index[j, t], ..] (index -1: ``extrapolation``).
+        ``index`` and ``weight`` are arrays [out extent, taps]; one tap copies."""
+        op = "resize"
+        x_var = self._data(op, "x", x)
+        shape = self.shape_of(x_var)
+        axis = _axis(op, axis, len(shape))
+        index = np.asarray(index, np.int64)
+        weight = np.asarray(weight, np.float32)
+        if index.ndim != 2 or weight.shape != index.shape or index.size == 0:
+            raise InvalidInputError(f"{op}: index and weight must be tables [out extent, taps] of one shape")
+        if index.min() < -1 or index.max() >= shape[axis]:
+            raise InvalidInputError(f"{op}: an index leaves the extent {shape[axis]}")
+        l_out, taps = index.shape
+        if taps > 1 and x_var.dtype != "float32":
+            raise InvalidInputError(f"{op}: interpolating {x_var.dtype} data; only nearest copies take it")
+        out_shape = shape[:axis] + (l_out,) + shape[axis + 1:]
+        dst = self._new_buffer(out_shape, x_var.dtype)
+        outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:])
+        if outer * inner * l_out == 0:
+            return dst
+        unit = self._movement_unit(x_var.dtype)
+        grid, local = shapes.launch_3d(inner, l_out, outer)
+        self._launch(unit, "stowage_resize_axis", x_var, self.constant(index.astype(np.int32)), self.constant(weight),
+                     dst, taps, shape[axis], l_out, inner, float(extrapolation), grid=grid, local=local)
+        return dst
+
+    def trilu(self, x, k=0, upper=True):
+        op = "trilu"
+        x_var = self._data(op, "x", x)
+        shape = self.shape_of(x_var)
+        if len(shape) < 2:
+            raise InvalidInputError(f"{op}: shape {list(shape)}: at least 2 dimensions")
+        rows, cols = shape[-2:]
+        k = int(np.clip(int(k), -rows - 1, cols + 1))  # beyond the matrix every k acts alike
+        dst = self._new_buffer(shape, x_var.dtype)
+        if shapes.prod(shape) == 0:
+            return dst
+        unit = self._movement_unit(x_var.dtype)
+        grid, local = shapes.launch_3d(cols, rows, shapes.prod(shape[:-2]))
+        self._launch(unit, "stowage_trilu", x_var, dst, rows, cols, k, int(bool(upper)), grid=grid, local=local)
+        return dst
+
+
+def _axis(op, axis, rank):
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise InvalidInputError(f"{op}: axis {axis} is outside [-{rank}, {rank})")
+    return axis % rank
+
+
+def _rank4(op, shape):
+    if len(shape) != 4:
+        raise InvalidInputError(f"{op}: expected [N, C, H, W], got shape {list(shape)}")
+    return shape
+
+
+def _check_elementwise_indices(op, shape, ishape, axis):
+    if len(ishape) != len(shape) or len(shape) > shapes.MAX_RANK:
+        raise InvalidInputError(f"{op}: indices of shape {list(ishape)} for data of shape {list(shape)}: same rank, "
+                                f"at most {shapes.MAX_RANK}")
+    if any(i > d for a, (i, d) in enumerate(zip(ishape, shape)) if a != axis):
+        raise InvalidInputError(f"{op}: indices {list(ishape)} exceed the data's {list(shape)} off the axis {axis}")
+
+
+def _nd_geometry(op, shape, ishape, batch_dims):
+    """(batch dims, index depth k) of a GatherND/ScatterND, checked."""
+    b = int(batch_dims)
+    if not ishape or b < 0 or b >= min(len(shape), len(ishape)):
+        raise InvalidInputError(f"{op}: batch_dims {b} for data {list(shape)} and indices {list(ishape)}")
+    k = ishape[-1]
+    if ishape[:b] != shape[:b] or not 1 <= k <= len(shape) - b:
+        raise InvalidInputError(f"{op}: indices {list(ishape)} do not index data {list(shape)} "
+                                f"(batch_dims {b})")
+    return b, k

@@ -5,9 +5,11 @@ Shape, Gather, Cast), which fold at import."""
 import numpy as np
 from onnx import helper
 
+from ...errors import InvalidInputError
+from ...ops.layout import PAD_MODES, _pad_known
 from ..onnx_model import tensor_value
 from ..registry import ALL_TYPES, register
-from .common import as_float32, ints
+from .common import ints
 
 
 # ---- views --------------------------------------------------------------------------
@@ -170,35 +172,72 @@ def concat(ctx, node):
     planned = ctx.concats.get(node.index)
     if planned is not None:  # every producer wrote into its slice already
         return planned[0]
-    values = [as_float32(v) if isinstance(v, np.ndarray) else v for v in values]
-    return ctx.ob.concat(values, axis)
+    return ctx.ob.concat(values, axis)  # known parts become module constants copied in
 
 
-@register("Pad", versions=(11, 13, 18, 19, 21), fuses="")
-def pad(ctx, node):
-    node.check_attrs(("mode",))
+def _pad_geometry(ctx, node, rank):
+    """(pads of every axis, mode) of a Pad."""
     mode = node.attr("mode", "constant")
-    if mode != "constant":
-        raise node.unsupported(f"mode={mode} is not supported (only constant)")
-    x = ctx.tensor(node, 0)
-    shape = ctx.shape(x)
-    pads = [int(p) for p in ctx.static(node, 1, "pads").reshape(-1)]
-    value = ctx.optional(node, 2)
-    if value is not None and not isinstance(value, np.ndarray):
-        raise node.unsupported("input 2 (the value) must be known when the model is imported")
-    value = 0.0 if value is None or np.size(value) == 0 else float(np.asarray(value).reshape(-1)[0])
-    rank = len(shape)
+    if mode not in PAD_MODES or (mode == "wrap" and node.since < 19):
+        raise node.unsupported(f"mode '{mode}' is not supported at schema {node.since}")
+    if node.since < 11:
+        pads = list(ints(node, "pads", None) or [])
+    else:
+        pads = [int(p) for p in ctx.static(node, 1, "pads").reshape(-1)]
     if node.input(3):
         axes = [int(a) + rank if int(a) < 0 else int(a) for a in ctx.static(node, 3, "axes").reshape(-1)]
+        if len(pads) != 2 * len(axes) or len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):
+            raise node.invalid(f"pads {pads} and axes {axes} do not fit rank {rank}")
         full = [0] * (2 * rank)
         for k, a in enumerate(axes):
             full[a], full[a + rank] = pads[k], pads[k + len(axes)]
         pads = full
     if len(pads) != 2 * rank:
         raise node.invalid(f"pads {pads} do not match rank {rank}")
-    if any(p < 0 for p in pads):
-        raise node.unsupported(f"negative pads {pads} (cropping) are not supported")
-    return ctx.ob.pad(x, pads, value)
+    return pads, mode
+
+
+def _pad_constant(ctx, node, dtype):
+    """The constant of a Pad: a number, or a one-element Var computed at run time."""
+    if node.since < 11:
+        return float(node.attr("value", 0.0))
+    value = ctx.optional(node, 2)
+    if value is None or (isinstance(value, np.ndarray) and value.size == 0):
+        return 0
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise node.invalid(f"constant_value has {value.size} elements; one is expected")
+        return value.reshape(-1)[0]
+    return value
+
+
+def _pad_fold(ctx, node, x, *rest):
+    pads, mode = _pad_geometry(ctx, node, np.ndim(x))
+    rank = np.ndim(x)
+    out_shape = [d + b + e for d, b, e in zip(np.shape(x), pads[:rank], pads[rank:])]
+    if min(out_shape, default=1) < 0:
+        raise node.invalid(f"pads {pads} crop {list(np.shape(x))} below zero")
+    ctx.check_fold(node, out_shape, np.asarray(x).dtype)
+    value = _pad_constant(ctx, node, np.asarray(x).dtype)
+    return _pad_known(np.asarray(x), pads[:rank], pads[rank:], value, mode)
+
+
+@register("Pad", versions=(2, 11, 13, 18, 19, 21, 23, 24, 25), fold=_pad_fold, types=ALL_TYPES,
+          fuses="one kernel (constant, reflect, edge, wrap)")
+def pad(ctx, node):
+    node.check_attrs(("mode", "pads", "value"))
+    x = ctx.tensor(node, 0)
+    pads, mode = _pad_geometry(ctx, node, len(ctx.shape(x)))
+    value = _pad_constant(ctx, node, x.dtype)
+    return _library(node, lambda: ctx.ob.pad(x, pads, value, mode))
+
+
+def _library(node, build):
+    """build(), with the operator library's refusal named after the node."""
+    try:
+        return build()
+    except InvalidInputError as e:
+        raise node.invalid(str(e)) from None
 
 
 # ---- shape subgraphs: known at import -----------------------------------------------
@@ -233,24 +272,6 @@ def shape_of(ctx, node):
     return np.array(shape[start:end], dtype=np.int64)
 
 
-def _gather_fold(ctx, node, data, indices):
-    node.check_attrs(("axis",))
-    axis = node.int_attr("axis", 0)
-    rank = np.ndim(data)
-    if not -rank <= axis < rank:
-        raise node.invalid(f"axis {axis} out of range for rank {rank}")
-    indices = np.asarray(indices).astype(np.int64)
-    extent = np.shape(data)[axis]
-    if np.any(indices < -extent) or np.any(indices >= extent):
-        raise node.invalid(f"indices out of range for an extent of {extent}")
-    return np.take(data, np.where(indices < 0, indices + extent, indices), axis=axis)
-
-
-@register("Gather", versions=(1, 11, 13), fold=_gather_fold, types=ALL_TYPES, fuses="known at import")
-def gather(ctx, node):
-    raise node.unsupported("Gather of a tensor computed at run time is not supported")
-
-
 def _cast_fold(ctx, node, x):
     node.check_attrs(("to", "saturate"))
     to = helper.tensor_dtype_to_np_dtype(int(node.int_attr("to")))
@@ -262,3 +283,411 @@ def _cast_fold(ctx, node, x):
 @register("Cast", versions=(6, 9, 13, 19, 21, 23, 24, 25), fold=_cast_fold, types=ALL_TYPES, fuses="known at import")
 def cast(ctx, node):
     raise node.unsupported("Cast of a tensor computed at run time is not supported")
+
+
+# ---- slices ---------------------------------------------------------------------------
+
+
+def _slice_arguments(ctx, node):
+    """(starts, ends, axes or None, steps or None) of a Slice: attributes before 10."""
+    if node.since < 10:
+        starts, ends = ints(node, "starts", None), ints(node, "ends", None)
+        if starts is None or ends is None:
+            raise node.invalid("attributes 'starts' and 'ends' are required")
+        return list(starts), list(ends), ints(node, "axes", None), None
+
+    def known(i, what):
+        return [int(v) for v in ctx.static(node, i, what).reshape(-1)] if node.input(i) else None
+
+    return known(1, "starts"), known(2, "ends"), known(3, "axes"), known(4, "steps")
+
+
+def slice_ranges(node, shape, starts, ends, axes, steps):
+    """ONNX Slice as (start, step, count) per axis of ``shape``: negative values
+    count from the end, then clamp to the extent as the step's sign requires."""
+    rank = len(shape)
+    axes = list(range(len(starts))) if axes is None else list(axes)
+    steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node.invalid(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
+    ranges = [(0, 1, d) for d in shape]
+    seen = set()
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank or axis in seen:
+            raise node.invalid(f"axes {axes} out of range or repeated for rank {rank}")
+        if step == 0:
+            raise node.invalid("a step of 0")
+        seen.add(axis)
+        d = shape[axis]
+        start = start + d if start < 0 else start
+        end = end + d if end < 0 else end
+        if step > 0:
+            start, end = min(max(start, 0), d), min(max(end, 0), d)
+            count = max(0, -(-(end - start) // step))
+        else:
+            start, end = min(max(start, 0), d - 1), min(max(end, -1), d - 1)
+            count = max(0, -(-(start - end) // -step)) if d else 0
+        ranges[axis] = (start if count else 0, step, count)
+    return ranges
+
+
+def _numpy_slices(ranges):
+    out = []
+    for start, step, count in ranges:
+        stop = start + step * count
+        out.append(slice(start, stop if stop >= 0 else None, step) if count else slice(0, 0))
+    return tuple(out)
+
+
+def _slice_fold(ctx, node, x, *rest):
+    ranges = slice_ranges(node, np.shape(x), *_slice_arguments(ctx, node))
+    return np.ascontiguousarray(np.asarray(x)[_numpy_slices(ranges)])
+
+
+def take_ranges(ctx, node, x, ranges):
+    """x's part ``ranges`` ((start, step, count) per axis): a view or one strided copy."""
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x[_numpy_slices(ranges)])
+    starts, steps, counts = zip(*ranges) if ranges else ((), (), ())
+    return _library(node, lambda: ctx.ob.strided_slice(x, starts, steps, counts))
+
+
+@register("Slice", versions=(1, 10, 11, 13), fold=_slice_fold, types=ALL_TYPES, texture=True,
+          fuses="a view where the part is contiguous, else one strided copy")
+def slice_(ctx, node):
+    node.check_attrs(("starts", "ends", "axes"))
+    x = ctx.tensor(node, 0)
+    return take_ranges(ctx, node, x, slice_ranges(node, ctx.shape(x), *_slice_arguments(ctx, node)))
+
+
+def _split_sizes(ctx, node, shape):
+    """(axis, sizes) of a Split into len(node.outputs) parts."""
+    rank = len(shape)
+    axis = node.int_attr("axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise node.invalid(f"axis {node.attr('axis')} out of range for rank {rank}")
+    parts, extent = len(node.outputs), shape[axis]
+    if node.input(1) and (node.since >= 13 or node.since == 1):
+        sizes = [int(v) for v in ctx.static(node, 1, "split").reshape(-1)]
+    else:
+        sizes = ints(node, "split", None)
+    num_outputs = node.int_attr("num_outputs")
+    if sizes is None and num_outputs is not None:
+        if num_outputs != parts or num_outputs < 1:
+            raise node.invalid(f"num_outputs {num_outputs} for {parts} outputs")
+        size = -(-extent // parts)
+        sizes = [min(size, max(extent - size * i, 0)) for i in range(parts)]
+    elif sizes is None:
+        if extent % parts:
+            raise node.invalid(f"extent {extent} does not split into {parts} equal parts")
+        sizes = [extent // parts] * parts
+    if len(sizes) != parts or any(s < 0 for s in sizes) or sum(sizes) != extent:
+        raise node.invalid(f"split {list(sizes)} does not cut an extent of {extent} into {parts} parts")
+    return axis, list(sizes)
+
+
+def _split_parts(ctx, node, x):
+    shape = ctx.shape(x)
+    axis, sizes = _split_sizes(ctx, node, shape)
+    parts, offset = [], 0
+    for size in sizes:
+        ranges = [(0, 1, d) for d in shape]
+        ranges[axis] = (offset if size else 0, 1, size)
+        parts.append(take_ranges(ctx, node, x, ranges))
+        offset += size
+    return tuple(parts)
+
+
+@register("Split", versions=(1, 2, 11, 13, 18), fold=lambda ctx, node, x, *rest: _split_parts(ctx, node, x),
+          types=ALL_TYPES, texture=True, fuses="views where the parts are contiguous, else strided copies")
+def split(ctx, node):
+    node.check_attrs(("axis", "split", "num_outputs"))
+    return _split_parts(ctx, node, ctx.tensor(node, 0))
+
+
+# ---- broadcasts and rearrangements --------------------------------------------------
+
+
+def _expand_shape(ctx, node, x_shape):
+    target = tuple(int(v) for v in ctx.static(node, 1, "shape").reshape(-1))
+    try:
+        return np.broadcast_shapes(tuple(x_shape), target)
+    except ValueError:
+        raise node.invalid(f"shape {list(target)} does not broadcast with the input's {list(x_shape)}") from None
+
+
+def _expand_fold(ctx, node, x, shape):
+    out = _expand_shape(ctx, node, np.shape(x))
+    ctx.check_fold(node, out, np.asarray(x).dtype)
+    return np.ascontiguousarray(np.broadcast_to(x, out))
+
+
+@register("Expand", versions=(8, 13), fold=_expand_fold, types=ALL_TYPES, fuses="one broadcasting copy")
+def expand(ctx, node):
+    node.check_attrs(())
+    x = ctx.tensor(node, 0)
+    out = _expand_shape(ctx, node, ctx.shape(x))
+    return _library(node, lambda: ctx.ob.expand(x, out))
+
+
+def _repeats(ctx, node, rank):
+    repeats = [int(v) for v in ctx.static(node, 1, "repeats").reshape(-1)]
+    if len(repeats) != rank or any(r < 0 for r in repeats):
+        raise node.invalid(f"repeats {repeats}: expected {rank} values >= 0")
+    return repeats
+
+
+def _tile_fold(ctx, node, x, repeats):
+    repeats = _repeats(ctx, node, np.ndim(x))
+    ctx.check_fold(node, [d * r for d, r in zip(np.shape(x), repeats)], np.asarray(x).dtype)
+    return np.tile(x, repeats)
+
+
+@register("Tile", versions=(6, 13), fold=_tile_fold, types=ALL_TYPES, fuses="one copy (repeat index of stride 0)")
+def tile(ctx, node):
+    node.check_attrs(())
+    x = ctx.tensor(node, 0)
+    repeats = _repeats(ctx, node, len(ctx.shape(x)))
+    return _library(node, lambda: ctx.ob.tile(x, repeats))
+
+
+def _block_mode(node, default="DCR"):
+    mode = node.attr("mode", default)
+    if mode not in ("DCR", "CRD"):
+        raise node.invalid(f"mode '{mode}' is neither DCR nor CRD")
+    blocksize = node.int_attr("blocksize")
+    if blocksize is None or blocksize < 1:
+        raise node.invalid("attribute 'blocksize' (>= 1) is required")
+    return blocksize, mode
+
+
+def _depth_to_space_fold(ctx, node, x):
+    b, mode = _block_mode(node)
+    if np.ndim(x) != 4 or np.shape(x)[1] % (b * b):
+        raise node.invalid(f"shape {list(np.shape(x))} does not give blocks of {b}x{b}")
+    n, c, h, w = np.shape(x)
+    if mode == "DCR":
+        t = np.reshape(x, (n, b, b, c // (b * b), h, w)).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        t = np.reshape(x, (n, c // (b * b), b, b, h, w)).transpose(0, 1, 4, 2, 5, 3)
+    return np.ascontiguousarray(t.reshape(n, c // (b * b), h * b, w * b))
+
+
+@register("DepthToSpace", versions=(1, 11, 13, 28), fold=_depth_to_space_fold, types=ALL_TYPES, texture=True,
+          fuses="one strided copy")
+def depth_to_space(ctx, node):
+    node.check_attrs(("blocksize", "mode"))
+    b, mode = _block_mode(node)
+    x = ctx.tensor(node, 0)
+    return _library(node, lambda: ctx.ob.depth_to_space(x, b, mode))
+
+
+def _space_to_depth_fold(ctx, node, x):
+    b, mode = _block_mode(node)
+    if np.ndim(x) != 4 or np.shape(x)[2] % b or np.shape(x)[3] % b:
+        raise node.invalid(f"shape {list(np.shape(x))} does not give blocks of {b}x{b}")
+    n, c, h, w = np.shape(x)
+    t = np.reshape(x, (n, c, h // b, b, w // b, b))
+    t = t.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else t.transpose(0, 1, 3, 5, 2, 4)
+    return np.ascontiguousarray(t.reshape(n, c * b * b, h // b, w // b))
+
+
+@register("SpaceToDepth", versions=(1, 13, 28), fold=_space_to_depth_fold, types=ALL_TYPES, texture=True,
+          fuses="one strided copy")
+def space_to_depth(ctx, node):
+    node.check_attrs(("blocksize", "mode"))
+    b, mode = _block_mode(node)
+    x = ctx.tensor(node, 0)
+    return _library(node, lambda: ctx.ob.space_to_depth(x, b, mode))
+
+
+# ---- gathers and scatters ------------------------------------------------------------
+
+
+def _axis_of(node, rank, default=0):
+    axis = node.int_attr("axis", default)
+    if not -rank <= axis < rank:
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+def _wrapped(node, indices, extent):
+    """Known indices with negative ones counted from the end (int64), checked."""
+    indices = np.asarray(indices)
+    if indices.dtype.kind not in "iu":
+        raise node.invalid(f"indices of type {indices.dtype}; integers are expected")
+    indices = indices.astype(np.int64)
+    if indices.size and (indices.min() < -extent or indices.max() >= extent):
+        raise node.invalid(f"indices out of range for an extent of {extent}")
+    return np.where(indices < 0, indices + extent, indices)
+
+
+def _gather_fold(ctx, node, data, indices):
+    node.check_attrs(("axis",))
+    axis = _axis_of(node, np.ndim(data))
+    indices = _wrapped(node, indices, np.shape(data)[axis])
+    ctx.check_fold(node, np.shape(data)[:axis] + indices.shape + np.shape(data)[axis + 1:], np.asarray(data).dtype)
+    return np.take(data, indices, axis=axis)
+
+
+def _progression(values):
+    """(first, step) when the values step evenly (one value: step 1), else None."""
+    if values.size == 1:
+        return int(values[0]), 1
+    steps = np.diff(values)
+    if steps[0] != 0 and np.all(steps == steps[0]):
+        return int(values[0]), int(steps[0])
+    return None
+
+
+def _index_var(ctx, node, i):
+    """Indices input i as an int32/int64 Var (known ones become a constant)."""
+    v = ctx.value(node, i)
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "iu":
+            raise node.invalid(f"indices of type {v.dtype}; integers are expected")
+        v = v.astype(np.int32 if v.dtype == np.int32 else np.int64)
+        return ctx.ob.constant(v)
+    if v.dtype not in ("int32", "int64"):
+        raise node.unsupported(f"indices of type {v.dtype} (int32 and int64 are supported)")
+    return v
+
+
+@register("Gather", versions=(1, 11, 13), fold=_gather_fold, types=ALL_TYPES,
+          fuses="indices known at import that step evenly: a slice (a view where contiguous)")
+def gather(ctx, node):
+    node.check_attrs(("axis",))
+    data = ctx.tensor(node, 0)
+    shape = ctx.shape(data)
+    axis = _axis_of(node, len(shape))
+    indices = ctx.value(node, 1)
+    if isinstance(indices, np.ndarray) and indices.size:
+        flat = _wrapped(node, indices, shape[axis]).reshape(-1)
+        run = _progression(flat)
+        if run is not None:  # a slice: rows first, first + step, ...
+            ranges = [(0, 1, d) for d in shape]
+            ranges[axis] = (run[0], run[1], flat.size)
+            part = take_ranges(ctx, node, data, ranges)
+            return as_shape(ctx, part, shape[:axis] + indices.shape + shape[axis + 1:])
+    return _library(node, lambda: ctx.ob.gather(data, _index_var(ctx, node, 1), axis))
+
+
+def _gather_elements_fold(ctx, node, data, indices):
+    axis = _axis_of(node, np.ndim(data))
+    indices = _wrapped(node, indices, np.shape(data)[axis])
+    return np.take_along_axis(np.asarray(data), indices, axis=axis)
+
+
+@register("GatherElements", versions=(11, 13), fold=_gather_elements_fold, types=ALL_TYPES, fuses="one kernel")
+def gather_elements(ctx, node):
+    node.check_attrs(("axis",))
+    data = ctx.tensor(node, 0)
+    axis = _axis_of(node, len(ctx.shape(data)))
+    return _library(node, lambda: ctx.ob.gather_elements(data, _index_var(ctx, node, 1), axis))
+
+
+def _nd_indices(node, data_shape, indices, b):
+    """Known GatherND/ScatterND indices as [batch, m, k], wrapped, with k."""
+    indices = np.asarray(indices)
+    if indices.ndim < 1 or not 0 <= b < min(len(data_shape), indices.ndim):
+        raise node.invalid(f"indices {list(indices.shape)} and batch_dims {b} for data {list(data_shape)}")
+    k = indices.shape[-1]
+    if tuple(indices.shape[:b]) != tuple(data_shape[:b]) or not 1 <= k <= len(data_shape) - b:
+        raise node.invalid(f"indices {list(indices.shape)} do not index data {list(data_shape)}")
+    batch = int(np.prod(data_shape[:b], dtype=np.int64))
+    flat = indices.reshape(batch, -1, k).astype(np.int64)
+    extents = np.array(data_shape[b:b + k], np.int64)
+    if flat.size and (np.any(flat < -extents) or np.any(flat >= extents)):
+        raise node.invalid(f"indices out of range for extents {list(extents)}")
+    return np.where(flat < 0, flat + extents, flat), k
+
+
+def _gather_nd_fold(ctx, node, data, indices):
+    b = node.int_attr("batch_dims", 0)
+    data = np.asarray(data)
+    flat, k = _nd_indices(node, data.shape, indices, b)
+    ctx.check_fold(node, np.shape(indices)[:-1] + data.shape[b + k:], data.dtype)
+    batched = data.reshape((flat.shape[0],) + data.shape[b:])
+    rows = [batched[i][tuple(flat[i].T)] for i in range(flat.shape[0])]
+    out = np.stack(rows) if rows else np.zeros((0,), data.dtype)
+    return out.reshape(np.shape(indices)[:-1] + data.shape[b + k:])
+
+
+@register("GatherND", versions=(11, 12, 13), fold=_gather_nd_fold, types=ALL_TYPES, fuses="one kernel")
+def gather_nd(ctx, node):
+    node.check_attrs(("batch_dims",))
+    data = ctx.tensor(node, 0)
+    b = node.int_attr("batch_dims", 0)
+    return _library(node, lambda: ctx.ob.gather_nd(data, _index_var(ctx, node, 1), b))
+
+
+_REDUCTIONS = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _reduction(node):
+    reduction = node.attr("reduction", "none")
+    if reduction not in _REDUCTIONS or (reduction in ("max", "min") and node.since < 18):
+        raise node.invalid(f"reduction '{reduction}' is not defined at schema {node.since}")
+    return reduction
+
+
+def _scatter_elements_fold(ctx, node, data, indices, updates):
+    data = np.array(data)
+    axis = _axis_of(node, data.ndim)
+    indices = _wrapped(node, indices, data.shape[axis])
+    updates = np.asarray(updates).astype(data.dtype)
+    if indices.shape != updates.shape or indices.ndim != data.ndim:
+        raise node.invalid(f"indices {list(indices.shape)} and updates {list(updates.shape)} for data "
+                           f"{list(data.shape)}")
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = indices
+    reduce = _REDUCTIONS[_reduction(node)]
+    if reduce is None:
+        data[tuple(where)] = updates
+    else:
+        reduce.at(data, tuple(where), updates)
+    return data
+
+
+@register("ScatterElements", versions=(11, 13, 16, 18), fold=_scatter_elements_fold, types=ALL_TYPES,
+          fuses="a copy and one kernel (reduction none)")
+def scatter_elements(ctx, node):
+    node.check_attrs(("axis", "reduction"))
+    if _reduction(node) != "none":
+        raise node.unsupported(f"reduction '{node.attr('reduction')}' on tensors computed at run time")
+    data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    axis = _axis_of(node, len(ctx.shape(data)))
+    return _library(node, lambda: ctx.ob.scatter_elements(data, _index_var(ctx, node, 1), updates, axis))
+
+
+@register("Scatter", versions=(9, 11), fold=_scatter_elements_fold, types=ALL_TYPES, fuses="as ScatterElements")
+def scatter(ctx, node):
+    return scatter_elements(ctx, node)
+
+
+def _scatter_nd_fold(ctx, node, data, indices, updates):
+    data = np.array(data)
+    flat, k = _nd_indices(node, data.shape, indices, 0)
+    flat = flat[0]
+    updates = np.asarray(updates).astype(data.dtype)
+    if updates.shape != np.shape(indices)[:-1] + data.shape[k:]:
+        raise node.invalid(f"updates {list(updates.shape)} for indices {list(np.shape(indices))} and data "
+                           f"{list(data.shape)}")
+    updates = updates.reshape((flat.shape[0],) + data.shape[k:])
+    reduce = _REDUCTIONS[_reduction(node)]
+    for row, update in zip(flat, updates):  # in order: later rows win or reduce
+        at = tuple(row)
+        data[at] = update if reduce is None else reduce(data[at], update)
+    return data
+
+
+@register("ScatterND", versions=(11, 13, 16, 18), fold=_scatter_nd_fold, types=ALL_TYPES,
+          fuses="a copy and one kernel (reduction none)")
+def scatter_nd(ctx, node):
+    node.check_attrs(("reduction",))
+    if _reduction(node) != "none":
+        raise node.unsupported(f"reduction '{node.attr('reduction')}' on tensors computed at run time")
+    data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    return _library(node, lambda: ctx.ob.scatter_nd(data, _index_var(ctx, node, 1), updates))

@@ -1,0 +1,286 @@
+"""ONNX import of data movement, indexing and shape ops against ONNX Runtime:
+views (no kernel), strided copies, gathers and scatters, Resize, Pad, and the ops
+that fold at import, on float32, int32, int64 and bool tensors."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stowage as sw
+
+ort = pytest.importorskip("onnxruntime")
+
+ONNX_TYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
+              "bool": TensorProto.BOOL}
+rng = np.random.default_rng(7)
+
+
+def sample(shape, dtype="float32"):
+    if dtype == "float32":
+        return rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(-1000, 1000, shape).astype(dtype)
+
+
+def model_of(nodes, inputs, outputs, initializers=(), opset=13):
+    """inputs and outputs: (name, shape, dtype name); initializers: (name, array)."""
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t in inputs],
+        [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t in outputs],
+        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def single(op, x_shape, dtype="float32", inputs=(), initializers=(), opset=13, out_dtype=None, **attrs):
+    """A model of one `op` node reading x (run time) then `inputs` (run time) and
+    `initializers` (known), its output 'y' of unknown shape."""
+    names = ["x"] + [n for n, _, _ in inputs] + [n for n, _ in initializers]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    return model_of([node], [("x", x_shape, dtype)] + list(inputs), [("y", None, out_dtype or dtype)],
+                    initializers, opset)
+
+
+def reference(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def run_stowage(model, feeds, device, texture=False):
+    module = sw.from_onnx(model, texture=texture)
+    vm = sw.VirtualMachine(sw.compile(module), device=device)
+    known = {t.name for t in model.graph.initializer}
+    args = [feeds[i.name].astype(np.uint8) if feeds[i.name].dtype == bool else feeds[i.name]
+            for i in model.graph.input if i.name not in known]
+    result = vm.invoke("main", *args)
+    results = result if isinstance(result, (tuple, list)) else [result]
+    return [r.numpy() for r in results], module
+
+
+def check(model, feeds, device, texture=False, kernels=None):
+    """Stowage's outputs equal ONNX Runtime's (exact for integers and bools, within
+    1e-4 of the largest value for floats); ``kernels``: the expected call_kernel count."""
+    want = reference(model, feeds)
+    got, module = run_stowage(model, feeds, device, texture)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape, (g.shape, w.shape)
+        if w.dtype == np.float32:
+            scale = max(float(np.max(np.abs(w), initial=0.0)), 1e-30)
+            assert float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0)) / scale <= 1e-4
+        else:
+            np.testing.assert_array_equal(g, w.astype(g.dtype))
+    if kernels is not None:
+        assert str(module).count("call_kernel") == kernels, str(module)
+    return module
+
+
+TYPES = ["float32", "int32", "int64", "bool"]
+
+
+# ---- views and copies ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_transpose_and_concat_of_every_type(dtype, device):
+    x, z = sample((2, 3, 4), dtype), sample((2, 3, 4), dtype)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+             helper.make_node("Transpose", ["z"], ["u"], perm=[2, 0, 1]),
+             helper.make_node("Concat", ["t", "u"], ["y"], axis=1)]
+    model = model_of(nodes, [("x", x.shape, dtype), ("z", z.shape, dtype)], [("y", None, dtype)])
+    check(model, {"x": x, "z": z}, device)
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_views_cost_no_kernel(dtype, device):
+    x = sample((2, 1, 3, 4), dtype)
+    nodes = [helper.make_node("Squeeze", ["x", "ax"], ["a"]),
+             helper.make_node("Reshape", ["a", "shape"], ["b"]),
+             helper.make_node("Unsqueeze", ["b", "ax"], ["c"]),
+             helper.make_node("Flatten", ["c"], ["d"], axis=2),
+             helper.make_node("Identity", ["d"], ["y"])]
+    model = model_of(nodes, [("x", x.shape, dtype)], [("y", None, dtype)],
+                     [("ax", np.array([1], np.int64)), ("shape", np.array([6, -1], np.int64))])
+    check(model, {"x": x}, device, kernels=0)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+def test_concat_of_computed_and_folded_parts(texture, device):
+    """Concat(Relu(x), Add(c1, c2)): the folded half is a constant copied in."""
+    x = sample((1, 4, 3, 5))
+    c1, c2 = sample((1, 4, 3, 5)), sample((1, 4, 3, 5))
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["c1", "c2"], ["s"]),
+             helper.make_node("Concat", ["r", "s"], ["y"], axis=1)]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")], [("c1", c1), ("c2", c2)])
+    check(model, {"x": x}, device, texture=texture)
+
+
+def test_concat_of_int_constant_and_computed(device):
+    x = sample((2, 3), "int64")
+    model = single("Concat", x.shape, "int64", initializers=[("c", sample((2, 2), "int64"))], axis=1)
+    check(model, {"x": x}, device)
+
+
+# ---- Slice and Split ---------------------------------------------------------------------
+
+SLICE_CASES = [
+    # shape, starts, ends, axes, steps
+    ((4, 6, 8), [1], [3], [0], None),  # contiguous rows: a view
+    ((4, 6, 8), [0, 2], [1, 4], [0, 1], None),  # one row's contiguous part: a view
+    ((4, 6, 8), [1, -100], [-1, 100], [2, 1], None),  # inner columns: a copy
+    ((4, 6, 8), [-1, 5], [-100, 0], [0, 2], [-1, -2]),  # negative steps
+    ((4, 6, 8), [0, 1, 7], [100, 5, -9], [0, 1, 2], [3, 2, -3]),
+    ((5, 7), [2], [2], [1], None),  # empty
+    ((3, 4, 5, 6, 7, 2, 3), [1, 0], [3, 5], [1, 4], [1, 2]),  # rank 7
+]
+
+
+@pytest.mark.parametrize("case", SLICE_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[4]}")
+def test_slice(case, device):
+    shape, starts, ends, axes, steps = case
+    known = [("starts", np.array(starts, np.int64)), ("ends", np.array(ends, np.int64)),
+             ("axes", np.array(axes, np.int64))]
+    if steps is not None:
+        known.append(("steps", np.array(steps, np.int64)))
+    check(single("Slice", shape, initializers=known), {"x": sample(shape)}, device)
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_slice_types_and_view(dtype, device):
+    x = sample((8, 6, 16), dtype)
+    known = [("starts", np.array([4], np.int64)), ("ends", np.array([6], np.int64)), ("axes", np.array([0], np.int64))]
+    check(single("Slice", x.shape, dtype, initializers=known), {"x": x}, device, kernels=0)
+
+
+def test_slice_opset1_attributes(device):
+    x = sample((4, 6, 8))
+    check(single("Slice", x.shape, opset=9, starts=[1, -3], ends=[3, 1000], axes=[0, 2]), {"x": x}, device)
+
+
+def test_slice_texture(device):
+    x = sample((1, 8, 6, 6))
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Slice", ["r", "starts", "ends", "axes", "steps"], ["y"])]
+    known = [("starts", np.array([1, 5], np.int64)), ("ends", np.array([7, 0], np.int64)),
+             ("axes", np.array([1, 3], np.int64)), ("steps", np.array([2, -1], np.int64))]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")], known)
+    check(model, {"x": x}, device, texture=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("opset, attrs, split", [
+    (13, {"axis": 1}, [2, 4]),
+    (13, {"axis": -1}, None),
+    (11, {"axis": 0, "split": [1, 3]}, None),
+    (18, {"axis": 2, "num_outputs": 2}, None),
+])
+def test_split(dtype, opset, attrs, split, device):
+    x = sample((4, 6, 5 if opset == 18 else 6), dtype)
+    names = ["x"] + (["split"] if split is not None else [])
+    nodes = [helper.make_node("Split", names, ["y0", "y1"], **attrs),
+             helper.make_node("Concat", ["y1", "y0"], ["y"], axis=attrs["axis"])]  # one output: swapped parts
+    init = [("split", np.array(split, np.int64))] if split is not None else []
+    model = model_of(nodes, [("x", x.shape, dtype)], [("y", None, dtype)], init, opset)
+    check(model, {"x": x}, device)
+
+
+# ---- broadcasts and rearrangements ----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_expand_and_tile(dtype, device):
+    x = sample((3, 1, 4), dtype)
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["e"]), helper.make_node("Tile", ["e", "reps"], ["y"])]
+    model = model_of(nodes, [("x", x.shape, dtype)], [("y", None, dtype)],
+                     [("shape", np.array([2, 1, 5, 1], np.int64)), ("reps", np.array([1, 2, 1, 3], np.int64))])
+    check(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back(mode, texture, device):
+    x = sample((2, 8, 3, 5))
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("DepthToSpace", ["r"], ["d"], blocksize=2, mode=mode),
+             helper.make_node("SpaceToDepth", ["d"], ["y"], blocksize=2)]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")])
+    check(model, {"x": x}, device, texture=texture)
+
+
+# ---- gathers and scatters ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_gather_embedding_table(index_type, device):
+    """A constant table read at token ids given at run time, negative ones from the end."""
+    table = sample((10, 6))
+    ids = np.array([[0, 3, -1], [9, -10, 2]], index_type)
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)
+    model = model_of([node], [("ids", ids.shape, index_type)], [("y", None, "float32")], [("table", table)])
+    check(model, {"ids": ids}, device)
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_run_time(dtype, axis, device):
+    x = sample((4, 5, 6), dtype)
+    idx = np.array([[3, -2], [0, 1], [2, 2]], np.int64)
+    model = single("Gather", x.shape, dtype, inputs=[("i", idx.shape, "int64")], axis=axis)
+    check(model, {"x": x, "i": idx}, device)
+
+
+@pytest.mark.parametrize("indices, kernels", [(np.array(2, np.int64), 0), (np.array([1, 2, 3], np.int64), 0),
+                                              (np.array([4, 2, 0], np.int64), 1), (np.array([1, 1], np.int64), 1)])
+def test_gather_known_indices(indices, kernels, device):
+    x = sample((5, 4, 8))
+    model = single("Gather", x.shape, initializers=[("i", indices)], axis=0)
+    check(model, {"x": x}, device, kernels=kernels)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+@pytest.mark.parametrize("axis", [0, 2])
+def test_gather_elements(dtype, axis, device):
+    x = sample((3, 4, 5), dtype)
+    idx = rng.integers(-x.shape[axis], x.shape[axis], (3, 2, 4) if axis == 2 else (2, 4, 5)).astype(np.int64)
+    model = single("GatherElements", x.shape, dtype, inputs=[("i", idx.shape, "int64")], axis=axis)
+    check(model, {"x": x, "i": idx}, device)
+
+
+@pytest.mark.parametrize("batch_dims, idx", [
+    (0, np.array([[1, 2], [0, -1], [2, 0]], np.int64)),
+    (0, np.array([[[1]], [[0]]], np.int64)),
+    (1, np.array([[[1, 2]], [[0, 3]], [[2, 1]]], np.int64)),
+])
+def test_gather_nd(batch_dims, idx, device):
+    x = sample((3, 3, 4, 2))
+    model = single("GatherND", x.shape, inputs=[("i", idx.shape, "int64")], batch_dims=batch_dims)
+    check(model, {"x": x, "i": idx}, device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_scatter_run_time(dtype, device):
+    x = sample((4, 5), dtype)
+    upd = sample((2, 5), dtype)
+    nodes = [helper.make_node("ScatterElements", ["x", "ie", "upd"], ["a"], axis=0),
+             helper.make_node("ScatterND", ["a", "ind", "upd"], ["y"])]
+    known = [("ie", np.array([[1, 0, 3, -1, 2], [0, 2, 1, 1, 3]], np.int64)),
+             ("ind", np.array([[3], [-4]], np.int64))]
+    model = model_of(nodes, [("x", x.shape, dtype), ("upd", upd.shape, dtype)], [("y", None, dtype)], known,
+                     opset=16)
+    check(model, {"x": x, "upd": upd}, device)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max"])
+def test_scatter_folded(reduction, device):
+    """Scatters of known tensors fold at import: only the Add runs."""
+    data = sample((4, 3))
+    nodes = [helper.make_node("ScatterND", ["d", "ind", "upd"], ["s"], reduction=reduction),
+             helper.make_node("ScatterElements", ["d", "ie", "ue"], ["t"], axis=1, reduction=reduction),
+             helper.make_node("Add", ["s", "t"], ["u"]), helper.make_node("Add", ["u", "x"], ["y"])]
+    known = [("d", data), ("ind", np.array([[1], [3], [1]], np.int64)), ("upd", sample((3, 3))),
+             ("ie", np.array([[2, 0], [1, 1]], np.int64)), ("ue", sample((2, 2)))]
+    model = model_of(nodes, [("x", (4, 3), "float32")], [("y", None, "float32")], known, opset=18)
+    check(model, {"x": sample((4, 3))}, device, kernels=1)
