@@ -1,0 +1,337 @@
+"""ONNX import of the convolution, pooling, Gemm/MatMul/Einsum and attention ops,
+each against ONNX Runtime (or ONNX's reference where ONNX Runtime lacks the op) over
+small models that cover their attributes, weights given at run time, and bad input."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stowage as sw
+
+ort = pytest.importorskip("onnxruntime")
+
+TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+         np.dtype(np.bool_): TensorProto.BOOL}
+
+
+def model_of(nodes, feeds, outputs, initializers=(), opset=13):
+    """A model of `nodes` whose inputs are `feeds` (name -> array, their types) and
+    outputs the names `outputs` (types left to inference)."""
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TYPES[a.dtype], a.shape) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
+        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def node_model(op, feeds, attrs=None, initializers=(), opset=13, outputs=("y",), inputs=None):
+    names = list(inputs) if inputs is not None else list(feeds) + [n for n, _ in initializers]
+    return model_of([helper.make_node(op, names, list(outputs), **(attrs or {}))], feeds, outputs, initializers,
+                    opset)
+
+
+def expected(model, feeds, with_ort=True):
+    if with_ort:
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return session.run(None, feeds)[0]
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+def stowage_run(model, feeds, device, texture=False):
+    vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model, texture=texture)), device=device)
+    args = [feeds[i.name] for i in model.graph.input]
+    return vm.invoke("main", *[a.astype(np.uint8) if a.dtype == np.bool_ else a for a in args]).numpy()  # bool: uint8
+
+
+def check(model, feeds, device, texture=False, with_ort=True):
+    want = expected(model, feeds, with_ort)
+    got = stowage_run(model, feeds, device, texture)
+    assert got.shape == want.shape
+    if want.dtype == np.int64:
+        np.testing.assert_array_equal(got, want)
+        return
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    assert float(np.max(np.abs(got.astype(np.float64) - want))) / scale <= 1e-4
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+# ---- Conv ---------------------------------------------------------------------------
+
+
+CONV_CASES = [
+    ((1, 4, 7, 6), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 4, 9, 8), (6, 2, 3, 2), {"strides": [2, 1], "group": 2, "dilations": [1, 2]}),
+    ((1, 4, 6, 6), (8, 1, 3, 3), {"group": 4, "auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    ((1, 3, 5, 5), (4, 3, 1, 1), {}),
+    ((2, 3, 11), (5, 3, 3), {"pads": [2, 1], "strides": [2]}),  # 1D
+    ((1, 4, 10), (4, 1, 4), {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2]}),  # 1D depthwise
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES)
+@pytest.mark.parametrize("texture", [False, True])
+def test_conv_with_weights_at_run_time(x_shape, w_shape, attrs, texture, device):
+    feeds = {"x": rand(*x_shape), "w": rand(*w_shape, seed=1), "b": rand(w_shape[0], seed=2)}
+    check(node_model("Conv", feeds, attrs), feeds, device, texture=texture)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES[4:])
+def test_conv_1d_with_constant_weights(x_shape, w_shape, attrs, device):
+    feeds = {"x": rand(*x_shape)}
+    model = node_model("Conv", feeds, attrs, initializers=[("w", rand(*w_shape, seed=1))])
+    check(model, feeds, device)
+
+
+def test_conv_at_run_time_with_batch_norm_residual_and_relu(device):
+    feeds = {"x": rand(1, 4, 6, 6), "w": rand(4, 4, 3, 3, seed=1), "r": rand(1, 4, 6, 6, seed=3)}
+    bn = [("s", rand(4, seed=4)), ("t", rand(4, seed=5)), ("m", rand(4, seed=6)),
+          ("v", np.abs(rand(4, seed=7)) + 0.5)]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "t", "m", "v"], ["n"]),
+             helper.make_node("Add", ["n", "r"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    check(model_of(nodes, feeds, ["y"], bn), feeds, device)
+
+
+@pytest.mark.parametrize("attrs,why", [
+    ({"strides": [0, 1]}, "strides"),
+    ({"group": 0}, "group 0"),
+    ({"group": 3}, "group 3"),
+])
+def test_conv_bad_geometry_is_one_error(attrs, why, device):
+    feeds = {"x": rand(1, 4, 5, 5), "w": rand(4, 4, 3, 3)}
+    model = node_model("Conv", feeds, attrs)
+    with pytest.raises(sw.InvalidInputError, match=why):
+        sw.from_onnx(model)
+
+
+def test_conv_3d_is_refused_by_name():
+    feeds = {"x": rand(1, 2, 3, 4, 4), "w": rand(2, 2, 1, 1, 1)}
+    with pytest.raises(sw.UnsupportedError, match="3D convolution"):
+        sw.from_onnx(node_model("Conv", feeds))
+
+
+# ---- ConvTranspose ----------------------------------------------------------------------
+
+
+CONV_TRANSPOSE_CASES = [
+    ((1, 3, 4, 5), (3, 2, 3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 1]}),
+    ((1, 2, 3, 3), (2, 3, 3, 3), {"strides": [3, 2], "output_padding": [1, 1]}),
+    ((1, 2, 3, 4), (2, 2, 3, 3), {"strides": [2, 2], "output_shape": [7, 9]}),
+    ((1, 2, 3, 4), (2, 2, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 4, 4), (2, 2, 2, 2), {"dilations": [2, 2]}),
+    ((2, 4, 3, 3), (4, 3, 3, 3), {"group": 2, "strides": [2, 1]}),
+    ((1, 2, 5), (2, 3, 3), {"strides": [2], "pads": [1, 2]}),  # 1D
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_TRANSPOSE_CASES)
+def test_conv_transpose(x_shape, w_shape, attrs, device):
+    feeds = {"x": rand(*x_shape)}
+    k = w_shape[1] * attrs.get("group", 1)
+    model = node_model("ConvTranspose", feeds, attrs, initializers=[("w", rand(*w_shape, seed=1)),
+                                                                    ("b", rand(k, seed=2))])
+    check(model, feeds, device)
+
+
+def test_conv_transpose_with_weights_at_run_time(device):
+    feeds = {"x": rand(1, 4, 3, 4), "w": rand(4, 1, 3, 3, seed=1), "b": rand(2, seed=2)}
+    check(node_model("ConvTranspose", feeds, {"strides": [2, 2], "group": 2}), feeds, device)
+
+
+# ---- pooling -----------------------------------------------------------------------------
+
+
+POOL_CASES = [
+    ("MaxPool", (1, 3, 7, 8), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ("MaxPool", (1, 3, 6, 6), {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    ("AveragePool", (1, 5, 7, 8), {"kernel_shape": [3, 2], "strides": [2, 3], "ceil_mode": 1}),
+    ("AveragePool", (1, 3, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                                   "ceil_mode": 1, "count_include_pad": 1}),
+]
+
+
+@pytest.mark.parametrize("op,shape,attrs", POOL_CASES)
+@pytest.mark.parametrize("texture", [False, True])
+def test_pool_ceil_mode(op, shape, attrs, texture, device):
+    feeds = {"x": rand(*shape)}
+    check(node_model(op, feeds, attrs), feeds, device, texture=texture)
+
+
+@pytest.mark.parametrize("op,shape,attrs", [
+    ("MaxPool", (2, 3, 9), {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}),
+    ("AveragePool", (2, 3, 9), {"kernel_shape": [2], "pads": [1, 1]}),
+    ("MaxPool", (1, 2, 5, 6, 7), {"kernel_shape": [2, 3, 2], "dilations": [2, 1, 2], "ceil_mode": 1}),
+    ("AveragePool", (1, 2, 5, 6, 7), {"kernel_shape": [2, 2, 3], "strides": [2, 2, 2], "pads": [1, 1, 0, 1, 1, 1],
+                                      "count_include_pad": 1, "ceil_mode": 1}),
+    ("AveragePool", (1, 3, 8, 8), {"kernel_shape": [2, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("LpPool", (1, 3, 6, 7), {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [1, 1, 0, 1], "p": 3}),
+    ("LpPool", (1, 2, 9), {"kernel_shape": [3], "p": 1}),
+    ("GlobalMaxPool", (2, 3, 5, 4), {}),
+    ("GlobalLpPool", (2, 3, 5, 4), {"p": 3}),
+    ("GlobalAveragePool", (2, 3, 7), {}),
+])
+def test_pool_ranks_dilations_and_norms(op, shape, attrs, device):
+    feeds = {"x": rand(*shape)}
+    check(node_model(op, feeds, attrs, opset=19), feeds, device)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("shape,attrs", [
+    ((2, 3, 6, 7), {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]}),
+    ((1, 2, 4, 5, 6), {"kernel_shape": [2, 2, 3], "strides": [2, 2, 2]}),
+])
+def test_max_pool_indices(shape, attrs, storage_order, device):
+    feeds = {"x": rand(*shape)}
+    model = node_model("MaxPool", feeds, dict(attrs, storage_order=storage_order), outputs=("y", "i"))
+    keep = model.graph.output[1]
+    del model.graph.output[:]
+    model.graph.output.append(keep)
+    check(model, feeds, device)
+
+
+def test_pool_pads_not_below_the_kernel_are_refused():
+    feeds = {"x": rand(1, 1, 5, 5)}
+    with pytest.raises(sw.InvalidInputError, match="smaller than the kernel"):
+        sw.from_onnx(node_model("MaxPool", feeds, {"kernel_shape": [2, 2], "pads": [2, 0, 0, 0]}))
+
+
+# ---- Gemm, MatMul, Einsum ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("c_shape", [(5,), (3, 1), (1, 5), (), (3, 5)])
+@pytest.mark.parametrize("attrs", [{}, {"transA": 1, "transB": 1, "alpha": 0.5, "beta": -2.0}])
+def test_gemm_with_b_and_c_at_run_time(c_shape, attrs, device):
+    a_shape = (4, 3) if attrs.get("transA") else (3, 4)
+    b_shape = (5, 4) if attrs.get("transB") else (4, 5)
+    feeds = {"a": rand(*a_shape), "b": rand(*b_shape, seed=1), "c": rand(*c_shape, seed=2)}
+    check(node_model("Gemm", feeds, attrs), feeds, device)
+
+
+def test_gemm_with_a_constant(device):
+    feeds = {"b": rand(4, 5, seed=1)}
+    model = node_model("Gemm", feeds, {"transB": 0}, initializers=[("a", rand(3, 4))], inputs=["a", "b"])
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((2, 1, 3, 4), (5, 4, 6)),
+    ((4,), (3, 4, 2)),
+    ((2, 3, 4), (4,)),
+    ((4,), (4,)),
+])
+def test_matmul_broadcast_and_vectors(a_shape, b_shape, device):
+    feeds = {"a": rand(*a_shape), "b": rand(*b_shape, seed=1)}
+    check(node_model("MatMul", feeds), feeds, device)
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij->bji", [(2, 3, 4)]),
+    ("...ij,...kj->...ki", [(2, 3, 4), (2, 5, 4)]),
+])
+def test_einsum_as_matmul(equation, shapes, device):
+    feeds = {f"x{i}": rand(*s, seed=i) for i, s in enumerate(shapes)}
+    check(node_model("Einsum", feeds, {"equation": equation}, opset=13), feeds, device)
+
+
+@pytest.mark.parametrize("equation,shapes", [("ii->i", [(3, 3)]), ("ij->i", [(3, 4)]),
+                                             ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)])])
+def test_einsum_beyond_matmul_is_refused(equation, shapes):
+    feeds = {f"x{i}": rand(*s, seed=i) for i, s in enumerate(shapes)}
+    with pytest.raises(sw.UnsupportedError, match="Einsum|diagonal|sum"):
+        sw.from_onnx(node_model("Einsum", feeds, {"equation": equation}))
+
+
+# ---- Attention and RotaryEmbedding ---------------------------------------------------------
+
+
+def attention_model(feeds, attrs, output=0, names=None):
+    """An Attention node (opset 23) of which output `output` is the graph's one output."""
+    outputs = ["y", "present_key", "present_value", "qk"]
+    model = node_model("Attention", feeds, attrs, opset=23, outputs=outputs, inputs=names)
+    keep = model.graph.output[output]
+    del model.graph.output[:]
+    model.graph.output.append(keep)
+    return model
+
+
+CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
+
+
+@pytest.mark.parametrize("case", [
+    dict(shapes=((2, 4, 4, 8), (2, 2, 6, 8), (2, 2, 6, 5)), attrs={"is_causal": 1}),
+    dict(shapes=((2, 4, 4, 8), (2, 4, 6, 8), (2, 4, 6, 8)), attrs={"softcap": 2.0, "scale": 0.3}, mask=(4, 6)),
+    dict(shapes=((2, 4, 16), (2, 6, 8), (2, 6, 8)), attrs={"q_num_heads": 4, "kv_num_heads": 2}, mask="bool"),
+    dict(shapes=((1, 2, 4, 8), (1, 2, 3, 8), (1, 2, 3, 8)), attrs={"is_causal": 1}, past=(1, 2, 3, 8), output=0),
+    dict(shapes=((1, 2, 4, 8), (1, 2, 3, 8), (1, 2, 3, 8)), attrs={}, past=(1, 2, 2, 8), output=1),
+    dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 2}, mask=(2, 1, 4, 6),
+         output=3),
+    dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 3}, mask=(4, 5),
+         output=3),
+])
+def test_attention(case, device):
+    q, k, v = case["shapes"]
+    feeds = {"q": rand(*q), "k": rand(*k, seed=1), "v": rand(*v, seed=2)}
+    names = ["q", "k", "v"]
+    mask = case.get("mask")
+    if mask == "bool":
+        feeds["mask"] = CAUSAL
+    elif mask is not None:
+        feeds["mask"] = rand(*mask, seed=3)
+    names.append("mask" if mask is not None else "")
+    if case.get("past"):
+        feeds["past_key"], feeds["past_value"] = rand(*case["past"], seed=4), rand(*case["past"], seed=5)
+        names += ["past_key", "past_value"]
+    model = attention_model(feeds, case["attrs"], case.get("output", 0), names)
+    check(model, feeds, device, with_ort=False)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_with_position_ids(interleaved, device):
+    feeds = {"x": rand(2, 4, 3, 8), "cos": rand(10, 3, seed=1), "sin": rand(10, 3, seed=2),
+             "ids": np.array([[0, 5, 9], [3, 2, 1]], np.int64)}
+    attrs = {"interleaved": interleaved, "rotary_embedding_dim": 6}
+    check(node_model("RotaryEmbedding", feeds, attrs, opset=23), feeds, device, with_ort=False)
+
+
+def test_rotary_embedding_3d(device):
+    feeds = {"x": rand(2, 3, 16), "cos": rand(2, 3, 2, seed=1), "sin": rand(2, 3, 2, seed=2)}
+    check(node_model("RotaryEmbedding", feeds, {"num_heads": 4}, opset=23), feeds, device, with_ort=False)
+
+
+def test_exported_attention_subgraph_with_a_causal_mask(device):
+    """Attention as exporters write it: projections, heads split by Reshape and
+    Transpose, MatMul, Div by sqrt(d), Add of a causal mask built from constants,
+    Softmax, MatMul, heads merged."""
+    b, s, heads, d = 2, 5, 2, 4
+    hidden = heads * d
+    feeds = {"x": rand(b, s, hidden)}
+    causal = np.triu(np.full((s, s), -1e9, np.float32), k=1)[None, None]
+    inits = [("wq", rand(hidden, hidden, seed=1)), ("wk", rand(hidden, hidden, seed=2)),
+             ("wv", rand(hidden, hidden, seed=3)), ("split", np.array([b, s, heads, d], np.int64)),
+             ("merge", np.array([b, s, hidden], np.int64)), ("scale", np.array(np.sqrt(d), np.float32)),
+             ("causal", causal)]
+    nodes = []
+    for name in "qkv":
+        nodes += [helper.make_node("MatMul", ["x", "w" + name], [name + "p"]),
+                  helper.make_node("Reshape", [name + "p", "split"], [name + "r"]),
+                  helper.make_node("Transpose", [name + "r"], [name + "t"],
+                                   perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["qt", "kt"], ["scores"]),
+              helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+              helper.make_node("Add", ["scaled", "causal"], ["masked"]),
+              helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "vt"], ["ctx"]),
+              helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ctx_t", "merge"], ["y"])]
+    check(model_of(nodes, feeds, ["y"], inits), feeds, device)
