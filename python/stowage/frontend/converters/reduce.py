@@ -27,8 +27,9 @@ INTEGER_REDUCTIONS = ("sum", "max", "min", "prod", "l1", "sumsquare")
 
 
 def reduce_axes(node, rank, axes_input):
-    """(axes, keepdims) of a Reduce node: axes sorted in [0, rank), or None for
-    "leave the input as it is" (empty axes with noop_with_empty_axes)."""
+    """(axes, keepdims) of a Reduce node: axes sorted in [0, rank); () for empty axes
+    with noop_with_empty_axes (each element reduced alone: ReduceL1 still takes |x|,
+    as ONNX's reference and ONNX Runtime do)."""
     name, _, first_input = REDUCE_OPS[node.op_type]
     keepdims = bool(node.int_attr("keepdims", 1))
     if node.since >= first_input:
@@ -37,7 +38,7 @@ def reduce_axes(node, rank, axes_input):
             raise node.unsupported("input 1 (axes) must be known when the model is imported")
         axes = () if axes_input is None else tuple(int(a) for a in np.asarray(axes_input).reshape(-1))
         if not axes and node.int_attr("noop_with_empty_axes", 0):
-            return None, keepdims
+            return (), keepdims
     else:
         node.check_attrs(("axes", "keepdims"))
         axes = node.ints_attr("axes", ()) or ()
@@ -49,8 +50,6 @@ def reduce_axes(node, rank, axes_input):
 
 def fold_reduce(ctx, node, x, axes=None):
     axes, keepdims = reduce_axes(node, np.ndim(x), axes)
-    if axes is None:
-        return x
     out_shape = [1 if a in axes else d for a, d in enumerate(np.shape(x))]
     ctx.check_fold(node, out_shape, np.asarray(x).dtype)
     return reduce_numpy(REDUCE_OPS[node.op_type][0], x, axes, keepdims)
@@ -73,8 +72,8 @@ def convert_reduce(ctx, node):
     if ctx.group is not None and ctx.group.linear is not None:
         return reduce_mean_linear(ctx, ctx.group, x, axes, keepdims)
     x = ctx.tensor(node, 0)
-    if axes is None:
-        return x
+    if not axes and name in ("sum", "mean", "max", "min", "prod"):
+        return x  # each element reduced alone is itself
     if is_global_pool(shape, axes, name, dtype):
         pooled = ctx.ob.global_avg_pool(x)
         return pooled if keepdims else ctx.ob.reshape(pooled, shape[:2])
@@ -89,39 +88,55 @@ for _op, (_name, _versions, _) in REDUCE_OPS.items():
 
 
 def reduce_mean_linear(ctx, group, x, axes, keepdims):
-    """A ReduceMean over H and W and the linear layer after it (fusion.py): the
-    pooled linear kernel when the input is NCHW, else the ops one by one."""
-    node = group.main
-    linear = group.linear
+    """A ReduceMean and the linear layer fusion.py found after it: the pooled linear
+    kernel when it averages H and W of an NCHW input, else the nodes one by one."""
+    node, linear = group.main, group.linear
     shape = ctx.shape(x)
     x = ctx.tensor(node, 0)
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    if not is_global_pool(shape, axes, "mean", ctx.dtype(x)) or (group.act is not None and act is None):
+        pooled = ctx.ob.reduce("mean", x, axes, keepdims)
+        return emit_one_by_one(ctx, group, pooled)
     if linear.op_type == "Gemm":
         linear.check_attrs(("alpha", "beta", "transA", "transB"))
         b = ctx.static(linear, 1).astype(np.float64)
         weight = (b if linear.int_attr("transB", 0) else b.T) * float(linear.attr("alpha", 1.0))
         c, beta = ctx.optional(linear, 2), float(linear.attr("beta", 1.0))
-    else:  # MatMul, then the Add of a bias
+    else:  # MatMul, then maybe the Add of a bias
         linear.check_attrs(())
         weight = ctx.static(linear, 1).astype(np.float64).T
-        add = group.linear_bias
-        c = None
+        add, c, beta = group.linear_bias, None, 1.0
         if add is not None:
             add.check_attrs(())
             c = ctx.static(add, 1 if add.inputs[0] == linear.outputs[0] else 0)
-        beta = 1.0
+    if weight.shape[1] != shape[1]:
+        raise linear.invalid(f"the weights {list(weight.shape)} do not fit the {shape[1]} pooled channels")
     bias = None
     if c is not None:
         c = np.asarray(c, np.float64)
         if c.size not in (1, weight.shape[0]):
             raise linear.invalid(f"bias {list(c.shape)} does not fit {weight.shape[0]} outputs")
         bias = np.broadcast_to(c.reshape(-1), (weight.shape[0],)) * beta
-    if not is_global_pool(shape, axes, "mean", ctx.dtype(x)) or weight.shape[1] != shape[1]:
-        raise node.unsupported(f"a ReduceMean over axes {list(axes or ())} of shape {list(shape)} before a linear "
-                               "layer: only H and W of NCHW fuse")
-    act = activation_spec(ctx, group.act) if group.act is not None else None
     return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
                                                         None if bias is None else as_float32(bias),
                                                         activation=act, out=ctx.out_for(group.output))}
+
+
+def emit_one_by_one(ctx, group, first):
+    """The nodes of `group` after its main one, each through its own converter, the
+    main one's result being `first`."""
+    from ..fusion import Group
+
+    results = {group.main.outputs[0]: first}
+    saved = ctx.group
+    try:
+        for node in group.nodes[1:]:
+            ctx.values.update(results)
+            ctx.group = Group(node)
+            results.update(ctx.outputs_of(node, node.spec.convert(ctx, node), folded=False))
+    finally:
+        ctx.group = saved
+    return results
 
 
 # ---- ArgMax, ArgMin ---------------------------------------------------------------------

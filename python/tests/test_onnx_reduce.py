@@ -1,0 +1,326 @@
+"""ONNX import of the reductions, the softmax family and the normalizations, each
+against ONNX Runtime: axes as attribute and as input, keepdims, negative and empty
+axes, integer inputs, texture mode for 4-D inputs, ReduceMean as a global average
+pool (alone and fused with a classifier's linear layer), and the refusals."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stowage as sw
+
+ort = pytest.importorskip("onnxruntime")
+
+ONNX_TYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64}
+rng = np.random.default_rng(18)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def model_of(nodes, inputs, outputs, initializers=(), opset=13):
+    """inputs / outputs: (name, array or dtype name) pairs."""
+    def info(name, like):
+        dtype = like if isinstance(like, str) else str(like.dtype)
+        shape = None if isinstance(like, str) else list(like.shape)
+        return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
+
+    graph = helper.make_graph(nodes, "g", [info(n, a) for n, a in inputs], [info(n, d) for n, d in outputs],
+                              [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def reference(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def run(model, feeds, device, texture=False):
+    module = sw.from_onnx(model, texture=texture)
+    vm = sw.VirtualMachine(sw.compile(module), device=device)
+    return vm.invoke("main", *feeds.values()).numpy(), module, vm
+
+
+def check(model, feeds, device, texture=False, tolerance=1e-4):
+    """Stowage's output against ONNX Runtime's: exact for integers, else the largest
+    difference relative to the largest output; returns the module."""
+    want = reference(model, feeds)
+    got, module, vm = run(model, feeds, device, texture)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert np.array_equal(np.isinf(got), np.isinf(want))
+        finite = np.isfinite(want)
+        scale = max(float(np.max(np.abs(want[finite]), initial=0.0)), 1e-30)
+        error = float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)) / scale
+        assert error <= tolerance, error
+    return module, vm
+
+
+def reduce_model(op, x, axes, keepdims, opset, axes_as_input, noop=None):
+    attrs = {} if keepdims is None else {"keepdims": keepdims}
+    if noop is not None:
+        attrs["noop_with_empty_axes"] = noop
+    inits = []
+    ins = ["x"]
+    if axes_as_input:
+        if axes is not None:
+            ins.append("axes")
+            inits.append(("axes", np.asarray(axes, np.int64)))
+    elif axes is not None:
+        attrs["axes"] = axes
+    node = helper.make_node(op, ins, ["y"], **attrs)
+    return model_of([node], [("x", x)], [("y", str(x.dtype))], inits, opset)
+
+
+REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
+AXES = [None, [1], [0, 2], [-1, -3], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("axes", AXES)
+def test_reduce_axes_as_attribute(op, axes, device):
+    x = rand(2, 3, 4, 5)
+    if op in ("ReduceLogSum",):
+        x = np.abs(x) + 0.1
+    if op == "ReduceProd":
+        x = (x * 0.5 + 1.0).astype(np.float32)
+    for keepdims in (0, 1):
+        check(reduce_model(op, x, axes, keepdims, 13, op == "ReduceSum"), {"x": x}, device)
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceLogSumExp", "ReduceL2"])
+@pytest.mark.parametrize("axes", [None, [], [2, 3], [-2], [0, 3]])
+def test_reduce_axes_as_input_opset18(op, axes, device):
+    x = rand(2, 3, 4, 5)
+    for noop in (0, 1):
+        check(reduce_model(op, x, axes, 1, 18, True, noop), {"x": x}, device)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+def test_reduce_of_a_4d_activation_in_texture_mode(texture, device):
+    x = rand(1, 6, 5, 7)
+    for op, axes in (("ReduceSum", [1]), ("ReduceMax", [1, 3]), ("ReduceMean", [2, 3])):
+        check(reduce_model(op, x, axes, 0, 13, op == "ReduceSum"), {"x": x}, device, texture)
+
+
+def test_reduce_log_sum_exp_is_stable_for_large_values(device):
+    x = (rand(3, 50) * 30 + 200).astype(np.float32)
+    check(reduce_model("ReduceLogSumExp", x, [1], 1, 13, False), {"x": x}, device)
+
+
+def test_reduce_over_an_axis_of_one_keeps_the_elementwise_part(device):
+    x = rand(3, 1, 4)
+    for op in ("ReduceL1", "ReduceSumSquare", "ReduceL2"):
+        check(reduce_model(op, x, [1], 0, 13, False), {"x": x}, device)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceSumSquare"])
+def test_integer_reductions_are_exact(op, dtype, device):
+    x = rng.integers(-9, 9, size=(3, 4, 5)).astype(dtype)
+    if op == "ReduceProd":
+        x = rng.integers(-3, 4, size=(3, 4, 5)).astype(dtype)
+    check(reduce_model(op, x, [0, 2], 0, 13, op == "ReduceSum"), {"x": x}, device)
+
+
+def test_reduce_long_rows(device):
+    x = rand(2, 3000)
+    check(reduce_model("ReduceSum", x, [1], 0, 13, True), {"x": x}, device)
+    check(reduce_model("ReduceMin", x, [0, 1], 1, 13, False), {"x": x}, device)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("attrs", [{}, {"axis": 1, "keepdims": 0}, {"axis": -1, "select_last_index": 1},
+                                   {"axis": 2, "keepdims": 1, "select_last_index": 0}])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_arg_max_min(op, attrs, dtype, device):
+    x = rng.integers(-3, 3, size=(3, 70, 4)).astype(dtype)  # ties: first vs last index
+    model = model_of([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", x)], [("y", "int64")], opset=13)
+    check(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_softmax_family(op, opset, axis, device):
+    x = rand(2, 3, 5) * 4
+    if op == "Hardmax":
+        x = np.round(x)  # ties: the first maximum
+    attrs = {} if axis is None else {"axis": axis}
+    model = model_of([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", x)], [("y", "float32")], opset=opset)
+    check(model, {"x": x}, device)
+
+
+def norm_model(op, inputs, opset, **attrs):
+    names = [n for n, _ in inputs]
+    return model_of([helper.make_node(op, names, ["y"], **attrs)], inputs, [("y", "float32")], opset=opset)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 0, -3])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_layer_normalization(axis, with_bias, device):
+    x = rand(2, 3, 8) * 3 + 1
+    norm_shape = x.shape[axis % 3:]
+    inputs = [("x", x), ("scale", rand(*norm_shape))] + ([("bias", rand(*norm_shape))] if with_bias else [])
+    model = norm_model("LayerNormalization", inputs, 17, axis=axis, epsilon=1e-3)
+    check(model, dict(inputs), device)
+
+
+def test_layer_normalization_scale_broadcasts_and_is_constant(device):
+    x = rand(4, 6, 10)
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=1)
+    model = model_of([node], [("x", x)], [("y", "float32")], [("scale", rand(10)), ("bias", rand(1, 10))], 17)
+    check(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_rms_normalization(axis, device):
+    x = rand(2, 3, 8)
+    inputs = [("x", x), ("scale", rand(*x.shape[axis % 3:]))]
+    check(norm_model("RMSNormalization", inputs, 23, axis=axis, epsilon=1e-4), dict(inputs), device)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+def test_instance_normalization(texture, device):
+    x = rand(2, 5, 4, 3) * 2 + 0.5
+    inputs = [("x", x), ("scale", rand(5)), ("bias", rand(5))]
+    check(norm_model("InstanceNormalization", inputs, 13, epsilon=1e-3), dict(inputs), device, texture)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+def test_group_normalization(opset, device):
+    x = rand(2, 6, 3, 4) * 2 + 1
+    params = 3 if opset == 18 else 6  # per group at 18, per channel at 21
+    inputs = [("x", x), ("scale", rand(params)), ("bias", rand(params))]
+    check(norm_model("GroupNormalization", inputs, opset, num_groups=3, epsilon=1e-4), dict(inputs), device)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_lp_normalization(p, axis, device):
+    x = rand(3, 4, 5)
+    x[0, 0, :] = 0  # a zero norm gives 0
+    check(norm_model("LpNormalization", [("x", x)], 13, axis=axis, p=p), {"x": x}, device)
+
+
+@pytest.mark.parametrize("axes", [None, [0, 2, 3], [1], [2, 3]])
+def test_mean_variance_normalization(axes, device):
+    x = rand(2, 3, 4, 5) * 3 + 2
+    attrs = {} if axes is None else {"axes": axes}
+    check(norm_model("MeanVarianceNormalization", [("x", x)], 13, **attrs), {"x": x}, device)
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])  # ONNX Runtime takes odd sizes only
+def test_lrn(size, device):
+    x = rand(2, 6, 3, 3)
+    check(norm_model("LRN", [("x", x)], 13, size=size, alpha=0.02, beta=0.6, bias=1.5), {"x": x}, device)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+def test_batch_normalization_with_statistics_given_at_run_time(texture, device):
+    x = rand(2, 5, 3, 4)
+    inputs = [("x", x), ("scale", rand(5)), ("bias", rand(5)), ("mean", rand(5)),
+              ("var", np.abs(rand(5)) + 0.5)]
+    check(norm_model("BatchNormalization", inputs, 15, epsilon=1e-3), dict(inputs), device, texture)
+
+
+# ---- ReduceMean as a global average pool ----------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("axes", [[2, 3], [-1, -2]])
+@pytest.mark.parametrize("texture", [False, True])
+def test_reduce_mean_over_hw_is_a_global_average_pool(keepdims, axes, texture, device):
+    x = rand(2, 8, 5, 6)
+    model = reduce_model("ReduceMean", x, axes, keepdims, 18, True)
+    module, _ = check(model, {"x": x}, device, texture)
+    assert "stowage_global_avg_pool" in module.text()
+    assert "stowage_reduce" not in module.text()
+
+
+def classifier(keepdims, linear, act=None, axes=(-1, -2)):
+    """ReduceMean(x) then a linear layer of 7 outputs, as PyTorch exports it."""
+    c = 8
+    w, b = rand(7, c), rand(7)
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["p"], keepdims=keepdims)]
+    inits = [("axes", np.asarray(axes, np.int64))]
+    a = "p"
+    if keepdims:
+        nodes.append(helper.make_node("Flatten", ["p"], ["f"], axis=1))
+        a = "f"
+    out = "y" if act is None else "z"
+    if linear == "gemm":
+        nodes.append(helper.make_node("Gemm", [a, "w", "b"], [out], transB=1))
+        inits += [("w", w), ("b", b)]
+    else:
+        nodes += [helper.make_node("MatMul", [a, "wt"], ["m"]), helper.make_node("Add", ["m", "b"], [out])]
+        inits += [("wt", np.ascontiguousarray(w.T)), ("b", b)]
+    if act is not None:
+        nodes.append(helper.make_node(act, [out], ["y"]))
+    x = rand(2, c, 4, 5)
+    return model_of(nodes, [("x", x)], [("y", "float32")], inits, 18), x
+
+
+@pytest.mark.parametrize("keepdims,linear", [(1, "gemm"), (0, "gemm"), (0, "matmul")])
+@pytest.mark.parametrize("texture", [False, True])
+def test_reduce_mean_classifier_fuses_into_the_pooled_linear_kernel(keepdims, linear, texture, device):
+    model, x = classifier(keepdims, linear, act="Relu")
+    module, vm = check(model, {"x": x}, device, texture)
+    assert "stowage_pooled_linear" in module.text()
+    assert vm.profile()["kernel_launches"] == (3 if texture else 2)  # (conversion,) pool, pooled linear
+
+
+def test_reduce_mean_over_other_axes_before_a_linear_layer_runs_one_by_one(device):
+    model, x = classifier(0, "matmul", axes=(1, 2))
+    # [2, 8, 4, 5] averaged over C and H: [2, 5] does not fit the 8 inputs; use a fitting weight
+    model.graph.initializer[1].CopyFrom(numpy_helper.from_array(rand(5, 7), "wt"))
+    module, _ = check(model, {"x": x}, device)
+    assert "stowage_pooled_linear" not in module.text()
+
+
+# ---- refusals --------------------------------------------------------------------------
+
+
+def test_axes_computed_at_run_time_are_refused():
+    x = rand(2, 3)
+    node = helper.make_node("ReduceMax", ["x", "axes"], ["y"])
+    model = model_of([node], [("x", x), ("axes", np.zeros(1, np.int64))], [("y", "float32")], opset=18)
+    with pytest.raises(sw.UnsupportedError, match="axes"):
+        sw.from_onnx(model)
+
+
+def test_float_only_reductions_refuse_integers():
+    x = np.ones((2, 3), np.int32)
+    with pytest.raises(sw.UnsupportedError, match="int32"):
+        sw.from_onnx(reduce_model("ReduceL2", x, [1], 1, 13, False))
+
+
+def test_an_axis_out_of_range_is_invalid():
+    x = rand(2, 3)
+    with pytest.raises(sw.InvalidInputError, match="axis 2"):
+        sw.from_onnx(reduce_model("ReduceSum", x, [2], 1, 11, False))
+
+
+def test_layer_normalization_refuses_another_stash_type():
+    x = rand(2, 3)
+    model = norm_model("LayerNormalization", [("x", x), ("s", rand(3))], 17, stash_type=11)
+    with pytest.raises(sw.UnsupportedError, match="stash_type"):
+        sw.from_onnx(model)
+
+
+def test_folded_reductions_match_the_kernels(device):
+    # A reduction of a constant folds at import (numpy); the same reduction of an input runs the kernel.
+    c = rand(3, 4, 5)
+    for op in ("ReduceLogSumExp", "ReduceL2", "ReduceMean"):
+        node = helper.make_node(op, ["c"], ["r"], axes=[0, 2], keepdims=0)
+        add = helper.make_node("Add", ["x", "r"], ["y"])
+        x = rand(4)
+        model = model_of([node, add], [("x", x)], [("y", "float32")], [("c", c)], 13)
+        module, _ = check(model, {"x": x}, device)
+        assert "stowage_reduce" not in module.text()
