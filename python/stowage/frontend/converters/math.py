@@ -64,9 +64,10 @@ for _op, _versions, _name, _types in UNARY_ROWS:
 
 
 def _same_type(ctx, node, a, b):
-    """a and b in one element type: a known operand takes the run-time one's type."""
-    dtype = operand_type(ctx, a, b)
-    numpy_type = np.bool_ if dtype == "uint8" else np.dtype(dtype)
+    """a and b in one element type: a known operand takes the run-time one's type
+    (a bool array becomes uint8 0/1 beside a uint8 tensor), else the first's."""
+    tensor = next((v for v in (a, b) if not isinstance(v, np.ndarray)), None)
+    numpy_type = np.dtype(tensor.dtype) if tensor is not None else np.asarray(a).dtype
     a = a.astype(numpy_type) if isinstance(a, np.ndarray) else a
     b = b.astype(numpy_type) if isinstance(b, np.ndarray) else b
     return a, b
