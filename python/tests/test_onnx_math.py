@@ -480,3 +480,22 @@ def test_fold_of_integer_division_truncates():
     np.testing.assert_array_equal(reference(model, {}), [-3, -3, -2, (2**62 + 1) // 3])
     exe = sw.compile(sw.from_onnx(model))
     np.testing.assert_array_equal(sw.VirtualMachine(exe).invoke("main").numpy(), reference(model, {}))
+
+
+ONNX_TO = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
+           np.bool_: TensorProto.BOOL}
+
+
+@pytest.mark.parametrize("source,target", CASTS[:6], ids=str)
+def test_cast_at_run_time(device, source, target):
+    x = np.array([[-2.7, -0.5, 0.0, 0.4, 1.0, 3.9]], np.float32).astype(source)
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=ONNX_TO[target])], {"x": x}, output_type=target)
+    check(model, {"x": x}, device)
+
+
+def test_cast_to_uint8_at_run_time_is_refused():
+    x = np.zeros((2,), np.float32)
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.UINT8)], {"x": x},
+                       output_type=np.uint8)
+    with pytest.raises(sw.UnsupportedError, match="uint8"):
+        sw.from_onnx(model)

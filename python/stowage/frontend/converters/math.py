@@ -255,3 +255,16 @@ def cast_like(ctx, node):
     if target not in LIBRARY_TYPES:
         raise node.unsupported(f"a cast to {target} at run time is not supported (float32, int32, int64, bool)")
     return ctx.ob.cast(x, LIBRARY_TYPES[target])
+
+
+def cast_at_run_time(ctx, node, target):
+    """A Cast (its row is movement.py's) of a run-time tensor to the numpy type
+    ``target``: float32 (float16 and float64 compute as float32), int32, int64, bool."""
+    x = ctx.value(node, 0)
+    if isinstance(x, np.ndarray):
+        return numpy_cast(x, np.float32 if target in (np.float16, np.float64) else target)
+    name = "bool" if target == np.bool_ else ("float32" if target in (np.float16, np.float64) else str(target))
+    if name not in LIBRARY_TYPES or name == "uint8":
+        raise node.unsupported(f"a cast to {np.dtype(target).name} at run time is not supported "
+                               "(float32, int32, int64, bool)")
+    return ctx.ob.cast(x, LIBRARY_TYPES[name], out=ctx.out_for(node.outputs[0]))

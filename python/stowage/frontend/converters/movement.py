@@ -10,6 +10,7 @@ from ...ops.layout import PAD_MODES, _pad_known
 from ..onnx_model import tensor_value
 from ..registry import ALL_TYPES, register
 from .common import ints
+from .math import cast_at_run_time
 
 
 # ---- views --------------------------------------------------------------------------
@@ -282,7 +283,8 @@ def _cast_fold(ctx, node, x):
 
 @register("Cast", versions=(6, 9, 13, 19, 21, 23, 24, 25), fold=_cast_fold, types=ALL_TYPES, fuses="known at import")
 def cast(ctx, node):
-    raise node.unsupported("Cast of a tensor computed at run time is not supported")
+    node.check_attrs(("to", "saturate"))
+    return cast_at_run_time(ctx, node, helper.tensor_dtype_to_np_dtype(int(node.int_attr("to"))))
 
 
 # ---- slices ---------------------------------------------------------------------------
