@@ -157,6 +157,21 @@ def test_softmax_family(op, opset, axis, device):
     check(model, {"x": x}, device)
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("shape,axis", [((3, 300), 1), ((2, 40, 32, 32), 1)])
+def test_softmax_family_long_rows_and_far_apart_values(op, shape, axis, device):
+    # a work-group per row of 300; a work-item per row of 40 values 1024 apart
+    x = rand(*shape) * 4
+    model = model_of([helper.make_node(op, ["x"], ["y"], axis=axis)], [("x", x)], [("y", "float32")], opset=13)
+    check(model, {"x": x}, device)
+
+
+def test_reduce_values_far_apart(device):
+    x = rand(2, 40, 32, 32)
+    for op in ("ReduceSum", "ReduceLogSumExp", "ReduceMax"):
+        check(reduce_model(op, x, [1], 1, 13, op == "ReduceSum"), {"x": x}, device)
+
+
 def norm_model(op, inputs, opset, **attrs):
     names = [n for n, _ in inputs]
     return model_of([helper.make_node(op, names, ["y"], **attrs)], inputs, [("y", "float32")], opset=opset)

@@ -39,6 +39,10 @@ REDUCTIONS = {
 }
 FLOAT_ONLY = ("l2", "logsum", "logsumexp")
 SOFTMAX_MODES = {"softmax": 0, "log_softmax": 1, "hardmax": 2}
+# When the row kernels take a work-item per row instead of a work-group: rows of at
+# most THIN_MAX_N values, or at least THIN_MIN_ROWS rows of values THIN_MIN_INNER or
+# more elements apart.
+THIN_MAX_N, THIN_MIN_INNER, THIN_MIN_ROWS = 16, 32, 1024
 # stowage_normalize modes
 _MEAN_VAR, _RMS, _L1, _L2, _MEAN_STD = 0, 1, 2, 3, 4
 
@@ -159,6 +163,18 @@ class ReduceOps(Core):
         local = unit.defines.get("SOFTMAX_LOCAL", 64)
         self._launch(unit, kernel, *args, grid=(local, rows), local=(local, 1))
 
+    def _rows_launch(self, unit, kernel, view, *args):
+        """A row kernel over ``view`` = (outer, n, inner): the work-group per row, or
+        its ``_rows`` twin (a work-item per row) for rows of few values or of values
+        far apart (then neighbouring work-items read neighbouring addresses)."""
+        outer, n, inner = view
+        rows = outer * inner
+        if n <= THIN_MAX_N or (inner >= THIN_MIN_INNER and rows >= THIN_MIN_ROWS):
+            grid, local = shapes.launch_1d(rows)
+            self._launch(unit, kernel + "_rows", args[0], args[1], rows, n, inner, *args[2:], grid=grid, local=local)
+        else:
+            self._row_launch(unit, kernel, rows, args[0], args[1], n, inner, *args[2:])
+
     def _norm_param(self, op, arg, x, shape=None):
         """A float32 buffer of x; ``shape``: x must broadcast to it and is expanded."""
         if shape is not None and self.shape_of(x) != tuple(shape):
@@ -198,8 +214,8 @@ class ReduceOps(Core):
         for k, (outer, n, inner) in enumerate(stages):
             last = k == len(stages) - 1
             dst = self._new_buffer((outer * inner,), dtype)
-            self._row_launch(unit, "stowage_reduce", outer * inner, src, dst, n, inner, combine,
-                             pre_first if k == 0 else pre_later, post_last if last else post_mid)
+            self._rows_launch(unit, "stowage_reduce", (outer, n, inner), src, dst, combine,
+                              pre_first if k == 0 else pre_later, post_last if last else post_mid)
             src = dst
         return self._view(src, out_shape)
 
@@ -235,8 +251,8 @@ class ReduceOps(Core):
         x_var = self._buffer(op, "x", x)
         dst = self._dest(op, out, shape)
         outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:])
-        self._row_launch(self._row_unit(), "stowage_softmax", outer * inner, x_var, dst, shape[axis], inner,
-                         SOFTMAX_MODES[mode])
+        self._rows_launch(self._row_unit(), "stowage_softmax", (outer, shape[axis], inner), x_var, dst,
+                          SOFTMAX_MODES[mode])
         return dst
 
     # ---- normalizations --------------------------------------------------------------

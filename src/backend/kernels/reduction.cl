@@ -12,14 +12,19 @@
 //   combine: 0 sum, 1 max, 2 min, 3 product. pre: 0 v, 1 |v|, 2 v * v, 3 exp(v - m)
 //   with m the row's maximum (float). post: 0 none, 1 divide by n, 2 sqrt (float),
 //   3 log (float), 4 log(s) + m (with pre 3: log-sum-exp).
+// stowage_softmax_rows, stowage_reduce_rows: the same for rows of few values, or of
+//   values far apart (a large inner): one work-item per row walking its values in
+//   order, neighbouring work-items on neighbouring rows (neighbouring addresses).
+//   Launch: grid = [rows rounded up to local0], local any.
 // stowage_arg_reduce: y[row] (int64) = the index j of the row's maximum (op 0) or
 //   minimum (op 1), the first of equal ones, or the last with select_last.
 // stowage_normalize: y = (v - mean) * inv * scale + bias over each row (float32).
 //   mode 0: mean and inv = 1 / sqrt(variance + eps) (two passes: the variance is the
 //   mean of squared differences); 1: mean 0, inv = 1 / sqrt(mean(v * v) + eps)
 //   (RMS); 2: mean 0, inv = 1 / sum |v| (L1); 3: mean 0, inv = 1 / sqrt(sum v * v)
-//   (L2), inv 0 for a zero norm; 4: mean and inv = 1 / (sqrt(variance) + eps) (MeanVarianceNormalization). flags: 1 scale, 2 bias, 4 write mean and inv to mean_out[row],
-//   inv_out[row]. Value j of row r takes scale[((r % period) * n + j) / div] (and
+//   (L2), inv 0 for a zero norm; 4: mean and inv = 1 / (sqrt(variance) + eps)
+//   (MeanVarianceNormalization). flags: 1 scale, 2 bias, 4 write mean and inv to
+//   mean_out[row], inv_out[row]. Value j of row r takes scale[((r % period) * n + j) / div] (and
 //   bias alike): period 1, div 1 is per element of the row (LayerNorm); period C,
 //   div n per channel (InstanceNorm).
 //
@@ -135,6 +140,33 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_sof
   }
 }
 
+__kernel void stowage_softmax_rows(__global const float* x, __global float* y, int rows, int n, int inner,
+                                   int mode) {
+  const int row = get_global_id(0);
+  if (row >= rows) return;
+  const int o = row / inner, i = row - o * inner;
+  const int base = o * n * inner + i;
+  float best = -INFINITY;
+  int arg = 0;
+  for (int j = 0; j < n; ++j) {
+    const float v = x[base + j * inner];
+    if (v > best) best = v, arg = j;
+  }
+  if (mode == 2) {
+    for (int j = 0; j < n; ++j) y[base + j * inner] = j == arg ? 1.0f : 0.0f;
+    return;
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) sum += exp(x[base + j * inner] - best);
+  if (mode == 1) {
+    const float shift = best + log(sum);
+    for (int j = 0; j < n; ++j) y[base + j * inner] = x[base + j * inner] - shift;
+    return;
+  }
+  const float scale = 1.0f / sum;
+  for (int j = 0; j < n; ++j) y[base + j * inner] = exp(x[base + j * inner] - best) * scale;
+}
+
 // ---- general reductions -------------------------------------------------------
 
 static stowage_t combine(int op, stowage_t a, stowage_t b) {
@@ -174,6 +206,29 @@ static stowage_t row_combine(__local stowage_t* p, int t, int op) {
   return r;
 }
 
+static stowage_t reduce_pre(stowage_t v, int pre, float shift) {
+  if (pre == 1) v = v < (stowage_t)0 ? -v : v;
+  if (pre == 2) v = v * v;
+#if STOWAGE_T_IS_FLOAT
+  if (pre == 3) v = exp(v - shift);
+#endif
+  return v;
+}
+
+static stowage_t reduce_post(stowage_t acc, int n, int post, float shift) {
+  if (post == 1) acc = n > 0 ? acc / (stowage_t)n : acc;
+#if STOWAGE_T_IS_FLOAT
+  if (post == 1 && n == 0) acc = NAN;
+  if (post == 2) acc = sqrt(acc);
+  if (post == 3) acc = log(acc);
+  if (post == 4) acc = log(acc) + shift;
+#endif
+  return acc;
+}
+
+// A row of -inf (or an empty one) has a log-sum-exp of -inf: exp(v - m) would be NaN.
+static float safe_shift(float m) { return isinf(m) ? 0.0f : m; }
+
 __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_reduce(__global const stowage_t* x,
                                                                                     __global stowage_t* y, int n,
                                                                                     int inner, int op, int pre,
@@ -182,37 +237,39 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_red
   const int t = get_local_id(0), row = get_group_id(1);
   const int o = row / inner, i = row - o * inner;
   const int base = o * n * inner + i;
+  float shift = 0.0f;
 #if STOWAGE_T_IS_FLOAT
   // The maximum for log-sum-exp; the barriers run whatever pre is (see stowage_softmax).
-  float shift = -INFINITY;
+  float best = -INFINITY;
   if (pre == 3)
-    for (int j = t; j < n; j += ROW_LOCAL) shift = fmax(shift, x[base + j * inner]);
-  partial[t] = shift;
-  shift = row_max(partial, t);
-  // A row of -inf (or an empty one) has a log-sum-exp of -inf: exp(v - m) would be NaN.
-  const float safe_shift = isinf(shift) ? 0.0f : shift;
+    for (int j = t; j < n; j += ROW_LOCAL) best = fmax(best, x[base + j * inner]);
+  partial[t] = best;
+  shift = safe_shift(row_max(partial, t));
 #endif
   stowage_t acc = identity(op);
-  for (int j = t; j < n; j += ROW_LOCAL) {
-    stowage_t v = x[base + j * inner];
-    if (pre == 1) v = v < (stowage_t)0 ? -v : v;
-    if (pre == 2) v = v * v;
-#if STOWAGE_T_IS_FLOAT
-    if (pre == 3) v = exp(v - safe_shift);
-#endif
-    acc = combine(op, acc, v);
-  }
+  for (int j = t; j < n; j += ROW_LOCAL) acc = combine(op, acc, reduce_pre(x[base + j * inner], pre, shift));
   partial[t] = acc;
   acc = row_combine(partial, t, op);
-  if (t != 0) return;
-  if (post == 1) acc = n > 0 ? acc / (stowage_t)n : acc;
+  if (t == 0) y[row] = reduce_post(acc, n, post, shift);
+}
+
+__kernel void stowage_reduce_rows(__global const stowage_t* x, __global stowage_t* y, int rows, int n, int inner,
+                                  int op, int pre, int post) {
+  const int row = get_global_id(0);
+  if (row >= rows) return;
+  const int o = row / inner, i = row - o * inner;
+  const int base = o * n * inner + i;
+  float shift = 0.0f;
 #if STOWAGE_T_IS_FLOAT
-  if (post == 1 && n == 0) acc = NAN;
-  if (post == 2) acc = sqrt(acc);
-  if (post == 3) acc = log(acc);
-  if (post == 4) acc = log(acc) + safe_shift;
+  if (pre == 3) {
+    float best = -INFINITY;
+    for (int j = 0; j < n; ++j) best = fmax(best, x[base + j * inner]);
+    shift = safe_shift(best);
+  }
 #endif
-  y[row] = acc;
+  stowage_t acc = identity(op);
+  for (int j = 0; j < n; ++j) acc = combine(op, acc, reduce_pre(x[base + j * inner], pre, shift));
+  y[row] = reduce_post(acc, n, post, shift);
 }
 
 // ---- ArgMax, ArgMin -------------------------------------------------------------
