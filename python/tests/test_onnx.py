@@ -474,9 +474,9 @@ def test_unsupported_ops_and_attributes_name_the_node():
     model = make_model([relu, helper.make_node("Det", ["r"], ["y"], name="odd")], [("x", (3, 3))], ("y", None))
     assert refusal(model) == (
         "the model has 1 unsupported operator: Det (1 node, first: node 1 'odd' (Det)): operator is not supported")
-    pool = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
-    assert refusal(make_model([pool], [("x", (1, 1, 5, 5))], ("y", None))) == (
-        "node 0 'p' (MaxPool): ceil_mode=1 is not supported where it adds a window (here it would)"
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2, 2, 2])
+    assert refusal(make_model([pool], [("x", (1, 1, 5, 5, 5, 5))], ("y", None))) == (
+        "node 0 'p' (MaxPool): a rank-6 input: pools over 1 to 3 spatial dimensions are supported"
     )
     reflect = helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")
     model = make_model([reflect], [("x", (1, 1, 5, 5))], ("y", None), [("pads", np.zeros(8, np.int64))])
@@ -485,7 +485,7 @@ def test_unsupported_ops_and_attributes_name_the_node():
     assert refusal(make_model([odd], [("x", (2,))], ("y", None))) == "node 0 'r' (Relu): attribute 'alpha' is not supported"
     conv3d = helper.make_node("Conv", ["x", "w"], ["y"], name="c3")
     model = make_model([conv3d], [("x", (1, 1, 4, 4, 4))], ("y", None), [("w", rand(1, 1, 2, 2, 2))])
-    assert refusal(model) == "node 0 'c3' (Conv): a 3D convolution: only 2D (NCHW) is supported"
+    assert refusal(model) == "node 0 'c3' (Conv): a 3D convolution: only 1D and 2D are supported"
 
 
 def test_three_unsupported_ops_are_named_in_one_error():
