@@ -720,7 +720,7 @@ def _ops():
      "conv2d: argument 'bias': expected shape [4], got [5]"),
     (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 9, 9), np.float32)),
      "conv2d: the window (9x9, dilations [1, 1]) does not fit the padded input 8x8"),
-    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), activation=("gelu",)),
+    (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), activation=("swish",)),
      "conv2d: argument 'activation': expected None or a tuple starting with one of relu"),
     (lambda ops, x: ops.conv2d(x, np.zeros((4, 3, 3, 3), np.float32), in_place=True),
      "conv2d: in_place=True needs a residual and no 'out'"),
