@@ -339,3 +339,29 @@ def test_folded_reductions_match_the_kernels(device):
         model = model_of([node, add], [("x", x)], [("y", "float32")], [("c", c)], 13)
         module, _ = check(model, {"x": x}, device)
         assert "stowage_reduce" not in module.text()
+
+
+FOLDED_NORMS = [
+    ("LayerNormalization", 17, [(2, 3, 4), (4,), (4,)], {"axis": -1}),
+    ("RMSNormalization", 23, [(2, 3, 4), (3, 4)], {"axis": 1}),
+    ("InstanceNormalization", 13, [(2, 3, 4), (3,), (3,)], {}),
+    ("GroupNormalization", 18, [(2, 4, 3), (2,), (2,)], {"num_groups": 2}),
+    ("GroupNormalization", 21, [(2, 4, 3), (4,), (4,)], {"num_groups": 2}),
+    ("LpNormalization", 13, [(2, 3, 4)], {"axis": 1, "p": 1}),
+    ("MeanVarianceNormalization", 13, [(2, 3, 4, 2)], {}),
+    ("LRN", 13, [(2, 5, 2, 2)], {"size": 3}),
+    ("BatchNormalization", 15, [(2, 3, 4), (3,), (3,), (3,), (3,)], {}),
+]
+
+
+@pytest.mark.parametrize("op,opset,shapes,attrs", FOLDED_NORMS)
+def test_normalizations_of_constants_fold_at_import(op, opset, shapes, attrs, device):
+    names = [f"c{i}" for i in range(len(shapes))]
+    consts = [rand(*s) for s in shapes]
+    if op == "BatchNormalization":
+        consts[4] = np.abs(consts[4]) + 0.5
+    nodes = [helper.make_node(op, names, ["n"], **attrs), helper.make_node("Add", ["x", "n"], ["y"])]
+    x = rand(*shapes[0])
+    module, _ = check(model_of(nodes, [("x", x)], [("y", "float32")], list(zip(names, consts)), opset), {"x": x},
+                      device)
+    assert "call_kernel(stowage_normalize" not in module.text() and "stowage_lrn" not in module.text()

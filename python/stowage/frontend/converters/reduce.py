@@ -236,12 +236,128 @@ def float_input(ctx, node, i):
     return as_float32(v) if isinstance(v, np.ndarray) else v
 
 
+def checked_axis(node, rank, default=-1):
+    axis = node.int_attr("axis", default)
+    if not -rank <= axis < rank:
+        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+def wide(a):
+    return None if a is None else np.asarray(a, np.float64)
+
+
+def normalized(x, axes, eps, rms=False, std_plus_eps=False):
+    """(x - mean) * inv over `axes` in float64, with mean and inv (kept dims)."""
+    mean = np.zeros((1,) * x.ndim) if rms else np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    inv = 1.0 / (np.sqrt(var) + eps) if std_plus_eps else 1.0 / np.sqrt(var + eps)
+    return (x - mean) * inv, mean, inv
+
+
+def fold_layer_norm(ctx, node, x, scale, bias=None):
+    node.check_attrs(("axis", "epsilon", "stash_type"))
+    check_stash_type(node)
+    x = wide(x)
+    ctx.check_fold(node, x.shape)
+    axis = checked_axis(node, x.ndim)
+    y, mean, inv = normalized(x, tuple(range(axis, x.ndim)), float(node.attr("epsilon", 1e-5)))
+    y = y * wide(scale) + (0.0 if bias is None else wide(bias))
+    return tuple(np.asarray(v, np.float32) for v in (y, mean, inv))
+
+
+def fold_rms_norm(ctx, node, x, scale):
+    node.check_attrs(("axis", "epsilon", "stash_type"))
+    check_stash_type(node)
+    x = wide(x)
+    ctx.check_fold(node, x.shape)
+    axis = checked_axis(node, x.ndim)
+    y = normalized(x, tuple(range(axis, x.ndim)), float(node.attr("epsilon", 1e-5)), rms=True)[0]
+    return (y * wide(scale)).astype(np.float32)
+
+
+def channel_shaped(v, rank):
+    return wide(v).reshape((1, -1) + (1,) * (rank - 2))
+
+
+def fold_instance_norm(ctx, node, x, scale, bias):
+    node.check_attrs(("epsilon",))
+    x = wide(x)
+    ctx.check_fold(node, x.shape)
+    if x.ndim < 3:
+        raise node.invalid(f"a rank-{x.ndim} input: needs [N, C, spatial...]")
+    y = normalized(x, tuple(range(2, x.ndim)), float(node.attr("epsilon", 1e-5)))[0]
+    return (y * channel_shaped(scale, x.ndim) + channel_shaped(bias, x.ndim)).astype(np.float32)
+
+
+def fold_group_norm(ctx, node, x, scale, bias):
+    node.check_attrs(("epsilon", "num_groups", "stash_type"))
+    check_stash_type(node)
+    x = wide(x)
+    ctx.check_fold(node, x.shape)
+    groups = node.int_attr("num_groups")
+    if x.ndim < 2 or groups is None or groups < 1 or x.shape[1] % groups:
+        raise node.invalid(f"num_groups {groups} does not split the channels of shape {list(x.shape)}")
+    grouped = x.reshape(x.shape[0], groups, -1)
+    y = normalized(grouped, (2,), float(node.attr("epsilon", 1e-5)))[0]
+    if node.since < 21:  # scale and bias per group
+        y = y * wide(scale).reshape(1, -1, 1) + wide(bias).reshape(1, -1, 1)
+        return y.reshape(x.shape).astype(np.float32)
+    y = y.reshape(x.shape)
+    return (y * channel_shaped(scale, x.ndim) + channel_shaped(bias, x.ndim)).astype(np.float32)
+
+
+def fold_lp_norm(ctx, node, x):
+    node.check_attrs(("axis", "p"))
+    x = wide(x)
+    axis = checked_axis(node, x.ndim)
+    p = node.int_attr("p", 2)
+    if p not in (1, 2):
+        raise node.invalid(f"p={p}; LpNormalization takes 1 or 2")
+    norm = np.sum(np.abs(x), axis=axis, keepdims=True) if p == 1 else np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    with np.errstate(all="ignore"):
+        return np.where(norm == 0, 0.0, x / norm).astype(np.float32)
+
+
+def fold_mean_variance_norm(ctx, node, x):
+    node.check_attrs(("axes",))
+    x = wide(x)
+    try:
+        axes = normalize_axes(node.op_type, node.ints_attr("axes", (0, 2, 3)), x.ndim)
+    except Exception as e:
+        raise node.invalid(str(e)) from None
+    return normalized(x, axes, 1e-9, std_plus_eps=True)[0].astype(np.float32)
+
+
+def fold_lrn(ctx, node, x):
+    node.check_attrs(("alpha", "beta", "bias", "size"))
+    x = wide(x)
+    size = node.int_attr("size")
+    if size is None or size < 1 or x.ndim < 3:
+        raise node.invalid(f"size {size} and a rank-{x.ndim} input: needs size >= 1 and [N, C, spatial...]")
+    alpha, beta, bias = (float(node.attr(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    squares = x * x
+    total = np.zeros_like(x)
+    for c in range(x.shape[1]):
+        total[:, c] = squares[:, max(c - (size - 1) // 2, 0):c + size // 2 + 1].sum(axis=1)
+    return (x / (bias + alpha / size * total) ** beta).astype(np.float32)
+
+
+def fold_batch_norm(ctx, node, x, scale, bias, mean, var, *_):
+    check_batch_norm(ctx, node)
+    x = wide(x)
+    eps = float(node.attr("epsilon", 1e-5))
+    rank = x.ndim
+    y = (x - channel_shaped(mean, rank)) / np.sqrt(channel_shaped(var, rank) + eps)
+    return (y * channel_shaped(scale, rank) + channel_shaped(bias, rank)).astype(np.float32)
+
+
 def check_stash_type(node):
     if node.int_attr("stash_type", 1) != 1:
         raise node.unsupported(f"stash_type={node.attr('stash_type')}: statistics are computed in float32 only")
 
 
-@register("LayerNormalization", versions=(17,))
+@register("LayerNormalization", versions=(17,), fold=fold_layer_norm)
 def layer_norm(ctx, node):
     node.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(node)
@@ -259,7 +375,7 @@ def layer_norm(ctx, node):
     return {name: value for name, value in zip(node.outputs, result) if name}
 
 
-@register("RMSNormalization", versions=(23,))
+@register("RMSNormalization", versions=(23,), fold=fold_rms_norm)
 def rms_norm(ctx, node):
     node.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(node)
@@ -272,14 +388,14 @@ def rms_norm(ctx, node):
                              epsilon=float(node.attr("epsilon", 1e-5)), rms=True)
 
 
-@register("InstanceNormalization", versions=(6, 22))
+@register("InstanceNormalization", versions=(6, 22), fold=fold_instance_norm)
 def instance_norm(ctx, node):
     node.check_attrs(("epsilon",))
     return ctx.ob.instance_norm(ctx.tensor(node, 0), float_input(ctx, node, 1), float_input(ctx, node, 2),
                                 epsilon=float(node.attr("epsilon", 1e-5)))
 
 
-@register("GroupNormalization", versions=(18, 21))
+@register("GroupNormalization", versions=(18, 21), fold=fold_group_norm)
 def group_norm(ctx, node):
     node.check_attrs(("epsilon", "num_groups", "stash_type"))
     check_stash_type(node)
@@ -290,7 +406,7 @@ def group_norm(ctx, node):
                              epsilon=float(node.attr("epsilon", 1e-5)), per_channel=node.since >= 21)
 
 
-@register("LpNormalization", versions=(1, 22))
+@register("LpNormalization", versions=(1, 22), fold=fold_lp_norm)
 def lp_norm(ctx, node):
     node.check_attrs(("axis", "p"))
     p = node.int_attr("p", 2)
@@ -304,7 +420,7 @@ def lp_norm(ctx, node):
     return ctx.ob.lp_norm(x, axis, p)
 
 
-@register("MeanVarianceNormalization", versions=(9, 13))
+@register("MeanVarianceNormalization", versions=(9, 13), fold=fold_mean_variance_norm)
 def mean_variance_norm(ctx, node):
     node.check_attrs(("axes",))
     x = ctx.tensor(node, 0)
@@ -316,7 +432,7 @@ def mean_variance_norm(ctx, node):
     return ctx.ob.mean_variance_norm(x, axes)
 
 
-@register("LRN", versions=(1, 13))
+@register("LRN", versions=(1, 13), fold=fold_lrn)
 def lrn(ctx, node):
     node.check_attrs(("alpha", "beta", "bias", "size"))
     size = node.int_attr("size")
@@ -326,8 +442,7 @@ def lrn(ctx, node):
                       beta=float(node.attr("beta", 0.75)), bias=float(node.attr("bias", 1.0)))
 
 
-@register("BatchNormalization", versions=(7, 9, 14, 15), texture=True, fuses="folded into the Conv before it")
-def batch_norm(ctx, node):
+def check_batch_norm(ctx, node):
     node.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
     if node.int_attr("training_mode", 0):
         raise node.unsupported("training_mode=1 is not supported (inference only)")
@@ -335,6 +450,12 @@ def batch_norm(ctx, node):
         raise node.unsupported("spatial=0 is not supported")
     if any(node.output_used(i, ctx.graph) for i in range(1, 5)):
         raise node.unsupported("the running statistics outputs are not supported (inference only)")
+
+
+@register("BatchNormalization", versions=(7, 9, 14, 15), fold=fold_batch_norm, texture=True,
+          fuses="folded into the Conv before it")
+def batch_norm(ctx, node):
+    check_batch_norm(ctx, node)
     x = ctx.tensor(node, 0)
     epsilon = float(node.attr("epsilon", 1e-5))
     params = [float_input(ctx, node, i) for i in range(1, 5)]
