@@ -284,3 +284,105 @@ def test_scatter_folded(reduction, device):
              ("ie", np.array([[2, 0], [1, 1]], np.int64)), ("ue", sample((2, 2)))]
     model = model_of(nodes, [("x", (4, 3), "float32")], [("y", None, "float32")], known, opset=18)
     check(model, {"x": sample((4, 3))}, device, kernels=1)
+
+
+# ---- Resize and Upsample ---------------------------------------------------------------
+
+RESIZE_CASES = [
+    # x shape, scales or None, sizes or None, attributes
+    ((1, 2, 5, 7), [1, 1, 2, 3], None, {"mode": "nearest"}),
+    ((1, 2, 5, 7), [1, 1, 0.6, 0.5], None, {"mode": "nearest", "nearest_mode": "round_prefer_ceil"}),
+    ((1, 2, 5, 5), [1, 1, 2.0, 1.4], None, {"mode": "nearest", "nearest_mode": "floor",
+                                            "coordinate_transformation_mode": "align_corners"}),
+    ((1, 2, 5, 7), [1, 1, 1.5, 0.7], None, {"mode": "nearest", "nearest_mode": "ceil",
+                                            "coordinate_transformation_mode": "asymmetric"}),
+    ((2, 3, 4, 6), None, [2, 3, 8, 9], {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}),
+    ((1, 2, 5, 7), [1, 1, 2, 2], None, {"mode": "linear"}),
+    ((1, 2, 5, 7), [1, 1, 0.5, 1.6], None, {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    ((1, 2, 5, 7), None, [1, 2, 9, 3], {"mode": "linear", "coordinate_transformation_mode": "align_corners"}),
+    ((1, 2, 5, 7), [1, 1, 1.8, 1.3], None, {"mode": "cubic"}),
+    ((1, 2, 5, 7), [1, 1, 0.6, 2.0], None, {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}),
+    ((1, 2, 8, 6), None, [1, 2, 5, 11], {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}),
+    ((2, 6, 5), [1, 2.5, 1], None, {"mode": "linear"}),  # 3-D, a middle axis
+]
+
+
+@pytest.mark.parametrize("texture", [False, True])
+@pytest.mark.parametrize("case", RESIZE_CASES, ids=lambda c: f"{c[3]['mode']}-{c[0]}-{c[1] or c[2]}")
+def test_resize(case, texture, device):
+    shape, scales, sizes, attrs = case
+    if texture and len(shape) != 4:
+        pytest.skip("texture mode keeps 4-D activations")
+    known = [("roi", np.zeros(0, np.float32)), ("scales", np.array(scales or [], np.float32))]
+    if sizes is not None:
+        known.append(("sizes", np.array(sizes, np.int64)))
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r"] + [n for n, _ in known], ["y"], **attrs)]
+    opset = 11 if attrs.get("coordinate_transformation_mode") == "tf_half_pixel_for_nn" else 13
+    model = model_of(nodes, [("x", shape, "float32")], [("y", None, "float32")], known, opset)
+    check(model, {"x": sample(shape)}, device, texture=texture)
+
+
+@pytest.mark.parametrize("attrs, sizes", [
+    ({"axes": [3, 2], "mode": "linear"}, [9, 2]),
+    ({"axes": [2, 3], "mode": "nearest", "keep_aspect_ratio_policy": "not_larger"}, [9, 20]),
+    ({"axes": [2, 3], "mode": "linear", "keep_aspect_ratio_policy": "not_smaller",
+      "coordinate_transformation_mode": "half_pixel_symmetric"}, [9, 20]),
+])
+def test_resize_axes_and_aspect_ratio(attrs, sizes, device):
+    x = sample((1, 3, 4, 6))
+    known = [("roi", np.zeros(0, np.float32)), ("scales", np.zeros(0, np.float32)),
+             ("sizes", np.array(sizes, np.int64))]
+    model = single("Resize", x.shape, initializers=known, opset=19, **attrs)
+    check(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias(mode, device):
+    x = sample((1, 2, 12, 10))
+    known = [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0.4, 0.7], np.float32))]
+    model = single("Resize", x.shape, initializers=known, opset=18, mode=mode, antialias=1)
+    check(model, {"x": x}, device)
+
+
+def test_resize_tf_crop_and_resize(device):
+    x = sample((1, 2, 6, 7))
+    known = [("roi", np.array([0, 0, 0.2, -0.1, 1, 1, 0.9, 1.3], np.float32)),
+             ("scales", np.zeros(0, np.float32)), ("sizes", np.array([1, 2, 5, 8], np.int64))]
+    model = single("Resize", x.shape, initializers=known, mode="linear",
+                   coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=2.5)
+    check(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("dtype", ["int32"])  # ONNX Runtime's Resize takes no int64 or bool
+def test_resize_nearest_of_ints(dtype, device):
+    x = sample((1, 2, 3, 4), dtype)
+    known = [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 1.5], np.float32))]
+    check(single("Resize", x.shape, dtype, initializers=known, mode="nearest"), {"x": x}, device)
+
+
+def test_resize_scales_at_run_time(device):
+    """Scales given at run time: the kernels read them; the extents are the declared output's."""
+    x = sample((1, 2, 4, 5))
+    scales = np.array([1, 1, 1.5, 2.2], np.float32)
+    node = helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")
+    model = model_of([node], [("x", x.shape, "float32"), ("s", (4,), "float32")], [("y", (1, 2, 6, 11), "float32")])
+    check(model, {"x": x, "s": scales}, device)
+
+
+@pytest.mark.parametrize("mode, scales", [("nearest", [1, 1, 2, 3]), ("linear", [1, 1, 2, 1.5]),
+                                          ("nearest", [1, 1, 0.5, 0.75])])
+@pytest.mark.parametrize("op, opset", [("Resize", 10), ("Upsample", 9), ("Upsample", 7)])
+def test_legacy_resize_and_upsample(op, opset, mode, scales, device, request):
+    x = sample((1, 2, 4, 4))
+    if op == "Upsample" and min(scales) < 1:
+        pytest.skip("Upsample only enlarges")
+    if mode == "linear" or min(scales) < 1:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "onnx's version converter (onnx_model.upgraded) turns these into Resize 13 with half_pixel coordinates; "
+            "ONNX Runtime keeps them asymmetric")))
+    if opset == 7:
+        model = single(op, x.shape, opset=opset, mode=mode, scales=[float(s) for s in scales])
+    else:
+        model = single(op, x.shape, initializers=[("scales", np.array(scales, np.float32))], opset=opset, mode=mode)
+    check(model, {"x": x}, device)

@@ -11,6 +11,12 @@ from . import shapes
 from .core import DTYPE_CODES, Core
 
 INDEX_CODES = {"int32": 1, "int64": 2}
+# Resize's kernel codes (movement.cl, stowage_resize_axis).
+RESIZE_COORDINATES = {"half_pixel": 0, "half_pixel_symmetric": 1, "pytorch_half_pixel": 2, "align_corners": 3,
+                      "asymmetric": 4, "tf_half_pixel_for_nn": 5, "tf_crop_and_resize": 6}
+RESIZE_FILTERS = {"nearest": 0, "linear": 1, "cubic": 2}
+# "simple": ONNX Runtime's rounding of Resize 10 and Upsample (ceil when shrinking, else floor).
+NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3, "simple": 4}
 ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "uint8": 1}
 
 
@@ -263,32 +269,43 @@ class MovementOps(Core):
 
     # ---- resize and triangles --------------------------------------------------------
 
-    def resize_axis(self, x, axis, index, weight, extrapolation=0.0):
-        """One axis of a Resize: output position j along ``axis`` is the sum over taps
-        t of weight[j, t] * x[.., index[j, t], ..] (index -1: ``extrapolation``).
-        ``index`` and ``weight`` are arrays [out extent, taps]; one tap copies."""
+    def resize_axis(self, x, axis, out_extent, scales, scale_at, mode="half_pixel", filter="nearest",
+                    nearest="round_prefer_floor", cubic_a=-0.75, exclude_outside=False, antialias=False,
+                    roi=None, roi_at=-1, roi_stride=0, extrapolation=0.0):
+        """One axis of ONNX's Resize: ``axis`` resized to ``out_extent`` with the scale
+        ``scales[scale_at]`` (``scales``: a float32 Var known at import or computed at
+        run time), ``mode`` one of RESIZE_COORDINATES (tf_crop_and_resize reads
+        ``roi[roi_at]`` and ``roi[roi_at + roi_stride]``), ``filter`` nearest (rounding
+        ``nearest``, one of NEAREST_MODES), linear or cubic."""
         op = "resize"
         x_var = self._data(op, "x", x)
         shape = self.shape_of(x_var)
         axis = _axis(op, axis, len(shape))
-        index = np.asarray(index, np.int64)
-        weight = np.asarray(weight, np.float32)
-        if index.ndim != 2 or weight.shape != index.shape or index.size == 0:
-            raise InvalidInputError(f"{op}: index and weight must be tables [out extent, taps] of one shape")
-        if index.min() < -1 or index.max() >= shape[axis]:
-            raise InvalidInputError(f"{op}: an index leaves the extent {shape[axis]}")
-        l_out, taps = index.shape
-        if taps > 1 and x_var.dtype != "float32":
-            raise InvalidInputError(f"{op}: interpolating {x_var.dtype} data; only nearest copies take it")
-        out_shape = shape[:axis] + (l_out,) + shape[axis + 1:]
+        for name, value, table in (("mode", mode, RESIZE_COORDINATES), ("filter", filter, RESIZE_FILTERS),
+                                   ("nearest", nearest, NEAREST_MODES)):
+            if value not in table:
+                raise InvalidInputError(f"{op}: {name} '{value}' is not one of {', '.join(table)}")
+        if filter != "nearest" and x_var.dtype != "float32":
+            raise InvalidInputError(f"{op}: {filter} interpolation of {x_var.dtype} data (only nearest takes it)")
+        scales = self._data(op, "scales", scales)
+        roi = scales if roi is None else self._data(op, "roi", roi)
+        for name, v in (("scales", scales), ("roi", roi)):
+            if v.dtype != "float32":
+                raise InvalidInputError(f"{op}: argument '{name}': '{v.name}' is {v.dtype}; float32 is expected")
+        out_extent = int(out_extent)
+        if out_extent < 0 or (shape[axis] == 0 and out_extent):
+            raise InvalidInputError(f"{op}: cannot resize an extent of {shape[axis]} to {out_extent}")
+        out_shape = shape[:axis] + (out_extent,) + shape[axis + 1:]
         dst = self._new_buffer(out_shape, x_var.dtype)
         outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:])
-        if outer * inner * l_out == 0:
+        if outer * inner * out_extent == 0:
             return dst
         unit = self._movement_unit(x_var.dtype)
-        grid, local = shapes.launch_3d(inner, l_out, outer)
-        self._launch(unit, "stowage_resize_axis", x_var, self.constant(index.astype(np.int32)), self.constant(weight),
-                     dst, taps, shape[axis], l_out, inner, float(extrapolation), grid=grid, local=local)
+        grid, local = shapes.launch_3d(inner, out_extent, outer)
+        self._launch(unit, "stowage_resize_axis", x_var, scales, roi, dst, shape[axis], out_extent, inner,
+                     int(scale_at), int(roi_at), int(roi_stride), RESIZE_COORDINATES[mode], RESIZE_FILTERS[filter],
+                     NEAREST_MODES[nearest], float(cubic_a), int(bool(exclude_outside)), int(bool(antialias)),
+                     float(extrapolation), grid=grid, local=local)
         return dst
 
     def trilu(self, x, k=0, upper=True):

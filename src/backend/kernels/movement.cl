@@ -19,13 +19,24 @@
 // stowage_scatter_nd: y already holds the data; indices [m, k], updates [m, inner];
 //   grid = [inner, m, 1].
 // stowage_resize_axis: one axis of a Resize: x [outer, l_in, inner] ->
-//   y [outer, l_out, inner], y[o, j, i] = sum over t < taps of weight[j taps + t] *
-//   x[o, index[j taps + t], i] (index -1: the extrapolation value); one tap copies.
+//   y [outer, l_out, inner]; the scale is scales[scale_at] (known at import or
+//   computed at run time), the crop roi[roi_at] and roi[roi_at + roi_stride]; source
+//   coordinates, nearest rounding and the linear or cubic taps (antialiased when
+//   downscaling, if asked) as ONNX's Resize defines them, edges clamped.
 //   grid = [inner, l_out, outer].
 // stowage_trilu: x [batch, rows, cols] -> y, zero outside the triangle of diagonal
 //   k (upper: col - row >= k, lower: col - row <= k); grid = [cols, rows, batch].
 #include <stowage/dtype.cl.h>
 #include <stowage/grid6.cl.h>
+
+// Resize's coordinates in double precision where the device has it (as ONNX's
+// reference computes them), else in float.
+#if defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double stowage_coord;
+#else
+typedef float stowage_coord;
+#endif
 
 inline int stowage_wrap_index(long k, int extent) {
   if (k < 0) k += extent;
@@ -90,23 +101,85 @@ __kernel void stowage_scatter_nd(__global const stowage_t* updates, __global con
   y[offset + i] = updates[j * inner + i];
 }
 
-__kernel void stowage_resize_axis(__global const stowage_t* x, __global const int* index,
-                                  __global const float* weight, __global stowage_t* y, int taps, int l_in, int l_out,
-                                  int inner, float extrapolation) {
+// Resize's source coordinate of output position j (ONNX's
+// coordinate_transformation_mode, numbered as stowage.ops.movement.RESIZE_COORDINATES).
+inline stowage_coord stowage_resize_source(int mode, int j, stowage_coord scale, int l_in, int l_out,
+                                           stowage_coord roi_start, stowage_coord roi_end) {
+  const stowage_coord out_width = scale * l_in;
+  const stowage_coord centre = (j + (stowage_coord)0.5) / scale - (stowage_coord)0.5;
+  switch (mode) {
+    case 1: {  // half_pixel_symmetric
+      const stowage_coord adjustment = l_out / out_width;
+      return l_in / (stowage_coord)2 * (1 - adjustment) + centre;
+    }
+    case 2:  // pytorch_half_pixel
+      return out_width == 1 ? (stowage_coord)-0.5 : centre;
+    case 3:  // align_corners
+      return out_width == 1 ? (stowage_coord)0 : j * (stowage_coord)(l_in - 1) / (out_width - 1);
+    case 4:  // asymmetric
+      return j / scale;
+    case 5:  // tf_half_pixel_for_nn
+      return (j + (stowage_coord)0.5) / scale;
+    case 6: {  // tf_crop_and_resize
+      const stowage_coord span = (roi_end - roi_start) * (l_in - 1);
+      const stowage_coord at = out_width == 1 ? span / 2 : j * span / (out_width - 1);
+      return at + roi_start * (l_in - 1);
+    }
+    default:  // half_pixel
+      return centre;
+  }
+}
+
+// The interpolation kernels at distance d: linear (filter 1) and cubic (2, Keys' with a).
+inline stowage_coord stowage_resize_filter(int filter, stowage_coord d, stowage_coord a) {
+  d = fabs(d);
+  if (filter == 1) return d < 1 ? 1 - d : 0;
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
+__kernel void stowage_resize_axis(__global const stowage_t* x, __global const float* scales,
+                                  __global const float* roi, __global stowage_t* y, int l_in, int l_out, int inner,
+                                  int scale_at, int roi_at, int roi_stride, int mode, int filter, int nearest,
+                                  float cubic_a, int exclude_outside, int antialias, float extrapolation) {
   const int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);
   if (i >= inner || j >= l_out) return;
   __global const stowage_t* row = x + o * l_in * inner + i;
   const int out = (o * l_out + j) * inner + i;
-  if (taps == 1) {
-    const int s = index[j];
-    y[out] = s < 0 ? (stowage_t)extrapolation : row[s * inner];
+  const stowage_coord scale = scales[scale_at];
+  const stowage_coord roi_start = roi_at < 0 ? 0 : roi[roi_at], roi_end = roi_at < 0 ? 1 : roi[roi_at + roi_stride];
+  const stowage_coord at = stowage_resize_source(mode, j, scale, l_in, l_out, roi_start, roi_end);
+  if (mode == 6 && (at < 0 || at > l_in - 1)) {
+    y[out] = (stowage_t)extrapolation;
     return;
   }
-  float acc = 0.0f;
-  for (int t = 0; t < taps; ++t) {
-    const int s = index[j * taps + t];
-    acc += weight[j * taps + t] * (s < 0 ? extrapolation : (float)row[s * inner]);
+  const stowage_coord below = floor(at);
+  const bool whole = at == below;
+  if (filter == 0) {  // nearest: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil, 4 simple
+    const stowage_coord frac = at - below;
+    const int mode_n = nearest == 4 ? (scale < 1 ? 3 : 2) : nearest;
+    const bool up = !whole && (mode_n == 3 || (mode_n == 0 && frac > 0.5) || (mode_n == 1 && frac >= 0.5));
+    const int s = clamp((int)below + (up ? 1 : 0), 0, l_in - 1);
+    y[out] = row[s * inner];
+    return;
   }
+  // Taps floor(at) + first .. floor(at) + first + taps - 1 (at an integer, one lower
+  // with ratio 1), first = 1 - taps / 2; the filter stretched by 1/s when antialiasing.
+  const stowage_coord ratio = whole ? (stowage_coord)1 : at - below;
+  const int base = whole ? (int)at - 1 : (int)below;
+  const stowage_coord s = antialias ? fmin(scale, (stowage_coord)1) : (stowage_coord)1;
+  const int first = (int)floor((filter == 1 ? -1 : -2) / s) + 1;
+  const int taps = 2 - 2 * first;
+  stowage_coord acc = 0, total = 0;
+  for (int t = 0; t < taps; ++t) {
+    const int k = base + first + t;
+    stowage_coord w = stowage_resize_filter(filter, s * (first + t - ratio), cubic_a);
+    if (exclude_outside && (k < 0 || k >= l_in)) w = 0;
+    acc += w * (stowage_coord)row[clamp(k, 0, l_in - 1) * inner];
+    total += w;
+  }
+  if (antialias || exclude_outside) acc = total == 0 ? acc : acc / total;
   y[out] = (stowage_t)acc;
 }
 

@@ -7,6 +7,7 @@ from onnx import helper
 
 from ...errors import InvalidInputError
 from ...ops.layout import PAD_MODES, _pad_known
+from ...ops.movement import NEAREST_MODES, RESIZE_COORDINATES, RESIZE_FILTERS
 from ..onnx_model import tensor_value
 from ..registry import ALL_TYPES, register
 from .common import ints
@@ -693,3 +694,162 @@ def scatter_nd(ctx, node):
         raise node.unsupported(f"reduction '{node.attr('reduction')}' on tensors computed at run time")
     data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
     return _library(node, lambda: ctx.ob.scatter_nd(data, _index_var(ctx, node, 1), updates))
+
+
+# ---- Resize and Upsample -------------------------------------------------------------
+
+_RESIZE_ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                 "extrapolation_value", "nearest_mode", "antialias", "axes", "keep_aspect_ratio_policy")
+
+
+def _resize_options(node):
+    """The per-axis pass options of a Resize (or Upsample) node, checked."""
+    legacy = node.op_type == "Upsample" or node.since < 11  # ONNX Runtime's Resize 10 and Upsample
+    mode = node.attr("mode", "nearest")
+    if legacy and mode == "bilinear":
+        mode = "linear"
+    if mode not in RESIZE_FILTERS or (legacy and mode == "cubic"):
+        raise node.unsupported(f"mode '{mode}' is not supported")
+    coordinates = "asymmetric" if legacy else node.attr("coordinate_transformation_mode", "half_pixel")
+    allowed = set(RESIZE_COORDINATES) - ({"tf_half_pixel_for_nn"} if node.since >= 13 else set())
+    if node.since < 18:
+        allowed.discard("half_pixel_symmetric")
+    if coordinates not in allowed:
+        raise node.unsupported(f"coordinate_transformation_mode '{coordinates}' is not defined at schema {node.since}")
+    nearest = "simple" if legacy else node.attr("nearest_mode", "round_prefer_floor")
+    if nearest not in NEAREST_MODES or nearest == "simple" and not legacy:
+        raise node.unsupported(f"nearest_mode '{nearest}' is not supported")
+    antialias = bool(node.int_attr("antialias", 0))
+    if antialias and mode == "nearest":
+        raise node.unsupported("antialias with mode nearest (ONNX defines it for linear and cubic)")
+    return dict(mode=coordinates, filter=mode, nearest=nearest, cubic_a=float(node.attr("cubic_coeff_a", -0.75)),
+                exclude_outside=bool(node.int_attr("exclude_outside", 0)), antialias=antialias,
+                extrapolation=float(node.attr("extrapolation_value", 0.0)))
+
+
+def _present(ctx, node, i):
+    """Input i, or None when it is left out or an empty tensor."""
+    v = ctx.optional(node, i)
+    if v is None or (isinstance(v, np.ndarray) and v.size == 0):
+        return None
+    return v
+
+
+def _resize_axes(ctx, node, rank):
+    axes = ints(node, "axes", None)
+    if axes is None:
+        return list(range(rank))
+    axes = [a + rank if a < 0 else a for a in axes]
+    if len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):
+        raise node.invalid(f"axes {list(node.attr('axes'))} out of range or repeated for rank {rank}")
+    return axes
+
+
+def _declared_shape(ctx, node, rank):
+    shape = ctx.inferred_shapes().get(node.outputs[0])
+    if shape is None or len(shape) != rank:
+        raise node.unsupported("its scales or sizes are computed at run time and the model declares no output shape")
+    return tuple(shape)
+
+
+def _resize_plan(ctx, node, shape):
+    """(passes, scales Var): passes are (axis, out extent, index in scales), in the
+    order to run them; scales holds the scale of each pass."""
+    rank = len(shape)
+    axes = _resize_axes(ctx, node, rank)
+    if node.op_type == "Upsample" and node.since < 9:
+        scales = np.array(node.attr("scales", []), np.float32)
+        sizes = None
+    else:
+        scales = _present(ctx, node, 1 if node.op_type == "Upsample" or node.since < 11 else 2)
+        sizes = _present(ctx, node, 3) if node.op_type == "Resize" and node.since >= 11 else None
+    if (scales is None) == (sizes is None):
+        raise node.invalid("exactly one of scales and sizes must be given")
+    count = len(axes)
+    if sizes is not None:
+        out = _known_sizes(ctx, node, shape, axes, sizes)
+        factors = np.array([out[a] / shape[a] if shape[a] else 1.0 for a in axes], np.float32)
+        policy = node.attr("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            if policy not in ("not_larger", "not_smaller"):
+                raise node.invalid(f"keep_aspect_ratio_policy '{policy}' is not defined")
+            common = (np.min if policy == "not_larger" else np.max)(factors.astype(np.float64))
+            factors = np.full(count, common, np.float32)
+            out = list(shape)
+            for a in axes:
+                out[a] = int(common * shape[a] + 0.5)
+        scales = factors
+    if isinstance(scales, np.ndarray):
+        scales = scales.astype(np.float32).reshape(-1)
+        if scales.size != count or np.any(~np.isfinite(scales)) or np.any(scales <= 0):
+            raise node.invalid(f"scales {scales.tolist()}: expected {count} values > 0")
+        if sizes is None:
+            out = list(shape)
+            for a, s in zip(axes, scales):
+                out[a] = int(np.float32(s) * np.float32(shape[a]))
+        passes = [(a, out[a], k) for k, (a, s) in enumerate(zip(axes, scales))
+                  if not (np.isclose(s, 1.0) and out[a] == shape[a])]
+        passes.sort(key=lambda p: p[1] / max(shape[p[0]], 1))  # shrink first: later passes are smaller
+        return passes, ctx.ob.constant(scales)
+    if scales.dtype != "float32" or ctx.shape(scales) != (count,):
+        raise node.invalid(f"scales of shape {list(ctx.shape(scales))}: expected {count} float32 values")
+    out = _declared_shape(ctx, node, rank)
+    if any(out[a] != shape[a] for a in range(rank) if a not in axes):
+        raise node.invalid(f"the declared output shape {list(out)} changes axes outside {axes}")
+    return [(a, out[a], k) for k, a in enumerate(axes)], scales
+
+
+def _known_sizes(ctx, node, shape, axes, sizes):
+    if isinstance(sizes, np.ndarray):
+        sizes = [int(v) for v in sizes.reshape(-1)]
+        if len(sizes) != len(axes) or any(v < 0 for v in sizes):
+            raise node.invalid(f"sizes {sizes}: expected {len(axes)} values >= 0")
+        out = list(shape)
+        for a, v in zip(axes, sizes):
+            out[a] = v
+        return out
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise node.unsupported("keep_aspect_ratio_policy with sizes computed at run time")
+    return list(_declared_shape(ctx, node, len(shape)))  # the model's promise of what the sizes are
+
+
+def _roi(ctx, node, options, rank, axes_count):
+    """(roi Var or None, roi_at of axis k (a function), stride) for tf_crop_and_resize."""
+    if options["mode"] != "tf_crop_and_resize":
+        return None, lambda k: -1, 0
+    roi = _present(ctx, node, 1)
+    if roi is None:
+        raise node.invalid("tf_crop_and_resize needs roi")
+    if isinstance(roi, np.ndarray):
+        roi = ctx.ob.constant(roi.astype(np.float32).reshape(-1))
+    if roi.dtype != "float32" or ctx.shape(roi) not in ((2 * axes_count,), (2 * rank,)):
+        raise node.unsupported(f"roi of shape {list(ctx.shape(roi))} and type {roi.dtype}")
+    return roi, (lambda k: k), ctx.shape(roi)[0] // 2
+
+
+@register("Resize", versions=(10, 11, 13, 18, 19), types=ALL_TYPES, texture=True,
+          fuses="one kernel per resized axis (nearest copies; linear and cubic taps computed in the kernel)")
+def resize(ctx, node):
+    node.check_attrs(_RESIZE_ATTRS)
+    return _resize(ctx, node)
+
+
+@register("Upsample", versions=(7, 9, 10), types=ALL_TYPES, texture=True, fuses="as Resize (asymmetric)")
+def upsample(ctx, node):
+    node.check_attrs(("mode", "scales"))
+    return _resize(ctx, node)
+
+
+def _resize(ctx, node):
+    options = _resize_options(node)
+    x = ctx.tensor(node, 0)
+    shape = ctx.shape(x)
+    passes, scales = _resize_plan(ctx, node, shape)
+    axes = _resize_axes(ctx, node, len(shape))
+    roi, roi_at, roi_stride = _roi(ctx, node, options, len(shape), len(axes))
+    if roi is not None and roi_stride != len(axes):  # roi of every axis: index it by axis
+        roi_at = lambda k: axes[k]  # noqa: E731
+    for axis, extent, k in passes:  # none: the identity
+        x = _library(node, lambda: ctx.ob.resize_axis(x, axis, extent, scales, k, roi=roi, roi_at=roi_at(k),
+                                                      roi_stride=roi_stride, **options))
+    return x
