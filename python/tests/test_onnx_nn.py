@@ -155,6 +155,8 @@ POOL_CASES = [
     ("AveragePool", (1, 5, 7, 8), {"kernel_shape": [3, 2], "strides": [2, 3], "ceil_mode": 1}),
     ("AveragePool", (1, 3, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
                                    "ceil_mode": 1, "count_include_pad": 1}),
+    ("AveragePool", (1, 3, 8, 9), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                                   "ceil_mode": 1, "count_include_pad": 1}),  # the last windows pass the padding
 ]
 
 
