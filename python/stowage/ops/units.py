@@ -30,6 +30,7 @@ FAMILIES = (
     "movement",
     "conv_transpose",
     "attention",
+    "conv3d",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
