@@ -194,6 +194,23 @@ def test_layer_normalization_scale_broadcasts_and_is_constant(device):
     check(model, {"x": x}, device)
 
 
+@pytest.mark.parametrize("width", [8, 40])  # a work-item per row; a work-group per row
+def test_layer_normalization_statistics_feed_the_graph(width, device):
+    x = rand(3, 5, width) * 2 + 1
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["n", "mean", "inv"], axis=-1),
+             helper.make_node("Add", ["n", "mean"], ["a"]), helper.make_node("Mul", ["a", "inv"], ["y"])]
+    model = model_of(nodes, [("x", x), ("scale", rand(width)), ("bias", rand(width))], [("y", "float32")],
+                     opset=17)
+    check(model, {"x": x, "scale": rand(width), "bias": rand(width)}, device)
+
+
+def test_normalizations_over_long_rows_and_far_apart_values(device):
+    x = rand(1, 40, 32, 32)
+    check(norm_model("LpNormalization", [("x", x)], 13, axis=1, p=2), {"x": x}, device)
+    inputs = [("x", x), ("scale", rand(40)), ("bias", rand(40))]
+    check(norm_model("InstanceNormalization", inputs, 13), dict(inputs), device)
+
+
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_rms_normalization(axis, device):
     x = rand(2, 3, 8)

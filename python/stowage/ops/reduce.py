@@ -163,17 +163,18 @@ class ReduceOps(Core):
         local = unit.defines.get("SOFTMAX_LOCAL", 64)
         self._launch(unit, kernel, *args, grid=(local, rows), local=(local, 1))
 
-    def _rows_launch(self, unit, kernel, view, *args):
-        """A row kernel over ``view`` = (outer, n, inner): the work-group per row, or
-        its ``_rows`` twin (a work-item per row) for rows of few values or of values
-        far apart (then neighbouring work-items read neighbouring addresses)."""
+    def _rows_launch(self, unit, kernel, view, tensors, *scalars):
+        """A row kernel over ``view`` = (outer, n, inner), its arguments ``tensors``,
+        then (rows,) n, inner, then ``scalars``: the work-group per row, or its
+        ``_rows`` twin (a work-item per row) for rows of few values or of values far
+        apart (then neighbouring work-items read neighbouring addresses)."""
         outer, n, inner = view
         rows = outer * inner
         if n <= THIN_MAX_N or (inner >= THIN_MIN_INNER and rows >= THIN_MIN_ROWS):
             grid, local = shapes.launch_1d(rows)
-            self._launch(unit, kernel + "_rows", args[0], args[1], rows, n, inner, *args[2:], grid=grid, local=local)
+            self._launch(unit, kernel + "_rows", *tensors, rows, n, inner, *scalars, grid=grid, local=local)
         else:
-            self._row_launch(unit, kernel, rows, args[0], args[1], n, inner, *args[2:])
+            self._row_launch(unit, kernel, rows, *tensors, n, inner, *scalars)
 
     def _norm_param(self, op, arg, x, shape=None):
         """A float32 buffer of x; ``shape``: x must broadcast to it and is expanded."""
@@ -214,7 +215,7 @@ class ReduceOps(Core):
         for k, (outer, n, inner) in enumerate(stages):
             last = k == len(stages) - 1
             dst = self._new_buffer((outer * inner,), dtype)
-            self._rows_launch(unit, "stowage_reduce", (outer, n, inner), src, dst, combine,
+            self._rows_launch(unit, "stowage_reduce", (outer, n, inner), (src, dst), combine,
                               pre_first if k == 0 else pre_later, post_last if last else post_mid)
             src = dst
         return self._view(src, out_shape)
@@ -251,7 +252,7 @@ class ReduceOps(Core):
         x_var = self._buffer(op, "x", x)
         dst = self._dest(op, out, shape)
         outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:])
-        self._rows_launch(self._row_unit(), "stowage_softmax", (outer, shape[axis], inner), x_var, dst,
+        self._rows_launch(self._row_unit(), "stowage_softmax", (outer, shape[axis], inner), (x_var, dst),
                           SOFTMAX_MODES[mode])
         return dst
 
@@ -267,9 +268,8 @@ class ReduceOps(Core):
         unused = self._const(np.zeros(1, np.float32))  # an absent scale or bias
         mean = self._new_buffer((max(rows, 1),) if stats else (1,))
         inv = self._new_buffer((max(rows, 1),) if stats else (1,))
-        self._row_launch(self._row_unit(), "stowage_normalize", rows, x, unused if scale is None else scale,
-                         unused if bias is None else bias, dst, mean, inv, n, inner, period, div, float(eps), mode,
-                         flags)
+        tensors = (x, unused if scale is None else scale, unused if bias is None else bias, dst, mean, inv)
+        self._rows_launch(self._row_unit(), "stowage_normalize", view, tensors, period, div, float(eps), mode, flags)
         return dst, mean, inv
 
     def layer_norm(self, x, scale, bias=None, *, axis=-1, epsilon=1e-5, stats=False, rms=False):

@@ -12,7 +12,7 @@
 //   combine: 0 sum, 1 max, 2 min, 3 product. pre: 0 v, 1 |v|, 2 v * v, 3 exp(v - m)
 //   with m the row's maximum (float). post: 0 none, 1 divide by n, 2 sqrt (float),
 //   3 log (float), 4 log(s) + m (with pre 3: log-sum-exp).
-// stowage_softmax_rows, stowage_reduce_rows: the same for rows of few values, or of
+// stowage_softmax_rows, stowage_reduce_rows, stowage_normalize_rows: the same for rows of few values, or of
 //   values far apart (a large inner): one work-item per row walking its values in
 //   order, neighbouring work-items on neighbouring rows (neighbouring addresses).
 //   Launch: grid = [rows rounded up to local0], local any.
@@ -313,6 +313,22 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_arg
 
 // ---- normalizations ---------------------------------------------------------------
 
+// The factor of a row from its sum of |d| or d * d (d: a value less the mean).
+static float norm_inv(float acc, int n, float eps, int mode) {
+  if (mode == 0 || mode == 1) return 1.0f / sqrt(acc / (float)n + eps);
+  if (mode == 4) return 1.0f / (sqrt(acc / (float)n) + eps);
+  if (mode == 2) return acc > 0.0f ? 1.0f / acc : 0.0f;  // a zero norm gives 0, as ONNX's reference does
+  return acc > 0.0f ? 1.0f / sqrt(acc) : 0.0f;
+}
+
+static float norm_value(float v, float mean, float inv, __global const float* scale, __global const float* bias,
+                        int k, int flags) {
+  v = (v - mean) * inv;
+  if (flags & 1) v *= scale[k];
+  if (flags & 2) v += bias[k];
+  return v;
+}
+
 __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_normalize(
     __global const float* x, __global const float* scale, __global const float* bias, __global float* y,
     __global float* mean_out, __global float* inv_out, int n, int inner, int period, int div, float eps, int mode,
@@ -335,22 +351,39 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_nor
   }
   partial[t] = acc;
   acc = row_sum(partial, t);
-  if (mode == 0 || mode == 1)
-    inv = 1.0f / sqrt(acc / (float)n + eps);
-  else if (mode == 4)
-    inv = 1.0f / (sqrt(acc / (float)n) + eps);
-  else if (mode == 2)
-    inv = acc > 0.0f ? 1.0f / acc : 0.0f;  // a zero norm gives 0, as ONNX's reference does
-  else
-    inv = acc > 0.0f ? 1.0f / sqrt(acc) : 0.0f;
+  inv = norm_inv(acc, n, eps, mode);
   const int first = (row % period) * n;
-  for (int j = t; j < n; j += ROW_LOCAL) {
-    float v = (x[base + j * inner] - mean) * inv;
-    if (flags & 1) v *= scale[(first + j) / div];
-    if (flags & 2) v += bias[(first + j) / div];
-    y[base + j * inner] = v;
-  }
+  for (int j = t; j < n; j += ROW_LOCAL)
+    y[base + j * inner] = norm_value(x[base + j * inner], mean, inv, scale, bias, (first + j) / div, flags);
   if ((flags & 4) && t == 0) {
+    mean_out[row] = mean;
+    inv_out[row] = inv;
+  }
+}
+
+__kernel void stowage_normalize_rows(__global const float* x, __global const float* scale,
+                                     __global const float* bias, __global float* y, __global float* mean_out,
+                                     __global float* inv_out, int rows, int n, int inner, int period, int div,
+                                     float eps, int mode, int flags) {
+  const int row = get_global_id(0);
+  if (row >= rows) return;
+  const int o = row / inner, i = row - o * inner;
+  const int base = o * n * inner + i;
+  float mean = 0.0f;
+  if (mode == 0 || mode == 4) {
+    for (int j = 0; j < n; ++j) mean += x[base + j * inner];
+    mean /= (float)n;
+  }
+  float acc = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float d = x[base + j * inner] - mean;
+    acc += mode == 2 ? fabs(d) : d * d;
+  }
+  const float inv = norm_inv(acc, n, eps, mode);
+  const int first = (row % period) * n;
+  for (int j = 0; j < n; ++j)
+    y[base + j * inner] = norm_value(x[base + j * inner], mean, inv, scale, bias, (first + j) / div, flags);
+  if (flags & 4) {
     mean_out[row] = mean;
     inv_out[row] = inv;
   }
