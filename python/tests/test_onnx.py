@@ -483,9 +483,9 @@ def test_unsupported_ops_and_attributes_name_the_node():
     assert refusal(model) == "node 0 'pad' (Pad): mode=reflect is not supported (only constant)"
     odd = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=1.0)
     assert refusal(make_model([odd], [("x", (2,))], ("y", None))) == "node 0 'r' (Relu): attribute 'alpha' is not supported"
-    conv3d = helper.make_node("Conv", ["x", "w"], ["y"], name="c3")
-    model = make_model([conv3d], [("x", (1, 1, 4, 4, 4))], ("y", None), [("w", rand(1, 1, 2, 2, 2))])
-    assert refusal(model) == "node 0 'c3' (Conv): a 3D convolution: only 1D and 2D are supported"
+    conv4d = helper.make_node("Conv", ["x", "w"], ["y"], name="c4")
+    model = make_model([conv4d], [("x", (1, 1, 4, 4, 4, 4))], ("y", None), [("w", rand(1, 1, 2, 2, 2, 2))])
+    assert refusal(model) == "node 0 'c4' (Conv): a 4D convolution: only 1D to 3D are supported"
 
 
 def test_three_unsupported_ops_are_named_in_one_error():

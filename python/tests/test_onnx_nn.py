@@ -112,9 +112,27 @@ def test_conv_bad_geometry_is_one_error(attrs, why, device):
         sw.from_onnx(model)
 
 
-def test_conv_3d_is_refused_by_name():
-    feeds = {"x": rand(1, 2, 3, 4, 4), "w": rand(2, 2, 1, 1, 1)}
-    with pytest.raises(sw.UnsupportedError, match="3D convolution"):
+@pytest.mark.parametrize("attrs", [{"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 1]},
+                                   {"group": 2, "dilations": [2, 1, 1], "auto_pad": "VALID"}])
+@pytest.mark.parametrize("at_run_time", [False, True])
+def test_conv_3d(attrs, at_run_time, device):
+    feeds = {"x": rand(1, 4, 5, 6, 5)}
+    weights = [("w", rand(6, 4 // attrs.get("group", 1), 2, 3, 2, seed=1)), ("b", rand(6, seed=2))]
+    if at_run_time:
+        feeds.update(weights)
+        weights = []
+    check(node_model("Conv", feeds, attrs, initializers=weights, inputs=["x", "w", "b"]), feeds, device)
+
+
+def test_conv_3d_with_relu(device):
+    feeds = {"x": rand(1, 2, 4, 4, 4)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    check(model_of(nodes, feeds, ["y"], [("w", rand(3, 2, 3, 3, 3, seed=1))]), feeds, device)
+
+
+def test_conv_4d_is_refused_by_name():
+    feeds = {"x": rand(1, 2, 3, 4, 4, 3), "w": rand(2, 2, 1, 1, 1, 1)}
+    with pytest.raises(sw.UnsupportedError, match="4D convolution"):
         sw.from_onnx(node_model("Conv", feeds))
 
 

@@ -443,6 +443,57 @@ class MatrixOps(Core):
                      g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
                      flags, *act, grid=grid, local=local)
 
+    def conv3d(self, x, weight, bias=None, *, strides, pads, dilations, group=1, out=None):
+        """A convolution of x [N, C, D, H, W] with weight [K, C / group, k0, k1, k2] (a
+        numpy array or a Var computed at run time) and bias [K]; pads (begins...,
+        ends...). On buffers (conv3d.cl, direct)."""
+        op = "conv3d"
+        xs = self.shape_of(x)
+        if len(xs) != 5:
+            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, D, H, W], got shape {list(xs)}")
+        w = self._runtime_weight(op, weight, 5) if isinstance(weight, Var) else _weight_array(op, weight, 5)
+        ws = self.shape_of(w)
+        n, c = xs[:2]
+        k = ws[0]
+        group = int(group)
+        if group < 1 or c % group or k % group or ws[1] != c // group:
+            raise InvalidInputError(f"{op}: weight {list(ws)} does not fit input {list(xs)} with group={group} "
+                                    f"(needs [K, C/group, k0, k1, k2] with C and K multiples of group)")
+        strides, dilations, pads = (tuple(int(v) for v in a) for a in (strides, dilations, pads))
+        if len(strides) != 3 or len(dilations) != 3 or len(pads) != 6 or min(strides + dilations) < 1 or min(pads) < 0:
+            raise InvalidInputError(f"{op}: strides {list(strides)}, dilations {list(dilations)} (3 values >= 1) and "
+                                    f"pads {list(pads)} (6 values >= 0)")
+        extents = tuple((i + b + e - (d * (kk - 1) + 1)) // s + 1 for i, kk, s, d, b, e in
+                        zip(xs[2:], ws[2:], strides, dilations, pads[:3], pads[3:]))
+        if min(extents) < 1:
+            raise InvalidInputError(f"{op}: the window {list(ws[2:])} (dilations {list(dilations)}) does not fit the "
+                                    f"padded input {list(xs[2:])} (pads {list(pads)})")
+        out_shape = (n, k) + extents
+        shapes.check_elements(op, xs)
+        shapes.check_elements(op, out_shape)
+        x_var = self._buffer(op, "x", x)
+        w_var = w if isinstance(w, Var) else self._const(w)
+        bias_var = self._bias_operand(op, bias, k)
+        dst = self._dest(op, out, out_shape)
+        unit = self._unit("conv3d")
+        grid, local = shapes.launch_3d(extents[2], extents[1], n * k * extents[0])
+        self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var or w_var, dst, n, c, *xs[2:], k, *extents, *ws[2:],
+                     *strides, *pads[:3], *dilations, group, int(bias is not None), grid=grid, local=local)
+        return dst
+
+    def _bias_operand(self, op, bias, k):
+        """A bias [k] (a numpy array or a Var computed at run time) as a Var, or None."""
+        if bias is None:
+            return None
+        if isinstance(bias, Var):
+            self._check_float(op, "bias", bias)
+            if self.shape_of(bias) != (k,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(self.shape_of(bias))}")
+            return self._buffer(op, "bias", bias)
+        if np.shape(bias) != (k,):
+            raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(np.shape(bias))}")
+        return self._const(bias)
+
     # ---- transposed convolution ------------------------------------------------
 
     def conv_transpose(self, x, weight, bias=None, *, strides, pads, dilations, group=1, output_padding=None,
@@ -483,15 +534,7 @@ class MatrixOps(Core):
         shapes.check_elements(op, out_shape)
         x_var = self._buffer(op, "x", x)
         w_var = w if isinstance(w, Var) else self._const(w)
-        if isinstance(bias, Var):
-            self._check_float(op, "bias", bias)
-            if self.shape_of(bias) != (k,):
-                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(self.shape_of(bias))}")
-            bias_var = self._buffer(op, "bias", bias)
-        elif bias is not None:
-            if np.shape(bias) != (k,):
-                raise InvalidInputError(f"{op}: argument 'bias': expected shape [{k}], got {list(np.shape(bias))}")
-            bias_var = self._const(bias)
+        bias_var = self._bias_operand(op, bias, k)
         dst = self._dest(op, out, out_shape)
         lead = 3 - rank
 
@@ -501,7 +544,7 @@ class MatrixOps(Core):
         o0, o1, o2 = three(extents, 1)
         unit = self._unit("conv_transpose")
         grid, local = shapes.launch_3d(o2, o1, n * k * o0)
-        self._launch(unit, "stowage_conv_transpose", x_var, w_var, w_var if bias is None else bias_var, dst, n, c,
+        self._launch(unit, "stowage_conv_transpose", x_var, w_var, bias_var or w_var, dst, n, c,
                      *three(xs[2:], 1), k, o0, o1, o2, *three(ws[2:], 1), *three(strides, 1), *three(pads[:rank], 0),
                      *three(dilations, 1), group, int(bias is not None), grid=grid, local=local)
         return dst

@@ -20,7 +20,7 @@ def conv_params(ctx, node, bn, x_shape):
     if bias is not None and not isinstance(bias, np.ndarray):
         raise node.unsupported("input 2 (the bias) must be known when the model is imported")
     if weight.ndim != 4 or len(x_shape) != 4:
-        raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 1D and 2D are supported")
+        raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 1D to 3D are supported")
     geometry = conv_geometry(node, x_shape, weight.shape)
     weight = weight.astype(np.float64)
     bias = np.zeros(weight.shape[0]) if bias is None else bias.astype(np.float64)
@@ -66,8 +66,8 @@ def conv_runtime(ctx, node, group, x):
     x_shape = ctx.shape(x)
     weight, bias = ctx.value(node, 1), ctx.optional(node, 2)
     w_shape = ctx.shape(weight)
-    if len(w_shape) not in (3, 4):
-        raise node.unsupported(f"a {len(w_shape) - 2}D convolution: only 1D and 2D are supported")
+    if len(w_shape) not in (3, 4, 5):
+        raise node.unsupported(f"a {len(w_shape) - 2}D convolution: only 1D to 3D are supported")
     geometry = conv_geometry(node, x_shape, w_shape)
     if bias is not None and ctx.shape(bias) != (w_shape[0],):
         raise node.invalid(f"bias of shape {list(ctx.shape(bias))}; expected [{w_shape[0]}]")
@@ -76,6 +76,8 @@ def conv_runtime(ctx, node, group, x):
     residual, in_place, act = conv_epilogue(ctx, group)
     out = ctx.out_for(group.output)
     ob = ctx.ob
+    if len(w_shape) == 5:
+        return {group.output: conv3d_with_epilogue(ctx, group, x, weight, bias, geometry, residual, act, out)}
     one_d = len(w_shape) == 3
     out_shape = None
     if one_d:
@@ -100,6 +102,21 @@ def conv_runtime(ctx, node, group, x):
     if one_d:
         y = ob.reshape(y, (x_shape[0], w_shape[0], ctx.shape(y)[-1]))
     return {group.output: y}
+
+
+def conv3d_with_epilogue(ctx, group, x, weight, bias, geometry, residual, act, out):
+    """A 3D convolution, then BatchNormalization, the residual and the activation as
+    ops of their own."""
+    ob = ctx.ob
+    alone = group.bn is None and residual is None and act is None
+    y = ob.conv3d(x, weight, bias, **geometry, out=out if alone else None)
+    if alone:
+        return y
+    if group.bn is not None:
+        y = batch_norm_after(ctx, group.bn, y)
+    if residual is not None:
+        return ob.binary("add", y, residual, activation=act, out=out)
+    return apply_activation_op(ob, y, act, out)
 
 
 def batch_norm_after(ctx, bn, y):
@@ -163,7 +180,7 @@ def conv(ctx, node):
     x_shape = ctx.shape(x)
     if group.pointwise is None and (not isinstance(ctx.value(node, 1), np.ndarray)
                                     or not isinstance(ctx.optional(node, 2), (type(None), np.ndarray))
-                                    or len(ctx.shape(ctx.value(node, 1))) == 3):
+                                    or len(ctx.shape(ctx.value(node, 1))) in (3, 5)):
         return conv_runtime(ctx, node, group, x)
     weight, bias, geometry = conv_params(ctx, node, group.bn, x_shape)
     act = activation_spec(ctx, group.act) if group.act is not None else None
