@@ -382,3 +382,13 @@ def test_normalizations_of_constants_fold_at_import(op, opset, shapes, attrs, de
     module, _ = check(model_of(nodes, [("x", x)], [("y", "float32")], list(zip(names, consts)), opset), {"x": x},
                       device)
     assert "call_kernel(stowage_normalize" not in module.text() and "stowage_lrn" not in module.text()
+
+
+def test_library_errors_name_the_node():
+    x = rand(2, 3, 8)
+    model = norm_model("LayerNormalization", [("x", x), ("scale", rand(5))], 17)
+    with pytest.raises(sw.StowageError, match=r"node 0 .*LayerNormalization.*scale"):
+        sw.from_onnx(model)
+    model = norm_model("GroupNormalization", [("x", x), ("s", rand(3)), ("b", rand(3))], 21, num_groups=2)
+    with pytest.raises(sw.InvalidInputError, match=r"node 0 .*GroupNormalization.*groups"):
+        sw.from_onnx(model)

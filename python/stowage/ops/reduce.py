@@ -180,7 +180,12 @@ class ReduceOps(Core):
         """A float32 buffer of x; ``shape``: x must broadcast to it and is expanded."""
         if shape is not None and self.shape_of(x) != tuple(shape):
             have = self.shape_of(x)
-            if shapes.broadcast_shape(op, have, shape) != tuple(shape):
+            try:
+                joint = shapes.broadcast_shape(op, have, shape)
+            except InvalidInputError:
+                raise InvalidInputError(f"{op}: argument '{arg}': shape {list(have)} does not broadcast to "
+                                        f"{list(shape)}") from None
+            if joint != tuple(shape):
                 raise UnsupportedError(f"{op}: argument '{arg}': shape {list(have)} does not broadcast to "
                                        f"{list(shape)}")
             if not isinstance(x, Var):

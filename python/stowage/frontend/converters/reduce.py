@@ -3,11 +3,29 @@ LogSoftmax, Hardmax, LayerNormalization, RMSNormalization, InstanceNormalization
 GroupNormalization, LpNormalization, MeanVarianceNormalization, LRN,
 BatchNormalization."""
 
+import functools
+
 import numpy as np
 
+from ...errors import InvalidInputError, UnsupportedError
 from ...ops.reduce import normalize_axes, reduce_numpy, softmax_numpy
 from ..registry import FLOAT, NUMERIC, register
 from .common import activation_spec, as_float32
+
+def names_node(convert):
+    """The converter, its library errors naming the node they come from."""
+
+    @functools.wraps(convert)
+    def wrapped(ctx, node):
+        try:
+            return convert(ctx, node)
+        except (InvalidInputError, UnsupportedError) as e:
+            if str(e).startswith("node "):
+                raise
+            raise type(e)(f"{node.describe()}: {e}") from None
+
+    return wrapped
+
 
 # op type -> (library reduction, schema versions, the first version taking axes as an input)
 REDUCE_OPS = {
@@ -84,7 +102,7 @@ for _op, (_name, _versions, _) in REDUCE_OPS.items():
     register(_op, versions=_versions, fold=fold_reduce, types=NUMERIC if _name in INTEGER_REDUCTIONS else FLOAT,
              texture=_op == "ReduceMean",
              fuses=("over H and W of NCHW: a global average pool, absorbing a classifier's Flatten and Gemm "
-                    "(or MatMul and Add)" if _op == "ReduceMean" else ""))(convert_reduce)
+                    "(or MatMul and Add)" if _op == "ReduceMean" else ""))(names_node(convert_reduce))
 
 
 def reduce_mean_linear(ctx, group, x, axes, keepdims):
@@ -175,7 +193,7 @@ def convert_arg(ctx, node):
 
 
 for _op in ("ArgMax", "ArgMin"):
-    register(_op, versions=(1, 11, 12, 13), fold=fold_arg, types=NUMERIC)(convert_arg)
+    register(_op, versions=(1, 11, 12, 13), fold=fold_arg, types=NUMERIC)(names_node(convert_arg))
 
 
 # ---- Softmax, LogSoftmax, Hardmax ----------------------------------------------------------
@@ -220,7 +238,7 @@ def convert_softmax(ctx, node):
 
 
 for _op in SOFTMAX_OPS:
-    register(_op, versions=(1, 11, 13), fold=fold_softmax)(convert_softmax)
+    register(_op, versions=(1, 11, 13), fold=fold_softmax)(names_node(convert_softmax))
 
 
 # ---- normalizations -----------------------------------------------------------------------
@@ -358,6 +376,7 @@ def check_stash_type(node):
 
 
 @register("LayerNormalization", versions=(17,), fold=fold_layer_norm)
+@names_node
 def layer_norm(ctx, node):
     node.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(node)
@@ -376,6 +395,7 @@ def layer_norm(ctx, node):
 
 
 @register("RMSNormalization", versions=(23,), fold=fold_rms_norm)
+@names_node
 def rms_norm(ctx, node):
     node.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(node)
@@ -389,6 +409,7 @@ def rms_norm(ctx, node):
 
 
 @register("InstanceNormalization", versions=(6, 22), fold=fold_instance_norm)
+@names_node
 def instance_norm(ctx, node):
     node.check_attrs(("epsilon",))
     return ctx.ob.instance_norm(ctx.tensor(node, 0), float_input(ctx, node, 1), float_input(ctx, node, 2),
@@ -396,6 +417,7 @@ def instance_norm(ctx, node):
 
 
 @register("GroupNormalization", versions=(18, 21), fold=fold_group_norm)
+@names_node
 def group_norm(ctx, node):
     node.check_attrs(("epsilon", "num_groups", "stash_type"))
     check_stash_type(node)
@@ -407,6 +429,7 @@ def group_norm(ctx, node):
 
 
 @register("LpNormalization", versions=(1, 22), fold=fold_lp_norm)
+@names_node
 def lp_norm(ctx, node):
     node.check_attrs(("axis", "p"))
     p = node.int_attr("p", 2)
@@ -421,6 +444,7 @@ def lp_norm(ctx, node):
 
 
 @register("MeanVarianceNormalization", versions=(9, 13), fold=fold_mean_variance_norm)
+@names_node
 def mean_variance_norm(ctx, node):
     node.check_attrs(("axes",))
     x = ctx.tensor(node, 0)
@@ -433,6 +457,7 @@ def mean_variance_norm(ctx, node):
 
 
 @register("LRN", versions=(1, 13), fold=fold_lrn)
+@names_node
 def lrn(ctx, node):
     node.check_attrs(("alpha", "beta", "bias", "size"))
     size = node.int_attr("size")
@@ -454,6 +479,7 @@ def check_batch_norm(ctx, node):
 
 @register("BatchNormalization", versions=(7, 9, 14, 15), fold=fold_batch_norm, texture=True,
           fuses="folded into the Conv before it")
+@names_node
 def batch_norm(ctx, node):
     check_batch_norm(ctx, node)
     x = ctx.tensor(node, 0)
