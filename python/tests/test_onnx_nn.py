@@ -355,3 +355,19 @@ def test_exported_attention_subgraph_with_a_causal_mask(device):
               helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
               helper.make_node("Reshape", ["ctx_t", "merge"], ["y"])]
     check(model_of(nodes, feeds, ["y"], inits), feeds, device)
+
+
+def test_exported_attention_with_a_boolean_causal_mask_and_where(device):
+    """The other form exporters write: K transposed by its own Transpose, the scores
+    scaled by Mul, masked by Where with a constant boolean causal mask, Softmax."""
+    b, heads, s, d = 1, 2, 6, 4
+    feeds = {"q": rand(b, heads, s, d), "k": rand(b, heads, s, d, seed=1), "v": rand(b, heads, s, d, seed=2)}
+    inits = [("allowed", np.tril(np.ones((s, s), bool))[None, None]), ("scale", np.array(0.5, np.float32)),
+             ("lowest", np.array(-np.inf, np.float32))]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+             helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+             helper.make_node("Where", ["allowed", "scaled", "lowest"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["probs"], axis=3),
+             helper.make_node("MatMul", ["probs", "v"], ["y"])]
+    check(model_of(nodes, feeds, ["y"], inits), feeds, device)
