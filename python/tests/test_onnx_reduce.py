@@ -276,15 +276,21 @@ def test_reduce_mean_over_hw_is_a_global_average_pool(keepdims, axes, texture, d
     assert "stowage_reduce" not in module.text()
 
 
-def classifier(keepdims, linear, act=None, axes=(-1, -2)):
-    """ReduceMean(x) then a linear layer of 7 outputs, as PyTorch exports it."""
+def classifier(keepdims, between, linear, act=None, axes=(-1, -2), rows=None, inputs=8):
+    """ReduceMean(x) over `axes`, then a Flatten, a Reshape to `rows` or neither, then a
+    linear layer of 7 outputs (Gemm, or MatMul and Add) reading `inputs` values, as
+    PyTorch exports a classifier."""
     c = 8
-    w, b = rand(7, c), rand(7)
+    w, b = rand(7, inputs), rand(7)
     nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["p"], keepdims=keepdims)]
     inits = [("axes", np.asarray(axes, np.int64))]
     a = "p"
-    if keepdims:
+    if between == "flatten":
         nodes.append(helper.make_node("Flatten", ["p"], ["f"], axis=1))
+        a = "f"
+    elif between == "reshape":
+        nodes.append(helper.make_node("Reshape", ["p", "rows"], ["f"]))
+        inits.append(("rows", np.asarray(rows or (2, c), np.int64)))
         a = "f"
     out = "y" if act is None else "z"
     if linear == "gemm":
@@ -299,19 +305,27 @@ def classifier(keepdims, linear, act=None, axes=(-1, -2)):
     return model_of(nodes, [("x", x)], [("y", "float32")], inits, 18), x
 
 
-@pytest.mark.parametrize("keepdims,linear", [(1, "gemm"), (0, "gemm"), (0, "matmul")])
+@pytest.mark.parametrize("keepdims,between,linear", [
+    (1, "flatten", "gemm"), (1, "reshape", "gemm"), (0, None, "gemm"), (0, None, "matmul"), (1, "reshape", "matmul"),
+    (0, "reshape", "gemm")])
 @pytest.mark.parametrize("texture", [False, True])
-def test_reduce_mean_classifier_fuses_into_the_pooled_linear_kernel(keepdims, linear, texture, device):
-    model, x = classifier(keepdims, linear, act="Relu")
+def test_reduce_mean_classifier_fuses_into_the_pooled_linear_kernel(keepdims, between, linear, texture, device):
+    model, x = classifier(keepdims, between, linear, act="Relu", rows=(-1, 8) if keepdims else (0, 8))
     module, vm = check(model, {"x": x}, device, texture)
     assert "stowage_pooled_linear" in module.text()
     assert vm.profile()["kernel_launches"] == (3 if texture else 2)  # (conversion,) pool, pooled linear
 
 
 def test_reduce_mean_over_other_axes_before_a_linear_layer_runs_one_by_one(device):
-    model, x = classifier(0, "matmul", axes=(1, 2))
-    # [2, 8, 4, 5] averaged over C and H: [2, 5] does not fit the 8 inputs; use a fitting weight
-    model.graph.initializer[1].CopyFrom(numpy_helper.from_array(rand(5, 7), "wt"))
+    # [2, 8, 4, 5] averaged over C and H is [2, 5]: the MatMul takes 5 inputs
+    model, x = classifier(0, None, "matmul", axes=(1, 2), inputs=5)
+    module, _ = check(model, {"x": x}, device)
+    assert "stowage_pooled_linear" not in module.text()
+
+
+def test_reduce_mean_then_a_reshape_to_other_rows_runs_one_by_one(device):
+    # the pooled [2, 8] reshaped to [1, 16]: one row of both images' channels
+    model, x = classifier(1, "reshape", "gemm", rows=(1, -1), inputs=16)
     module, _ = check(model, {"x": x}, device)
     assert "stowage_pooled_linear" not in module.text()
 

@@ -16,9 +16,11 @@ GlobalAveragePool absorbs the Flatten (axis 1) that alone reads its result and t
 Gemm that alone reads that as its A, with constant B and a constant C of one row,
 and the Gemm's activation: a classifier's end in one kernel. A ReduceMean over two
 axes the graph gives (a global average pool as PyTorch exports it) absorbs the same,
-or, keeping no dims, the Gemm straight after it or a MatMul by a constant 2-D B and
-the Add of a constant bias after that; its converter emits the absorbed nodes one by
-one when the axes turn out not to be H and W of an NCHW input. Groups
+with a Reshape to a shape of two the graph gives in place of the Flatten, or neither
+when it keeps no dims, and a MatMul by a constant 2-D B with the Add of a constant
+bias after it in place of the Gemm; its converter emits the absorbed nodes one by
+one when the axes turn out not to be H and W of an NCHW input, or the Reshape not
+to make [N, C]. Groups
 are emitted in a topological order that keeps the graph's order where it can: a
 residual Add may come in the graph before the branch that feeds it.
 """
@@ -150,19 +152,21 @@ def absorb_linear(graph, group, is_static, absorbed):
     """Adds to a GlobalAveragePool's (or spatial ReduceMean's) `group` the Flatten and
     Gemm of a classifier."""
     pooled = group.main.outputs[0]
-    flat = only_consumer(graph, pooled, ("Flatten",), absorbed)
-    keeps_no_dims = group.main.op_type == "ReduceMean" and not group.main.attr("keepdims", 1)
-    if flat is None and keeps_no_dims:
-        absorb_matmul_linear(graph, group, pooled, is_static, absorbed)
-        if group.linear is not None:
-            return
+    reduce_mean = group.main.op_type == "ReduceMean"
+    flat = only_consumer(graph, pooled, ("Flatten", "Reshape") if reduce_mean else ("Flatten",), absorbed)
     if flat is not None:
-        if flat.attr("axis", 1) != 1 or len(flat.outputs) != 1:
+        if len(flat.outputs) != 1 or flat.inputs[0] != pooled:
+            return
+        if flat.op_type == "Flatten" and flat.attr("axis", 1) != 1:
+            return
+        if flat.op_type == "Reshape" and not reshapes_to_two_dims(graph, flat):
             return
         a, between = flat.outputs[0], [flat]
-    elif keeps_no_dims:
-        a, between = pooled, []  # the Gemm reads the ReduceMean's result itself
+    elif reduce_mean and not group.main.attr("keepdims", 1):
+        a, between = pooled, []  # the linear layer reads the ReduceMean's result itself
     else:
+        return
+    if reduce_mean and absorb_matmul_linear(graph, group, a, between, is_static, absorbed):
         return
     gemm = only_consumer(graph, a, ("Gemm",), absorbed)
     if gemm is None or gemm.inputs[0] != a or gemm.attr("transA", 0) or len(gemm.inputs) < 2:
@@ -177,17 +181,18 @@ def absorb_linear(graph, group, is_static, absorbed):
     absorb_activation(graph, group, gemm.outputs[0], is_static, absorbed)
 
 
-def absorb_matmul_linear(graph, group, pooled, is_static, absorbed):
-    """Adds to a ReduceMean's `group` the MatMul by a constant 2-D B that alone reads
-    `pooled`, the Add of a constant bias (one row) after it, and an activation."""
-    matmul = only_consumer(graph, pooled, ("MatMul",), absorbed)
-    if matmul is None or matmul.inputs[0] != pooled or len(matmul.inputs) < 2:
-        return
+def absorb_matmul_linear(graph, group, a, between, is_static, absorbed):
+    """Adds to a ReduceMean's `group` the nodes `between` it and `a`, the MatMul by a
+    constant 2-D B that alone reads `a`, the Add of a constant bias (one row) after
+    it, and an activation; whether it found the MatMul."""
+    matmul = only_consumer(graph, a, ("MatMul",), absorbed)
+    if matmul is None or matmul.inputs[0] != a or len(matmul.inputs) < 2:
+        return False
     b = graph.initializers.get(matmul.inputs[1])
     if b is None or b.ndim != 2:
-        return
+        return False
     group.linear = matmul
-    group.nodes.append(matmul)
+    group.nodes.extend(between + [matmul])
     out = matmul.outputs[0]
     add = only_consumer(graph, out, ("Add",), absorbed)
     if add is not None and len(add.inputs) == 2:
@@ -198,6 +203,21 @@ def absorb_matmul_linear(graph, group, pooled, is_static, absorbed):
             group.nodes.append(add)
             out = add.outputs[0]
     absorb_activation(graph, group, out, is_static, absorbed)
+    return True
+
+
+def graph_constant(graph, name):
+    """The value of `name` when the graph gives it (an initializer or a Constant), else None."""
+    value = graph.initializers.get(name)
+    producer = graph.producer.get(name)
+    if value is None and producer is not None and producer.op_type == "Constant":
+        value = producer.attr("value")
+    return value
+
+
+def reshapes_to_two_dims(graph, node):
+    shape = graph_constant(graph, node.inputs[1]) if len(node.inputs) > 1 else None
+    return shape is not None and getattr(shape, "ndim", 0) == 1 and len(shape) == 2
 
 
 def pools_two_axes(graph, node):
@@ -207,11 +227,7 @@ def pools_two_axes(graph, node):
         return False
     axes = node.attr("axes")
     if len(node.inputs) > 1 and node.inputs[1]:
-        name = node.inputs[1]
-        axes = graph.initializers.get(name)
-        producer = graph.producer.get(name)
-        if axes is None and producer is not None and producer.op_type == "Constant":
-            axes = producer.attr("value")
+        axes = graph_constant(graph, node.inputs[1])
     try:
         return axes is not None and len(set(int(a) for a in list(getattr(axes, "flat", axes)))) == 2
     except (TypeError, ValueError):

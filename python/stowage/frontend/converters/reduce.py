@@ -112,7 +112,8 @@ def reduce_mean_linear(ctx, group, x, axes, keepdims):
     shape = ctx.shape(x)
     x = ctx.tensor(node, 0)
     act = activation_spec(ctx, group.act) if group.act is not None else None
-    if not is_global_pool(shape, axes, "mean", ctx.dtype(x)) or (group.act is not None and act is None):
+    if (not is_global_pool(shape, axes, "mean", ctx.dtype(x)) or (group.act is not None and act is None)
+            or not makes_rows(ctx, group, shape[:2])):
         pooled = ctx.ob.reduce("mean", x, axes, keepdims)
         return emit_one_by_one(ctx, group, pooled)
     if linear.op_type == "Gemm":
@@ -138,6 +139,22 @@ def reduce_mean_linear(ctx, group, x, axes, keepdims):
     return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
                                                         None if bias is None else as_float32(bias),
                                                         activation=act, out=ctx.out_for(group.output))}
+
+
+def makes_rows(ctx, group, rows):
+    """Whether the Reshape between the ReduceMean and the linear layer, if any, makes
+    the pooled values [N, C] (`rows`)."""
+    reshape = next((n for n in group.nodes[1:2] if n.op_type == "Reshape"), None)
+    if reshape is None:
+        return True
+    target = [int(d) for d in np.asarray(ctx.static(reshape, 1)).reshape(-1)]
+    pooled = ctx.shape(ctx.value(group.main, 0))[:2]
+    if not reshape.int_attr("allowzero", 0):
+        target = [pooled[i] if d == 0 and i < len(pooled) else d for i, d in enumerate(target)]
+    if target.count(-1) == 1:
+        known = int(np.prod([d for d in target if d != -1]))
+        target[target.index(-1)] = rows[0] * rows[1] // known if known else -1
+    return tuple(target) == tuple(rows)
 
 
 def emit_one_by_one(ctx, group, first):
