@@ -499,3 +499,37 @@ def test_cast_to_uint8_at_run_time_is_refused():
                        output_type=np.uint8)
     with pytest.raises(sw.UnsupportedError, match="uint8"):
         sw.from_onnx(model)
+
+
+def test_integer_add_absorbs_relu(device):
+    rng = np.random.default_rng(24)
+    feeds = {"a": ints(rng, (3, 4), np.int32), "b": ints(rng, (4,), np.int32)}
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    model = make_model(nodes, feeds, output_type=np.int32, opset=14)
+    assert len(kernels(model)) == 2  # the Add, then Max with 0: no float epilogue for integers
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("op,attrs", [("Gelu", {"approximate": "tanh"}), ("Elu", {"alpha": 0.5}), ("Softplus", {})],
+                         ids=str)
+def test_activation_absorbed_by_gemm(device, op, attrs):
+    rng = np.random.default_rng(25)
+    a, b, c = rand(rng, 3, 8, low=-1, high=1), rand(rng, 8, 5, low=-1, high=1), rand(rng, 5, low=-1, high=1)
+    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"]), helper.make_node(op, ["g"], ["y"], **attrs)]
+    model = make_model(nodes, {"a": a}, initializers=[("b", b), ("c", c)], opset=20)
+    alone = make_model(nodes[:1], {"a": a}, initializers=[("b", b), ("c", c)], opset=20, output="g")
+    assert len(kernels(model)) == len(kernels(alone))
+    check(model, {"a": a}, device)
+
+
+def test_swish_with_alpha_is_not_absorbed(device):
+    rng = np.random.default_rng(26)
+    x, w = rand(rng, 1, 2, 4, 4, low=-2, high=2), rand(rng, 3, 2, 1, 1, low=-2, high=2)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Swish", ["c"], ["y"], alpha=0.5)]
+    model = make_model(nodes, {"x": x}, initializers=[("w", w)], opset=24)
+    assert len(kernels(model)) == len(kernels(make_model(nodes[:1], {"x": x}, initializers=[("w", w)],
+                                                         opset=24, output="c"))) + 1
+    c = np.einsum("nchw,kc->nkhw", x.astype(np.float64), w[:, :, 0, 0].astype(np.float64))
+    want = c / (1 + np.exp(-0.5 * c))
+    got = run(model, {"x": x}, device)
+    assert np.max(np.abs(got - want)) / np.max(np.abs(want)) <= 1e-4
