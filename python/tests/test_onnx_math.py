@@ -533,3 +533,10 @@ def test_swish_with_alpha_is_not_absorbed(device):
     want = c / (1 + np.exp(-0.5 * c))
     got = run(model, {"x": x}, device)
     assert np.max(np.abs(got - want)) / np.max(np.abs(want)) <= 1e-4
+
+
+def test_mean_of_integers_is_refused():
+    a = np.zeros((2,), np.int64)
+    model = make_model([helper.make_node("Mean", ["a", "a"], ["y"])], {"a": a}, output_type=np.int64)
+    with pytest.raises(sw.InvalidInputError, match="Mean of int64"):
+        sw.from_onnx(model)

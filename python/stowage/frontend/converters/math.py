@@ -166,6 +166,9 @@ def _variadic(op):
         values = [ctx.value(node, i) for i in range(len(node.inputs)) if node.input(i)] if values is None else values
         if not values:
             raise node.invalid("no inputs")
+        dtype = operand_type(ctx, *values)
+        if op in ("sum", "mean") and dtype != "float32":
+            raise node.invalid(f"{node.op_type} of {dtype} tensors (ONNX defines it on floats)")
         return values
 
     def fold(ctx, node, *arrays):
