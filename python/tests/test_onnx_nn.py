@@ -298,6 +298,13 @@ CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
          output=3),
     dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 3}, mask=(4, 5),
          output=3),
+    # long rows (70 keys): a work-group a row
+    dict(shapes=((1, 4, 5, 8), (1, 2, 66, 8), (1, 2, 66, 8)), attrs={"is_causal": 1, "softcap": 3.0},
+         past=(1, 2, 4, 8), mask=(5, 60)),
+    dict(shapes=((1, 2, 3, 8), (1, 2, 70, 8), (1, 2, 70, 8)), attrs={"qk_matmul_output_mode": 3}, mask="long",
+         output=3),
+    dict(shapes=((1, 2, 3, 8), (1, 2, 70, 8), (1, 2, 70, 8)), attrs={"qk_matmul_output_mode": 2}, mask=(2, 3, 70),
+         output=3),
 ])
 def test_attention(case, device):
     q, k, v = case["shapes"]
@@ -306,6 +313,8 @@ def test_attention(case, device):
     mask = case.get("mask")
     if mask == "bool":
         feeds["mask"] = CAUSAL
+    elif mask == "long":
+        feeds["mask"] = np.random.default_rng(9).random((1, 2, 3, 70)) > 0.3
     elif mask is not None:
         feeds["mask"] = rand(*mask, seed=3)
     names.append("mask" if mask is not None else "")

@@ -708,10 +708,14 @@ class MatrixOps(Core):
             flags |= 4
         unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
         rows = batch * heads * s
-        grid, local = shapes.launch_1d(rows, 64)
-        self._launch(unit, "stowage_attention_probs", scores, mask_var, probs, qk_out or probs, batch, heads, s,
-                     length, *strides, mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap),
-                     int(qk_mode or 0), flags, grid=grid, local=local)
+        wide = unit.defines.get("ATTN_LOCAL", 64)
+        if length >= wide:  # long rows: a work-group a row
+            kernel, grid, local = "stowage_attention_probs_wide", (wide, rows), (wide, 1)
+        else:
+            kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
+        self._launch(unit, kernel, scores, mask_var, probs, qk_out or probs, batch, heads, s, length, *strides,
+                     mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap), int(qk_mode or 0),
+                     flags, grid=grid, local=local)
 
     # ---- GEMM -------------------------------------------------------------------
 

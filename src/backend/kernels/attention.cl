@@ -10,9 +10,20 @@
 //   row whose bias is -inf everywhere gets zeros. The mask (mask & 1 in flags) is
 //   read at b * mask_b + h * mask_h + i * mask_s + j (strides 0: broadcast).
 //   With flags & 4, qk_out takes the scores at qk_mode: 0 and 1 s (softcapped), 2
-//   s + bias, 3 the probabilities. One work-item per row.
+//   s + bias, 3 the probabilities. One work-item per row (for short rows).
 //   Launch: grid = [B H S rounded up to local0].
+// stowage_attention_probs_wide: the same with one work-group of ATTN_LOCAL
+//   work-items per row (for long rows: neighbouring work-items read neighbouring
+//   scores), the row's maximum and sum combined in a fixed tree order.
+//   Launch: local = [ATTN_LOCAL, 1], grid = [ATTN_LOCAL, B H S].
 #include <stowage/dtype.cl.h>
+
+#ifndef ATTN_LOCAL
+#define ATTN_LOCAL 64
+#endif
+#if ATTN_LOCAL & (ATTN_LOCAL - 1)
+#error "ATTN_LOCAL must be a power of two"
+#endif
 
 #define ATTN_MASK 1
 #define ATTN_CAUSAL 2
@@ -67,6 +78,62 @@ __kernel void stowage_attention_probs(__global const float* qk, __global const s
   }
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   for (int j = 0; j < L; ++j) {
+    const float p = probs[base + j] * inv;
+    probs[base + j] = p;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
+  }
+}
+
+/* Combines partial[0 .. ATTN_LOCAL) into partial[0] (maximum or sum) in a fixed
+ * order and returns it; every work-item of the work-group calls it. */
+inline float stowage_attention_combine(__local float* partial, int t, int take_max) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = ATTN_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step) partial[t] = take_max ? fmax(partial[t], partial[t + step]) : partial[t] + partial[t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float result = partial[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // partial is reused next
+  return result;
+}
+
+__kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_attention_probs_wide(
+    __global const float* qk, __global const stowage_t* mask, __global float* probs, __global float* qk_out, int B,
+    int H, int S, int L, int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right,
+    float scale, float softcap, int qk_mode, int flags) {
+  __local float partial[ATTN_LOCAL];
+  const int t = get_local_id(0), row = get_group_id(1);
+  const int i = row % S, h = (row / S) % H, b = row / (S * H);
+  const long base = (long)row * L;
+  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
+  const int pos = i + offset;
+  float top = -INFINITY, top_bias = -INFINITY;
+  for (int j = t; j < L; j += ATTN_LOCAL) {
+    float s = qk[base + j] * scale;
+    if (softcap > 0.0f) s = softcap * tanh(s / softcap);
+    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+    const float v = s + bias;
+    if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
+    probs[base + j] = v;
+    top = fmax(top, v);
+    top_bias = fmax(top_bias, bias);
+  }
+  partial[t] = top;
+  top = stowage_attention_combine(partial, t, 1);
+  partial[t] = top_bias;
+  const int masked = stowage_attention_combine(partial, t, 1) == -INFINITY;
+  const float shift = top == -INFINITY ? 0.0f : top;
+  float sum = 0.0f;
+  for (int j = t; j < L; j += ATTN_LOCAL) {  // each work-item rereads only what it wrote
+    const float e = masked ? 0.0f : exp(probs[base + j] - shift);
+    probs[base + j] = e;
+    sum += e;
+  }
+  partial[t] = sum;
+  sum = stowage_attention_combine(partial, t, 0);
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int j = t; j < L; j += ATTN_LOCAL) {
     const float p = probs[base + j] * inv;
     probs[base + j] = p;
     if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
