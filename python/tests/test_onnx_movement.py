@@ -386,3 +386,89 @@ def test_legacy_resize_and_upsample(op, opset, mode, scales, device, request):
     else:
         model = single(op, x.shape, initializers=[("scales", np.array(scales, np.float32))], opset=opset, mode=mode)
     check(model, {"x": x}, device)
+
+
+# ---- Pad ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+@pytest.mark.parametrize("mode, pads", [("constant", [0, 1, 2, 1, 0, 3]), ("reflect", [1, 2, 0, 0, 3, 1]),
+                                        ("edge", [2, 0, 1, 1, 4, 0]), ("wrap", [1, 3, 2, 2, 2, 1]),
+                                        ("constant", [-1, 1, 0, 0, -2, 2])])
+def test_pad_modes(dtype, mode, pads, device):
+    if dtype == "bool" and mode != "constant":
+        pytest.skip("ONNX Runtime pads bool tensors with constants only")
+    x = sample((3, 4, 5), dtype)
+    value = {"float32": np.float32(1.5), "int32": np.int32(-7), "int64": np.int64(2**40), "bool": np.bool_(True)}
+    known = [("pads", np.array(pads, np.int64))] + ([("v", np.array(value[dtype]))] if mode == "constant" else [])
+    check(single("Pad", x.shape, dtype, initializers=known, opset=19, mode=mode), {"x": x}, device)
+
+
+@pytest.mark.parametrize("texture", [False, True])
+def test_pad_value_at_run_time_and_axes(texture, device):
+    x = sample((1, 3, 4, 5))
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Pad", ["r", "pads", "v", "axes"], ["y"])]
+    model = model_of(nodes, [("x", x.shape, "float32"), ("v", (), "float32")], [("y", None, "float32")],
+                     [("pads", np.array([1, 2, 0, 3], np.int64)), ("axes", np.array([-1, 1], np.int64))], opset=18)
+    check(model, {"x": x, "v": np.array(-2.5, np.float32)}, device, texture=texture)
+
+
+# ---- generated tensors and shape ops ---------------------------------------------------------
+
+
+def test_shape_subgraph_folds(device):
+    """Shape -> ConstantOfShape / Range / Size / EyeLike / OneHot / Trilu all fold:
+    one Add runs."""
+    x = sample((3, 4))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["c"], value=numpy_helper.from_array(np.array([2.0],
+                                                                                                        np.float32))),
+             helper.make_node("Size", ["x"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+             helper.make_node("Range", ["zero", "nf", "three"], ["r"]),  # 0, 3, 6, 9
+             helper.make_node("Reshape", ["r", "shape14"], ["r2"]),
+             helper.make_node("EyeLike", ["x"], ["e"], k=1),
+             helper.make_node("Trilu", ["c", "k"], ["t"], upper=0),
+             helper.make_node("OneHot", ["ids", "depth", "vals"], ["o"], axis=0),
+             helper.make_node("Sum", ["c", "r2", "e", "t", "o", "x"], ["y"])]
+    known = [("zero", np.array(0, np.float32)), ("three", np.array(3, np.float32)),
+             ("shape14", np.array([1, 4], np.int64)), ("k", np.array(-1, np.int64)),
+             ("ids", np.array([0, 2, -1, 7], np.int64)), ("depth", np.array(3, np.int64)),
+             ("vals", np.array([0.5, 4.0], np.float32))]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")], known, opset=14)
+    check(model, {"x": x}, device, kernels=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("upper, k", [(1, 0), (0, 1), (1, -2), (0, 9)])
+def test_trilu_at_run_time(dtype, upper, k, device):
+    x = sample((2, 4, 5), dtype)
+    check(single("Trilu", x.shape, dtype, initializers=[("k", np.array(k, np.int64))], opset=14, upper=upper),
+          {"x": x}, device)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot_of_run_time_indices(axis, device):
+    ids = np.array([[0, 3, -1], [4, 7, -5]], np.int64)
+    node = helper.make_node("OneHot", ["ids", "depth", "vals"], ["y"], axis=axis)
+    model = model_of([node], [("ids", ids.shape, "int64")], [("y", None, "float32")],
+                     [("depth", np.array(5, np.int64)), ("vals", np.array([-1, 3], np.float32))], opset=11)
+    check(model, {"ids": ids}, device)
+
+
+def test_one_hot_and_range_of_run_time_values(device):
+    """Depth and Range's bounds given at run time: the lengths are the declared outputs'."""
+    ids = np.array([1.0, 3.7, -2.0], np.float32)
+    nodes = [helper.make_node("OneHot", ["ids", "depth", "vals"], ["o"], axis=0),  # [4, 3]
+             helper.make_node("Range", ["start", "limit", "delta"], ["r"]),  # 3 values
+             helper.make_node("Add", ["o", "r"], ["y"])]
+    inputs = [("ids", (3,), "float32"), ("depth", (1,), "float32"), ("vals", (2,), "float32"),
+              ("start", (), "float32"), ("limit", (), "float32"), ("delta", (), "float32")]
+    model = model_of(nodes, inputs, [("y", (4, 3), "float32")])
+    graph = model.graph
+    graph.value_info.extend([helper.make_tensor_value_info("o", TensorProto.FLOAT, (4, 3)),
+                             helper.make_tensor_value_info("r", TensorProto.FLOAT, (3,))])
+    feeds = {"ids": ids, "depth": np.array([4], np.float32), "vals": np.array([0.5, 2], np.float32),
+             "start": np.array(1, np.float32), "limit": np.array(-2, np.float32),
+             "delta": np.array(-1.25, np.float32)}
+    check(model, feeds, device)

@@ -308,6 +308,40 @@ class MovementOps(Core):
                      float(extrapolation), grid=grid, local=local)
         return dst
 
+    def one_hot(self, indices, depth, values, axis=-1):
+        """ONNX's OneHot: ``values`` [off, on] (a Var) at every position of a new
+        dimension of ``depth`` at ``axis``: on where it equals the index."""
+        op = "one_hot"
+        indices = self._data(op, "indices", indices)
+        values = self._data(op, "values", values)
+        shape = self.shape_of(indices)
+        if shapes.prod(self.shape_of(values)) != 2:
+            raise InvalidInputError(f"{op}: values must hold [off, on]")
+        depth = int(depth)
+        axis = _axis(op, axis, len(shape) + 1)
+        out_shape = shape[:axis] + (depth,) + shape[axis:]
+        dst = self._new_buffer(out_shape, values.dtype)
+        outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis:])
+        if outer * inner * depth == 0:
+            return dst
+        unit = self._unit("movement", {"STOWAGE_T": DTYPE_CODES[indices.dtype], "STOWAGE_U": DTYPE_CODES[values.dtype]})
+        grid, local = shapes.launch_3d(inner, depth, outer)
+        self._launch(unit, "stowage_one_hot", indices, values, dst, depth, inner, grid=grid, local=local)
+        return dst
+
+    def arange(self, start, delta, count):
+        """start + i * delta for i < count; start and delta one-element Vars of one type."""
+        op = "range"
+        start, delta = self._data(op, "start", start), self._data(op, "delta", delta)
+        if start.dtype != delta.dtype or start.dtype == "uint8":
+            raise InvalidInputError(f"{op}: start and delta must be numbers of one type")
+        dst = self._new_buffer((int(count),), start.dtype)
+        if count:
+            grid, local = shapes.launch_1d(int(count))
+            self._launch(self._movement_unit(start.dtype), "stowage_range", start, delta, dst, int(count), grid=grid,
+                         local=local)
+        return dst
+
     def trilu(self, x, k=0, upper=True):
         op = "trilu"
         x_var = self._data(op, "x", x)

@@ -190,3 +190,22 @@ __kernel void stowage_trilu(__global const stowage_t* x, __global stowage_t* y, 
   const bool keep = upper ? (c - r >= k) : (c - r <= k);
   y[at] = keep ? x[at] : (stowage_t)0;
 }
+
+// stowage_one_hot: indices x [outer, inner] (any type, truncated to integers; negative
+//   ones count from the end), values [off, on] (stowage_u) -> y [outer, depth, inner]
+//   of on where the index is d, else off; grid = [inner, depth, outer].
+__kernel void stowage_one_hot(__global const stowage_t* x, __global const stowage_u* values, __global stowage_u* y,
+                              int depth, int inner) {
+  const int i = get_global_id(0), d = get_global_id(1), o = get_global_id(2);
+  if (i >= inner || d >= depth) return;
+  long k = (long)x[o * inner + i];
+  if (k < 0) k += depth;
+  y[(o * depth + d) * inner + i] = k == d ? values[1] : values[0];
+}
+
+// stowage_range: y[i] = start[0] + i * delta[0] for i < n; grid = [n rounded up].
+__kernel void stowage_range(__global const stowage_t* start, __global const stowage_t* delta, __global stowage_t* y,
+                            int n) {
+  const int i = get_global_id(0);
+  if (i < n) y[i] = start[0] + (stowage_t)i * delta[0];
+}

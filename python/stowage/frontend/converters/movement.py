@@ -748,7 +748,8 @@ def _resize_axes(ctx, node, rank):
 def _declared_shape(ctx, node, rank):
     shape = ctx.inferred_shapes().get(node.outputs[0])
     if shape is None or len(shape) != rank:
-        raise node.unsupported("its scales or sizes are computed at run time and the model declares no output shape")
+        raise node.unsupported("its output's shape depends on values computed at run time, and the model declares "
+                               "no output shape")
     return tuple(shape)
 
 
@@ -853,3 +854,143 @@ def _resize(ctx, node):
         x = _library(node, lambda: ctx.ob.resize_axis(x, axis, extent, scales, k, roi=roi, roi_at=roi_at(k),
                                                       roi_stride=roi_stride, **options))
     return x
+
+
+# ---- generated tensors -----------------------------------------------------------------
+
+
+def _scalar(node, value, what):
+    value = np.asarray(value)
+    if value.size != 1:
+        raise node.invalid(f"{what} has {value.size} elements; one is expected")
+    return value.reshape(-1)[0]
+
+
+def _constant_of_shape_fold(ctx, node, shape):
+    node.check_attrs(("value",))
+    dims = [int(d) for d in np.asarray(shape).reshape(-1)]
+    if any(d < 0 for d in dims):
+        raise node.invalid(f"shape {dims} has a negative extent")
+    value = node.attr("value")
+    fill = np.zeros(1, np.float32) if value is None else tensor_value(value, f"{node.describe()}: attribute 'value'")
+    fill = np.asarray(fill).reshape(-1)
+    if fill.size != 1:
+        raise node.invalid(f"attribute 'value' has {fill.size} elements; one is expected")
+    ctx.check_fold(node, dims, fill.dtype)
+    return np.full(dims, fill[0], dtype=fill.dtype)
+
+
+@register("ConstantOfShape", versions=(9, 20, 21, 23, 24, 25), fold=_constant_of_shape_fold, types=ALL_TYPES,
+          fuses="known at import")
+def constant_of_shape(ctx, node):
+    raise node.unsupported("its shape is computed at run time (the output's shape must be known at import)")
+
+
+def _range_fold(ctx, node, start, limit, delta):
+    node.check_attrs(("stash_type",))
+    dtype = np.asarray(start).dtype
+    start, limit, delta = (_scalar(node, v, name) for v, name in ((start, "start"), (limit, "limit"),
+                                                                   (delta, "delta")))
+    if delta == 0:
+        raise node.invalid("delta is 0")
+    if not all(np.isfinite([float(start), float(limit), float(delta)])):
+        raise node.invalid("start, limit and delta must be finite")
+    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    if dtype.kind in "iu":  # exact integer steps
+        count = max(-(-(int(limit) - int(start)) // int(delta)), 0)
+    ctx.check_fold(node, (count,), dtype)
+    return (start + np.arange(count, dtype=dtype) * delta).astype(dtype)
+
+
+@register("Range", versions=(11, 27), fold=_range_fold, types=("float32", "int32", "int64"),
+          fuses="known at import; else one kernel of the declared output's length")
+def range_(ctx, node):
+    node.check_attrs(("stash_type",))
+    start, delta = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    count = _declared_shape(ctx, node, 1)[0]  # the model's promise of ceil((limit - start) / delta)
+    return _library(node, lambda: ctx.ob.arange(start, delta, count))
+
+
+@register("Size", versions=(1, 13, 19, 21, 23, 24, 25), shape_only=True, fold=lambda ctx, node, x: size(ctx, node),
+          types=ALL_TYPES, fuses="known at import (static shapes)")
+def size(ctx, node):
+    node.check_attrs(())
+    return np.array(int(np.prod(ctx.shape(ctx.value(node, 0)), dtype=np.int64)), dtype=np.int64)
+
+
+@register("EyeLike", versions=(9, 22), shape_only=True, fold=lambda ctx, node, x: eye_like(ctx, node),
+          types=ALL_TYPES, fuses="known at import (static shapes)")
+def eye_like(ctx, node):
+    node.check_attrs(("dtype", "k"))
+    x = ctx.value(node, 0)
+    shape = ctx.shape(x)
+    if len(shape) != 2:
+        raise node.invalid(f"input of shape {list(shape)}: EyeLike takes 2-D tensors")
+    code = node.int_attr("dtype")
+    dtype = helper.tensor_dtype_to_np_dtype(code) if code is not None else _numpy_dtype(ctx.dtype(x))
+    ctx.check_fold(node, shape, dtype)
+    return np.eye(shape[0], shape[1], k=node.int_attr("k", 0), dtype=dtype)
+
+
+def _numpy_dtype(name):
+    return np.dtype(bool) if name == "bool" else np.dtype(name)
+
+
+def _trilu_k(ctx, node):
+    if not node.input(1):
+        return 0
+    return int(_scalar(node, ctx.static(node, 1, "k"), "k"))
+
+
+def _trilu_fold(ctx, node, x, *k):
+    if np.ndim(x) < 2:
+        raise node.invalid(f"input of shape {list(np.shape(x))}: Trilu takes at least 2 dimensions")
+    k = _trilu_k(ctx, node)
+    return (np.triu if node.int_attr("upper", 1) else np.tril)(x, k)
+
+
+@register("Trilu", versions=(14,), fold=_trilu_fold, types=ALL_TYPES, fuses="one kernel")
+def trilu(ctx, node):
+    node.check_attrs(("upper",))
+    x = ctx.tensor(node, 0)
+    k = _trilu_k(ctx, node)
+    return _library(node, lambda: ctx.ob.trilu(x, k, bool(node.int_attr("upper", 1))))
+
+
+def _one_hot_geometry(ctx, node, rank):
+    """(depth, axis) of a OneHot; a depth computed at run time is the declared output's."""
+    axis = node.int_attr("axis", -1)
+    if not -rank - 1 <= axis <= rank:
+        raise node.invalid(f"axis {axis} out of range for an output of rank {rank + 1}")
+    axis %= rank + 1
+    depth = ctx.value(node, 1)
+    if isinstance(depth, np.ndarray):
+        depth = _scalar(node, depth, "depth")
+        if not np.isfinite(float(depth)) or int(depth) < 1:
+            raise node.invalid(f"depth {depth} must be >= 1")
+        return int(depth), axis
+    return _declared_shape(ctx, node, rank + 1)[axis], axis
+
+
+def _one_hot_fold(ctx, node, indices, depth, values):
+    depth, axis = _one_hot_geometry(ctx, node, np.ndim(indices))
+    values = np.asarray(values).reshape(-1)
+    if values.size != 2:
+        raise node.invalid(f"values has {values.size} elements; [off, on] is expected")
+    indices = np.asarray(indices)
+    if indices.dtype.kind == "f" and not np.all(np.isfinite(indices)):
+        raise node.invalid("indices that are not finite")
+    ctx.check_fold(node, indices.shape + (depth,), values.dtype)
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    hot = idx[..., None] == np.arange(depth)
+    return np.ascontiguousarray(np.moveaxis(np.where(hot, values[1], values[0]), -1, axis))
+
+
+@register("OneHot", versions=(9, 11, 28), fold=_one_hot_fold, types=ALL_TYPES,
+          fuses="one kernel (a depth computed at run time: the declared output's)")
+def one_hot(ctx, node):
+    node.check_attrs(("axis",))
+    indices, values = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    depth, axis = _one_hot_geometry(ctx, node, len(ctx.shape(indices)))
+    return _library(node, lambda: ctx.ob.one_hot(indices, depth, values, axis))
