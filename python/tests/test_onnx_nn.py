@@ -124,10 +124,11 @@ def test_conv_3d(attrs, at_run_time, device):
     check(node_model("Conv", feeds, attrs, initializers=weights, inputs=["x", "w", "b"]), feeds, device)
 
 
-def test_conv_3d_with_relu(device):
+@pytest.mark.parametrize("act", [("Relu", {}), ("LeakyRelu", {"alpha": 0.3}), ("Clip", {"min": -0.5, "max": 0.5})])
+def test_conv_3d_with_an_activation(act, device):
     feeds = {"x": rand(1, 2, 4, 4, 4)}
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
-    check(model_of(nodes, feeds, ["y"], [("w", rand(3, 2, 3, 3, 3, seed=1))]), feeds, device)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node(act[0], ["c"], ["y"], **act[1])]
+    check(model_of(nodes, feeds, ["y"], [("w", rand(3, 2, 3, 3, 3, seed=1))], opset=10), feeds, device)
 
 
 def test_conv_4d_is_refused_by_name():

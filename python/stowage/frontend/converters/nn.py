@@ -5,6 +5,7 @@ after it; a classifier's GlobalAveragePool, Flatten and Gemm)."""
 
 import numpy as np
 
+from ...ops.elementwise import UNARY_DEFAULTS
 from ..registry import register
 from .common import activation_spec, as_float32, ints, positive_ints, spatial_pads, window_out
 
@@ -19,7 +20,7 @@ def conv_params(ctx, node, bn, x_shape):
     bias = ctx.optional(node, 2)
     if bias is not None and not isinstance(bias, np.ndarray):
         raise node.unsupported("input 2 (the bias) must be known when the model is imported")
-    if weight.ndim != 4 or len(x_shape) != 4:
+    if weight.ndim != 4:
         raise node.unsupported(f"a {weight.ndim - 2}D convolution: only 1D to 3D are supported")
     geometry = conv_geometry(node, x_shape, weight.shape)
     weight = weight.astype(np.float64)
@@ -134,8 +135,7 @@ def apply_activation_op(ob, y, act, out):
     if act is None:
         return ob.binary("add", y, np.float32(0), out=out)
     name, params = act[0], tuple(act[1:])
-    names = {"clip": ("min", "max"), "hardsigmoid": ("alpha", "beta")}.get(name, ())
-    return ob.unary(name, y, out=out, **dict(zip(names, params)))
+    return ob.unary(name, y, out=out, **dict(zip(UNARY_DEFAULTS.get(name, {}), params)))  # the spec's order
 
 
 def conv_epilogue(ctx, group):
