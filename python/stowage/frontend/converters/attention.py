@@ -128,6 +128,8 @@ def einsum(ctx, node):
             raise node.unsupported(f"equation '{equation}': a letter repeated in one operand (a diagonal)")
         for c, size in zip(term, shape):
             if extent.setdefault(c, size) != size:
+                if 1 not in (extent[c], size):
+                    raise node.invalid(f"equation '{equation}': '{c}' has extents {extent[c]} and {size}")
                 raise node.unsupported(f"equation '{equation}': '{c}' has extents {extent[c]} and {size} "
                                        f"(broadcasting is not supported)")
     if len(set(out)) != len(out) or any(c not in extent for c in out):
