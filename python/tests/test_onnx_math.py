@@ -540,3 +540,13 @@ def test_mean_of_integers_is_refused():
     model = make_model([helper.make_node("Mean", ["a", "a"], ["y"])], {"a": a}, output_type=np.int64)
     with pytest.raises(sw.InvalidInputError, match="Mean of int64"):
         sw.from_onnx(model)
+
+
+def test_variadic_writes_into_a_planned_concat(device):
+    rng = np.random.default_rng(27)
+    feeds = {"a": rand(rng, 1, 32, 8, 8), "b": rand(rng, 1, 32, 8, 8)}  # slices at aligned offsets
+    nodes = [helper.make_node("Max", ["a"], ["m"]), helper.make_node("Sum", ["a", "b"], ["s"]),
+             helper.make_node("Concat", ["m", "s"], ["y"], axis=1)]
+    model = make_model(nodes, feeds)
+    assert "stowage_copy_strided" not in kernels(model)  # planned: each producer writes its slice
+    check(model, feeds, device)

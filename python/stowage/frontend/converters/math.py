@@ -193,6 +193,8 @@ def _variadic(op):
             result = combine(ctx, dtype, result, v, out if last else None)
         if op == "mean":
             result = combine(ctx, dtype, result, np.float32(1 / len(values)), out, "mul")
+        elif len(tensors) == 1 and out is not None:  # one operand: copied into the given view
+            result = ctx.ob.cast(result, dtype, out=out)
         return result
 
     def combine(ctx, dtype, a, b, out, name=None):
