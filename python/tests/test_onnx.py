@@ -478,9 +478,9 @@ def test_unsupported_ops_and_attributes_name_the_node():
     assert refusal(make_model([pool], [("x", (1, 1, 5, 5, 5, 5))], ("y", None))) == (
         "node 0 'p' (MaxPool): a rank-6 input: pools over 1 to 3 spatial dimensions are supported"
     )
-    reflect = helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")
-    model = make_model([reflect], [("x", (1, 1, 5, 5))], ("y", None), [("pads", np.zeros(8, np.int64))])
-    assert refusal(model) == "node 0 'pad' (Pad): mode=reflect is not supported (only constant)"
+    wrap = helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="wrap")  # wrap came at Pad 19
+    model = make_model([wrap], [("x", (1, 1, 5, 5))], ("y", None), [("pads", np.zeros(8, np.int64))])
+    assert refusal(model) == "node 0 'pad' (Pad): mode 'wrap' is not supported at schema 13"
     odd = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=1.0)
     assert refusal(make_model([odd], [("x", (2,))], ("y", None))) == "node 0 'r' (Relu): attribute 'alpha' is not supported"
     conv4d = helper.make_node("Conv", ["x", "w"], ["y"], name="c4")
