@@ -406,3 +406,32 @@ def test_library_errors_name_the_node():
     model = norm_model("GroupNormalization", [("x", x), ("s", rand(3)), ("b", rand(3))], 21, num_groups=2)
     with pytest.raises(sw.InvalidInputError, match=r"node 0 .*GroupNormalization.*groups"):
         sw.from_onnx(model)
+
+
+AFTER_A_CONV = [
+    ("ReduceSum", {"keepdims": 0}, [("axes", np.asarray([1], np.int64))], "float32"),
+    ("ReduceMean", {"axes": [2, 3]}, [], "float32"),
+    ("ReduceLogSumExp", {"axes": [1, 3]}, [], "float32"),
+    ("ArgMax", {"axis": 1}, [], "int64"),
+    ("Softmax", {"axis": 1}, [], "float32"),
+    ("LogSoftmax", {"axis": 3}, [], "float32"),
+    ("Hardmax", {"axis": 2}, [], "float32"),
+    ("LayerNormalization", {"axis": 1}, [("s", rand(6, 5, 7)), ("b", rand(6, 5, 7))], "float32"),
+    ("InstanceNormalization", {}, [("s", rand(6)), ("b", rand(6))], "float32"),
+    ("GroupNormalization", {"num_groups": 3}, [("s", rand(6)), ("b", rand(6))], "float32"),
+    ("LpNormalization", {"axis": 1}, [], "float32"),
+    ("MeanVarianceNormalization", {}, [], "float32"),
+    ("LRN", {"size": 3}, [], "float32"),
+]
+
+
+@pytest.mark.parametrize("op,attrs,inits,out_type", AFTER_A_CONV)
+def test_ops_reading_a_convolution_image_in_texture_mode(op, attrs, inits, out_type, device):
+    # In texture mode the Conv leaves its result in an image; each op reads it from there.
+    x = rand(2, 4, 5, 7)
+    conv = helper.make_node("Conv", ["x", "w"], ["c"])
+    node = helper.make_node(op, ["c"] + [n for n, _ in inits], ["y"], **attrs)
+    model = model_of([conv, node], [("x", x)], [("y", out_type)], [("w", rand(6, 4, 1, 1))] + inits,
+                     opset=21 if op == "GroupNormalization" else 17)
+    module, _ = check(model, {"x": x}, device, texture=True)
+    assert "call_kernel(stowage_conv2d_image" in module.text()
