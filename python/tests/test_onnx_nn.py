@@ -148,6 +148,10 @@ CONV_TRANSPOSE_CASES = [
     ((1, 2, 4, 4), (2, 2, 2, 2), {"dilations": [2, 2]}),
     ((2, 4, 3, 3), (4, 3, 3, 3), {"group": 2, "strides": [2, 1]}),
     ((1, 2, 5), (2, 3, 3), {"strides": [2], "pads": [1, 2]}),  # 1D
+    # 8 or more channels a group: a GEMM, then the gather of the taps
+    ((2, 16, 3, 4), (16, 3, 3, 3), {"strides": [2, 2], "pads": [1, 0, 0, 1], "output_padding": [1, 0]}),
+    ((1, 16, 4, 3), (16, 2, 2, 3), {"group": 2, "dilations": [2, 1], "strides": [1, 2]}),
+    ((1, 8, 3, 3, 2), (8, 2, 2, 2, 3), {"strides": [2, 1, 2]}),  # 3D
 ]
 
 
@@ -160,8 +164,9 @@ def test_conv_transpose(x_shape, w_shape, attrs, device):
     check(model, feeds, device)
 
 
-def test_conv_transpose_with_weights_at_run_time(device):
-    feeds = {"x": rand(1, 4, 3, 4), "w": rand(4, 1, 3, 3, seed=1), "b": rand(2, seed=2)}
+@pytest.mark.parametrize("channels", [4, 16])
+def test_conv_transpose_with_weights_at_run_time(channels, device):
+    feeds = {"x": rand(1, channels, 3, 4), "w": rand(channels, 1, 3, 3, seed=1), "b": rand(2, seed=2)}
     check(node_model("ConvTranspose", feeds, {"strides": [2, 2], "group": 2}), feeds, device)
 
 

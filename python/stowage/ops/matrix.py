@@ -38,6 +38,14 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # (stowage_conv2d_dwpw_image on images, stowage_conv2d_dwpw_direct on buffers);
 # FUSE_POOL_LINEAR (1: on) global_avg_pool_linear (stowage_pooled_linear).
 
+# A transposed convolution whose groups have at least CONV_TRANSPOSE_GEMM_MIN_CHANNELS
+# input channels runs its reduction over channels as a tiled GEMM into a workspace of
+# N K taps D H W values (at most CONV_TRANSPOSE_GEMM_MAX_BYTES), which each output then
+# gathers (stowage_conv_transpose_cols); fewer channels (depthwise) or a larger
+# workspace take the direct gathering kernel (stowage_conv_transpose).
+CONV_TRANSPOSE_GEMM_MIN_CHANNELS = 8
+CONV_TRANSPOSE_GEMM_MAX_BYTES = 64 << 20
+
 
 def _setting(unit, defaults, name):
     return unit.defines.get(name, defaults[name])
@@ -544,9 +552,23 @@ class MatrixOps(Core):
         o0, o1, o2 = three(extents, 1)
         unit = self._unit("conv_transpose")
         grid, local = shapes.launch_3d(o2, o1, n * k * o0)
+        geometry = (*three(ws[2:], 1), *three(strides, 1), *three(pads[:rank], 0), *three(dilations, 1))
+        taps, plane, cg, kg = shapes.prod(ws[2:]), shapes.prod(xs[2:]), c // group, k // group
+        cols_bytes = n * k * taps * plane * 4
+        if cg >= CONV_TRANSPOSE_GEMM_MIN_CHANNELS and cols_bytes <= CONV_TRANSPOSE_GEMM_MAX_BYTES:
+            # cols [N, K, taps, spatial] = the weight (read as [C, K/group taps], transposed) times x, per
+            # image and group, by the tiled GEMM; then each output gathers its taps.
+            cols = self._new_buffer((n, k * taps, plane))
+            self._gemm_launch(w_var, x_var, None, None, cols, m=kg * taps, n=plane, k=cg, sam=1, sak=kg * taps,
+                              sbk=plane, sbn=1, sbias=(0, 0),
+                              levels=[(n, 0, c * plane, k * taps * plane, 0),
+                                      (group, cg * kg * taps, cg * plane, kg * taps * plane, 0)],
+                              alpha=1.0, flags=0, act=(0, 0.0, 0.0))
+            self._launch(unit, "stowage_conv_transpose_cols", cols, bias_var or cols, dst, n, k, *three(xs[2:], 1),
+                         o0, o1, o2, *geometry, int(bias is not None), grid=grid, local=local)
+            return dst
         self._launch(unit, "stowage_conv_transpose", x_var, w_var, bias_var or w_var, dst, n, c,
-                     *three(xs[2:], 1), k, o0, o1, o2, *three(ws[2:], 1), *three(strides, 1), *three(pads[:rank], 0),
-                     *three(dilations, 1), group, int(bias is not None), grid=grid, local=local)
+                     *three(xs[2:], 1), k, o0, o1, o2, *geometry, group, int(bias is not None), grid=grid, local=local)
         return dst
 
     # ---- attention ----------------------------------------------------------------
