@@ -300,6 +300,7 @@ CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
     dict(shapes=((2, 4, 16), (2, 6, 8), (2, 6, 8)), attrs={"q_num_heads": 4, "kv_num_heads": 2}, mask="bool"),
     dict(shapes=((1, 2, 4, 8), (1, 2, 3, 8), (1, 2, 3, 8)), attrs={"is_causal": 1}, past=(1, 2, 3, 8), output=0),
     dict(shapes=((1, 2, 4, 8), (1, 2, 3, 8), (1, 2, 3, 8)), attrs={}, past=(1, 2, 2, 8), output=1),
+    dict(shapes=((1, 2, 4, 8), (1, 2, 3, 8), (1, 2, 3, 8)), attrs={}, output=2),  # no past: the present is V
     dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 2}, mask=(2, 1, 4, 6),
          output=3),
     dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 3}, mask=(4, 5),
@@ -344,7 +345,8 @@ def test_rotary_embedding_3d(device):
     check(node_model("RotaryEmbedding", feeds, {"num_heads": 4}, opset=23), feeds, device, with_ort=False)
 
 
-def test_exported_attention_subgraph_with_a_causal_mask(device):
+@pytest.mark.parametrize("texture", [False, True])
+def test_exported_attention_subgraph_with_a_causal_mask(texture, device):
     """Attention as exporters write it: projections, heads split by Reshape and
     Transpose, MatMul, Div by sqrt(d), Add of a causal mask built from constants,
     Softmax, MatMul, heads merged."""
@@ -369,10 +371,11 @@ def test_exported_attention_subgraph_with_a_causal_mask(device):
               helper.make_node("MatMul", ["probs", "vt"], ["ctx"]),
               helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
               helper.make_node("Reshape", ["ctx_t", "merge"], ["y"])]
-    check(model_of(nodes, feeds, ["y"], inits), feeds, device)
+    check(model_of(nodes, feeds, ["y"], inits), feeds, device, texture=texture)
 
 
-def test_exported_attention_with_a_boolean_causal_mask_and_where(device):
+@pytest.mark.parametrize("texture", [False, True])
+def test_exported_attention_with_a_boolean_causal_mask_and_where(texture, device):
     """The other form exporters write: K transposed by its own Transpose, the scores
     scaled by Mul, masked by Where with a constant boolean causal mask, Softmax."""
     b, heads, s, d = 1, 2, 6, 4
@@ -385,4 +388,4 @@ def test_exported_attention_with_a_boolean_causal_mask_and_where(device):
              helper.make_node("Where", ["allowed", "scaled", "lowest"], ["masked"]),
              helper.make_node("Softmax", ["masked"], ["probs"], axis=3),
              helper.make_node("MatMul", ["probs", "v"], ["y"])]
-    check(model_of(nodes, feeds, ["y"], inits), feeds, device)
+    check(model_of(nodes, feeds, ["y"], inits), feeds, device, texture=texture)
