@@ -69,8 +69,6 @@ def reduce_numpy(name, x, axes, keepdims):
                 return np.full(shape, fill, x.dtype)
             if fn is not None:
                 r = fn(wide, axis=axes, keepdims=keepdims)
-                if name == "mean" and x.dtype.kind != "f":
-                    r = np.sum(wide, axis=axes, keepdims=keepdims) // max(shapes.prod(x.shape[a] for a in axes), 1)
             elif name == "l1":
                 r = np.sum(np.abs(wide), axis=axes, keepdims=keepdims)
             elif name == "sumsquare":
@@ -197,8 +195,8 @@ class ReduceOps(Core):
 
     def reduce(self, name, x, axes=None, keepdims=True):
         """Reduces ``axes`` (None: all) of x with ``name`` (sum, mean, max, min,
-        prod, l1, l2, logsum, logsumexp, sumsquare); int32 / int64 x except for l2,
-        logsum and logsumexp."""
+        prod, l1, l2, logsum, logsumexp, sumsquare); int32 / int64 x except for mean,
+        l2, logsum and logsumexp."""
         op = "reduce"
         if name not in REDUCTIONS:
             raise InvalidInputError(f"{op}: unknown reduction '{name}' (known: {', '.join(REDUCTIONS)})")
@@ -211,7 +209,7 @@ class ReduceOps(Core):
         dtype = x.dtype
         if dtype not in ("float32", "int32", "int64"):
             raise UnsupportedError(f"{op}: '{name}' of a {dtype} tensor is not supported")
-        if dtype != "float32" and name in FLOAT_ONLY:
+        if dtype != "float32" and name in FLOAT_ONLY + ("mean",):
             raise UnsupportedError(f"{op}: '{name}' of a {dtype} tensor is not supported (float32 only)")
         combine, pre_first, pre_later, post_mid, post_last = REDUCTIONS[name]
         unit = self._row_unit(dtype)

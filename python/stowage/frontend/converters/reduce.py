@@ -66,7 +66,16 @@ def reduce_axes(node, rank, axes_input):
         raise node.invalid(str(e)) from None
 
 
+def check_reduce_type(node, dtype):
+    """Refuses an element type the kernels (and so the fold) do not reduce exactly."""
+    name = REDUCE_OPS[node.op_type][0]
+    if dtype != "float32" and not (dtype in ("int32", "int64") and name in INTEGER_REDUCTIONS):
+        raise node.unsupported(f"a {dtype} input is not supported ({node.op_type} takes float32"
+                               + (", int32 and int64)" if name in INTEGER_REDUCTIONS else ")"))
+
+
 def fold_reduce(ctx, node, x, axes=None):
+    check_reduce_type(node, ctx.dtype(np.asarray(x)))
     axes, keepdims = reduce_axes(node, np.ndim(x), axes)
     out_shape = [1 if a in axes else d for a, d in enumerate(np.shape(x))]
     ctx.check_fold(node, out_shape, np.asarray(x).dtype)
@@ -84,9 +93,7 @@ def convert_reduce(ctx, node):
     shape = ctx.shape(x)
     axes, keepdims = reduce_axes(node, len(shape), ctx.optional(node, 1))
     dtype = ctx.dtype(x)
-    if dtype != "float32" and not (dtype in ("int32", "int64") and name in INTEGER_REDUCTIONS):
-        raise node.unsupported(f"a {dtype} input is not supported ({node.op_type} takes float32"
-                               + (", int32 and int64)" if name in INTEGER_REDUCTIONS else ")"))
+    check_reduce_type(node, dtype)
     if ctx.group is not None and ctx.group.linear is not None:
         return reduce_mean_linear(ctx, ctx.group, x, axes, keepdims)
     x = ctx.tensor(node, 0)
