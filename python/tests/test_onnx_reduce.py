@@ -348,7 +348,7 @@ def test_float_only_reductions_refuse_integers():
 
 
 def test_integer_means_are_refused_when_folding_too():
-    # ONNX leaves the rounding of an integer mean open: refused, known at import or not
+    # an integer mean is refused (staged, it would round at every stage), known at import or not
     c = np.arange(6, dtype=np.int32).reshape(2, 3)
     node = helper.make_node("ReduceMean", ["c"], ["y"], axes=[1])
     model = model_of([node], [], [("y", "int32")], [("c", c)], 13)
