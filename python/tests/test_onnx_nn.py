@@ -164,6 +164,16 @@ def test_conv_transpose(x_shape, w_shape, attrs, device):
     check(model, feeds, device)
 
 
+@pytest.mark.parametrize("opset", [10, 13])
+@pytest.mark.parametrize("attrs", [{"output_shape": [8, 9]}, {"output_shape": [8, 10], "auto_pad": "SAME_UPPER"}])
+def test_conv_transpose_output_shape_pads_by_opset(opset, attrs, device):
+    """ConvTranspose-1 and -11 put the odd pad at opposite ends."""
+    feeds = {"x": rand(1, 2, 4, 5)}
+    model = node_model("ConvTranspose", feeds, dict(attrs, strides=[2, 2]), opset=opset,
+                       initializers=[("w", rand(2, 3, 3, 3, seed=1))])
+    check(model, feeds, device)
+
+
 @pytest.mark.parametrize("channels", [4, 16])
 def test_conv_transpose_with_weights_at_run_time(channels, device):
     feeds = {"x": rand(1, channels, 3, 4), "w": rand(channels, 1, 3, 3, seed=1), "b": rand(2, seed=2)}

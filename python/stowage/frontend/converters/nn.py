@@ -228,6 +228,9 @@ def conv_transpose_pads(node, in_sizes, kernel, strides, dilations, output_paddi
         if len(pads) != 2 * rank or any(p < 0 for p in pads):
             raise node.invalid(f"pads {list(pads)} do not fit a {rank}D window (or are negative)")
         return pads, output_padding
+    # Which end takes the smaller half: SAME_UPPER's begin from ConvTranspose-11 on,
+    # every mode's but SAME_UPPER's in ConvTranspose-1 (the rule was reversed at 11).
+    small_first = (auto_pad == "SAME_UPPER") != (node.since == 1)
     begins, ends = [], []
     for f, o in zip(full, output_shape):
         total = f - o
@@ -236,8 +239,8 @@ def conv_transpose_pads(node, in_sizes, kernel, strides, dilations, output_paddi
             ends.append(total)
             continue
         small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
+        begins.append(small if small_first else large)
+        ends.append(large if small_first else small)
     extra = tuple(max(-e, 0) for e in ends)
     return tuple(begins) + tuple(max(e, 0) for e in ends), tuple(op + x for op, x in zip(output_padding, extra))
 
