@@ -139,8 +139,9 @@ def test_reduce_long_rows(device):
 @pytest.mark.parametrize("attrs", [{}, {"axis": 1, "keepdims": 0}, {"axis": -1, "select_last_index": 1},
                                    {"axis": 2, "keepdims": 1, "select_last_index": 0}])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
-def test_arg_max_min(op, attrs, dtype, device):
-    x = rng.integers(-3, 3, size=(3, 70, 4)).astype(dtype)  # ties: first vs last index
+@pytest.mark.parametrize("shape", [(3, 70, 4), (2, 5, 40, 40)])  # work-groups and work-items per row
+def test_arg_max_min(op, attrs, dtype, shape, device):
+    x = rng.integers(-3, 3, size=shape).astype(dtype)  # ties: first vs last index
     model = model_of([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", x)], [("y", "int64")], opset=13)
     check(model, {"x": x}, device)
 

@@ -236,8 +236,8 @@ class ReduceOps(Core):
             raise InvalidInputError(f"{op}: axis {axis} has no elements to choose from")
         outer, n, inner = shapes.prod(shape[:axis]), shape[axis], shapes.prod(shape[axis + 1:])
         dst = self._new_buffer((outer * inner,), "int64")
-        self._row_launch(self._row_unit(x.dtype), "stowage_arg_reduce", outer * inner, x, dst, n, inner,
-                         0 if largest else 1, int(bool(select_last)))
+        self._rows_launch(self._row_unit(x.dtype), "stowage_arg_reduce", (outer, n, inner), (x, dst),
+                          0 if largest else 1, int(bool(select_last)))
         return self._view(dst, out_shape)
 
     # ---- softmax family --------------------------------------------------------------

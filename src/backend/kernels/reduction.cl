@@ -12,7 +12,8 @@
 //   combine: 0 sum, 1 max, 2 min, 3 product. pre: 0 v, 1 |v|, 2 v * v, 3 exp(v - m)
 //   with m the row's maximum (float). post: 0 none, 1 divide by n, 2 sqrt (float),
 //   3 log (float), 4 log(s) + m (with pre 3: log-sum-exp).
-// stowage_softmax_rows, stowage_reduce_rows, stowage_normalize_rows: the same for rows of few values, or of
+// stowage_softmax_rows, stowage_reduce_rows, stowage_arg_reduce_rows,
+//   stowage_normalize_rows: the same for rows of few values, or of
 //   values far apart (a large inner): one work-item per row walking its values in
 //   order, neighbouring work-items on neighbouring rows (neighbouring addresses).
 //   Launch: grid = [rows rounded up to local0], local any.
@@ -309,6 +310,21 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_arg
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (t == 0) y[row] = index[0] == n ? 0 : index[0];
+}
+
+__kernel void stowage_arg_reduce_rows(__global const stowage_t* x, __global long* y, int rows, int n, int inner,
+                                      int op, int select_last) {
+  const int row = get_global_id(0);
+  if (row >= rows) return;
+  const int o = row / inner, i = row - o * inner;
+  const int base = o * n * inner + i;
+  stowage_t best = (stowage_t)0;
+  int at = n;
+  for (int j = 0; j < n; ++j) {
+    const stowage_t v = x[base + j * inner];
+    if (arg_better(v, j, best, at, n, op, select_last)) best = v, at = j;
+  }
+  y[row] = at == n ? 0 : at;
 }
 
 // ---- normalizations ---------------------------------------------------------------
