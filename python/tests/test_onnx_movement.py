@@ -260,16 +260,21 @@ def test_gather_nd(batch_dims, idx, device):
     check(model, {"x": x, "i": idx}, device)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_scatter_run_time(dtype, device):
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_run_time(dtype, reduction, device):
+    """Repeated indices (rows 1 and -3 of ScatterND, 1 twice in a column) combine in order."""
     x = sample((4, 5), dtype)
-    upd = sample((2, 5), dtype)
-    nodes = [helper.make_node("ScatterElements", ["x", "ie", "upd"], ["a"], axis=0),
-             helper.make_node("ScatterND", ["a", "ind", "upd"], ["y"])]
-    known = [("ie", np.array([[1, 0, 3, -1, 2], [0, 2, 1, 1, 3]], np.int64)),
-             ("ind", np.array([[3], [-4]], np.int64))]
+    upd = sample((3, 5), dtype)
+    nodes = [helper.make_node("ScatterElements", ["x", "ie", "upd"], ["a"], axis=0, reduction=reduction),
+             helper.make_node("ScatterND", ["a", "ind", "upd"], ["y"], reduction=reduction)]
+    known = [("ie", np.array([[1, 0, 3, -1, 2], [0, 2, 1, 1, 3], [2, 2, -3, 0, 3]], np.int64)),
+             ("ind", np.array([[1], [-4], [-3]], np.int64))]
+    if reduction == "none":  # ONNX Runtime refuses repeated indices without a reduction
+        known = [("ie", np.array([[1, 0, 3, -1, 2], [0, 2, 1, 1, 3], [2, 1, 2, 0, 0]], np.int64)),
+                 ("ind", np.array([[1], [-4], [2]], np.int64))]
     model = model_of(nodes, [("x", x.shape, dtype), ("upd", upd.shape, dtype)], [("y", None, dtype)], known,
-                     opset=16)
+                     opset=18)
     check(model, {"x": x, "upd": upd}, device)
 
 
@@ -472,3 +477,12 @@ def test_one_hot_and_range_of_run_time_values(device):
              "start": np.array(1, np.float32), "limit": np.array(-2, np.float32),
              "delta": np.array(-1.25, np.float32)}
     check(model, feeds, device)
+
+
+def test_split_parts_are_views_where_contiguous(device):
+    """Rows of 64 floats: each part starts 256 bytes apart, aligned: only the Add runs."""
+    x = sample((4, 64))
+    nodes = [helper.make_node("Split", ["x", "split"], ["a", "b"], axis=0), helper.make_node("Add", ["a", "b"], ["y"])]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")],
+                     [("split", np.array([2, 2], np.int64))])
+    check(model, {"x": x}, device, kernels=1)

@@ -14,6 +14,7 @@ INDEX_CODES = {"int32": 1, "int64": 2}
 # Resize's kernel codes (movement.cl, stowage_resize_axis).
 RESIZE_COORDINATES = {"half_pixel": 0, "half_pixel_symmetric": 1, "pytorch_half_pixel": 2, "align_corners": 3,
                       "asymmetric": 4, "tf_half_pixel_for_nn": 5, "tf_crop_and_resize": 6}
+SCATTER_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
 RESIZE_FILTERS = {"nearest": 0, "linear": 1, "cubic": 2}
 # "simple": ONNX Runtime's rounding of Resize 10 and Upsample (ceil when shrinking, else floor).
 NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3, "simple": 4}
@@ -185,9 +186,8 @@ class MovementOps(Core):
         self._elements_launch("stowage_gather_elements", data, indices, dst, shape, ishape, axis)
         return dst
 
-    def _elements_launch(self, kernel, tensor, indices, other, shape, ishape, axis):
-        """gather_elements (tensor read) or scatter_elements (tensor written) over
-        the index space of ``indices``."""
+    def _elements_launch(self, kernel, data, indices, dst, shape, ishape, axis):
+        """gather_elements over the index space of ``indices``."""
         if shapes.prod(ishape) == 0:
             return
         lead = shapes.MAX_RANK - len(shape)
@@ -196,13 +196,9 @@ class MovementOps(Core):
         strides[axis] = 0
         dims = [1] * lead + list(ishape)
         s6 = [0] * lead + strides
-        unit = self._movement_unit(tensor.dtype, indices.dtype)
+        unit = self._movement_unit(data.dtype, indices.dtype)
         grid, local = shapes.launch_3d(dims[5], dims[4], shapes.prod(dims[:4]))
-        if kernel == "stowage_gather_elements":
-            args = (tensor, indices, other)
-        else:
-            args = (other, indices, tensor)
-        self._launch(unit, kernel, *args, *dims, *s6, axis_stride, shape[axis], grid=grid, local=local)
+        self._launch(unit, kernel, data, indices, dst, *dims, *s6, axis_stride, shape[axis], grid=grid, local=local)
 
     def gather_nd(self, data, indices, batch_dims=0):
         op = "gather_nd"
@@ -229,9 +225,18 @@ class MovementOps(Core):
         return self.constant(np.array([v for d in range(max(k, 1)) for v in
                                        ((shape[d], strides[d]) if d < k else (1, 0))], np.int32))
 
-    # ---- scatters (reduction "none") -----------------------------------------------
+    # ---- scatters ----------------------------------------------------------------------
 
-    def scatter_elements(self, data, indices, updates, axis=0):
+    def _scatter_reduction(self, op, reduction, dtype):
+        if reduction not in SCATTER_REDUCTIONS:
+            raise InvalidInputError(f"{op}: reduction '{reduction}' is not one of {', '.join(SCATTER_REDUCTIONS)}")
+        if reduction != "none" and dtype == "uint8":
+            raise InvalidInputError(f"{op}: reduction '{reduction}' of bool data")
+        return SCATTER_REDUCTIONS[reduction]
+
+    def scatter_elements(self, data, indices, updates, axis=0, reduction="none"):
+        """ONNX's ScatterElements: a copy of data, then updates combined in at the
+        positions of ``indices`` along ``axis``, in order."""
         op = "scatter_elements"
         data = self._data(op, "data", data)
         indices = self._indices(op, "indices", indices)
@@ -241,12 +246,27 @@ class MovementOps(Core):
         _check_elementwise_indices(op, shape, ishape, axis)
         if self.shape_of(updates) != ishape or updates.dtype != data.dtype:
             raise InvalidInputError(f"{op}: updates must be {data.dtype} of the indices' shape {list(ishape)}")
+        code = self._scatter_reduction(op, reduction, data.dtype)
         dst = self._new_buffer(shape, data.dtype)
         self.function.copy_tensor(data, dst)
-        self._elements_launch("stowage_scatter_elements", dst, indices, updates, shape, ishape, axis)
+        if shapes.prod(ishape) == 0:
+            return dst
+        lead = shapes.MAX_RANK - len(shape)
+        s_u, s_y = list(shapes.contiguous_strides(ishape)), list(shapes.contiguous_strides(shape))
+        u_stride, y_stride = s_u[axis], s_y[axis]
+        s_u[axis] = s_y[axis] = 0
+        lines = list(ishape)
+        lines[axis] = 1  # a work-item per line along the axis
+        dims = [1] * lead + lines
+        unit = self._movement_unit(data.dtype, indices.dtype)
+        grid, local = shapes.launch_3d(dims[5], dims[4], shapes.prod(dims[:4]))
+        self._launch(unit, "stowage_scatter_elements", updates, indices, dst, *dims, *([0] * lead + s_u),
+                     *([0] * lead + s_y), ishape[axis], u_stride, y_stride, shape[axis], code, grid=grid, local=local)
         return dst
 
-    def scatter_nd(self, data, indices, updates):
+    def scatter_nd(self, data, indices, updates, reduction="none"):
+        """ONNX's ScatterND: a copy of data, then the rows of updates combined in at
+        the positions of ``indices``, in order."""
         op = "scatter_nd"
         data = self._data(op, "data", data)
         indices = self._indices(op, "indices", indices)
@@ -256,14 +276,15 @@ class MovementOps(Core):
         want = ishape[:-1] + shape[k:]
         if self.shape_of(updates) != want or updates.dtype != data.dtype:
             raise InvalidInputError(f"{op}: updates must be {data.dtype} of shape {list(want)}")
+        code = self._scatter_reduction(op, reduction, data.dtype)
         dst = self._new_buffer(shape, data.dtype)
         self.function.copy_tensor(data, dst)
         m, inner = shapes.prod(ishape[:-1]), shapes.prod(shape[k:])
         if m * inner == 0:
             return dst
         unit = self._movement_unit(data.dtype, indices.dtype)
-        grid, local = shapes.launch_3d(inner, m, 1)
-        self._launch(unit, "stowage_scatter_nd", updates, indices, self._nd_table(shape, k), dst, k, m, inner,
+        grid, local = shapes.launch_1d(inner)
+        self._launch(unit, "stowage_scatter_nd", updates, indices, self._nd_table(shape, k), dst, k, m, inner, code,
                      grid=grid, local=local)
         return dst
 

@@ -13,11 +13,14 @@
 // stowage_gather_nd: data [batch, ...], indices [batch, m, k], dims [2k] = (extent,
 //   element stride) of data's first k dimensions after the batch ones ->
 //   y [batch, m, inner]; grid = [inner, m, batch].
-// stowage_scatter_elements: y already holds the data; updates and indices of shape
-//   [d0, .., d5]; writes updates[i] at i's offset in y (strides sy, that of the axis
-//   0) plus indices[i] * axis_stride.
+// stowage_scatter_elements: y already holds the data; updates and indices share a
+//   shape whose axis has `count` positions, [d0, .., d5] is it with that axis 1; each
+//   work-item walks its line along the axis in order, combining updates[i] into y
+//   at i's offset (strides sy, 0 along the axis) plus indices[i] * y_stride.
 // stowage_scatter_nd: y already holds the data; indices [m, k], updates [m, inner];
-//   grid = [inner, m, 1].
+//   each work-item walks the m rows in order for its column; grid = [inner].
+// Scatters combine with `reduction` (stowage_scatter_reduce); walking in order
+// gives ONNX's sequential result even where indices repeat.
 // stowage_resize_axis: one axis of a Resize: x [outer, l_in, inner] ->
 //   y [outer, l_out, inner]; the scale is scales[scale_at] (known at import or
 //   computed at run time), the crop roi[roi_at] and roi[roi_at + roi_stride]; source
@@ -77,28 +80,51 @@ __kernel void stowage_gather_nd(__global const stowage_t* data, __global const s
   y[(b * m + j) * inner + i] = inside ? data[offset + i] : (stowage_t)0;
 }
 
+// ONNX's scatter reductions: 0 none (the update replaces), 1 add, 2 mul, 3 max, 4 min.
+inline stowage_t stowage_scatter_reduce(stowage_t old, stowage_t update, int reduction) {
+  switch (reduction) {
+    case 1: return old + update;
+    case 2: return old * update;
+    case 3: return old > update ? old : update;
+    case 4: return old < update ? old : update;
+    default: return update;
+  }
+}
+
 __kernel void stowage_scatter_elements(__global const stowage_t* updates, __global const stowage_i* indices,
-                                       __global stowage_t* y, int d0, int d1, int d2, int d3, int d4, int d5, int sy0,
-                                       int sy1, int sy2, int sy3, int sy4, int sy5, int axis_stride, int extent) {
+                                       __global stowage_t* y, int d0, int d1, int d2, int d3, int d4, int d5, int su0,
+                                       int su1, int su2, int su3, int su4, int su5, int sy0, int sy1, int sy2, int sy3,
+                                       int sy4, int sy5, int count, int u_stride, int y_stride, int extent,
+                                       int reduction) {
   const stowage_index6 at = stowage_grid_index6(d1, d2, d3, d4, d5);
   if (!at.inside) return;
-  const int iu = stowage_offset6(at, 0, d1 * d2 * d3 * d4 * d5, d2 * d3 * d4 * d5, d3 * d4 * d5, d4 * d5, d5, 1);
-  const int k = stowage_wrap_index(indices[iu], extent);
-  if (k >= 0) y[stowage_offset6(at, k * axis_stride, sy0, sy1, sy2, sy3, sy4, sy5)] = updates[iu];
+  const int u0 = stowage_offset6(at, 0, su0, su1, su2, su3, su4, su5);
+  const int y0 = stowage_offset6(at, 0, sy0, sy1, sy2, sy3, sy4, sy5);
+  for (int t = 0; t < count; ++t) {  // in order: a later update of one element wins or reduces last
+    const int iu = u0 + t * u_stride;
+    const int k = stowage_wrap_index(indices[iu], extent);
+    if (k < 0) continue;
+    __global stowage_t* p = y + y0 + k * y_stride;
+    *p = stowage_scatter_reduce(*p, updates[iu], reduction);
+  }
 }
 
 __kernel void stowage_scatter_nd(__global const stowage_t* updates, __global const stowage_i* indices,
-                                 __global const int* dims, __global stowage_t* y, int k, int m, int inner) {
-  const int i = get_global_id(0), j = get_global_id(1);
-  if (i >= inner || j >= m) return;
-  __global const stowage_i* at = indices + j * k;
-  int offset = 0;
-  for (int t = 0; t < k; ++t) {
-    const int v = stowage_wrap_index(at[t], dims[2 * t]);
-    if (v < 0) return;
-    offset += v * dims[2 * t + 1];
+                                 __global const int* dims, __global stowage_t* y, int k, int m, int inner,
+                                 int reduction) {
+  const int i = get_global_id(0);
+  if (i >= inner) return;
+  for (int j = 0; j < m; ++j) {  // in order: a later row wins or reduces last
+    __global const stowage_i* at = indices + j * k;
+    int offset = 0;
+    bool inside = true;
+    for (int t = 0; t < k; ++t) {
+      const int v = stowage_wrap_index(at[t], dims[2 * t]);
+      inside = inside && v >= 0;
+      offset += max(v, 0) * dims[2 * t + 1];
+    }
+    if (inside) y[offset + i] = stowage_scatter_reduce(y[offset + i], updates[j * inner + i], reduction);
   }
-  y[offset + i] = updates[j * inner + i];
 }
 
 // Resize's source coordinate of output position j (ONNX's

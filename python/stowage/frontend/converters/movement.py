@@ -655,14 +655,13 @@ def _scatter_elements_fold(ctx, node, data, indices, updates):
 
 
 @register("ScatterElements", versions=(11, 13, 16, 18), fold=_scatter_elements_fold, types=ALL_TYPES,
-          fuses="a copy and one kernel (reduction none)")
+          fuses="a copy and one kernel (in order: repeated indices as ONNX says)")
 def scatter_elements(ctx, node):
     node.check_attrs(("axis", "reduction"))
-    if _reduction(node) != "none":
-        raise node.unsupported(f"reduction '{node.attr('reduction')}' on tensors computed at run time")
+    reduction = _reduction(node)
     data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
     axis = _axis_of(node, len(ctx.shape(data)))
-    return _library(node, lambda: ctx.ob.scatter_elements(data, _index_var(ctx, node, 1), updates, axis))
+    return _library(node, lambda: ctx.ob.scatter_elements(data, _index_var(ctx, node, 1), updates, axis, reduction))
 
 
 @register("Scatter", versions=(9, 11), fold=_scatter_elements_fold, types=ALL_TYPES, fuses="as ScatterElements")
@@ -687,13 +686,12 @@ def _scatter_nd_fold(ctx, node, data, indices, updates):
 
 
 @register("ScatterND", versions=(11, 13, 16, 18), fold=_scatter_nd_fold, types=ALL_TYPES,
-          fuses="a copy and one kernel (reduction none)")
+          fuses="a copy and one kernel (in order: repeated indices as ONNX says)")
 def scatter_nd(ctx, node):
     node.check_attrs(("reduction",))
-    if _reduction(node) != "none":
-        raise node.unsupported(f"reduction '{node.attr('reduction')}' on tensors computed at run time")
+    reduction = _reduction(node)
     data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
-    return _library(node, lambda: ctx.ob.scatter_nd(data, _index_var(ctx, node, 1), updates))
+    return _library(node, lambda: ctx.ob.scatter_nd(data, _index_var(ctx, node, 1), updates, reduction))
 
 
 # ---- Resize and Upsample -------------------------------------------------------------
