@@ -358,7 +358,7 @@ def pool_out(ctx, node, x):
     return out
 
 
-@register("MaxPool", versions=(8, 10, 11, 12, 22), writes_into=True, texture=True)
+@register("MaxPool", versions=(1, 8, 10, 11, 12, 22), writes_into=True, texture=True)
 def max_pool(ctx, node):
     node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"))
     x = ctx.tensor(node, 0)
@@ -379,7 +379,7 @@ def max_pool(ctx, node):
     return pool_result(ctx, node, x, y)
 
 
-@register("AveragePool", versions=(7, 10, 11, 19, 22), writes_into=True, texture=True)
+@register("AveragePool", versions=(1, 7, 10, 11, 19, 22), writes_into=True, texture=True)
 def avg_pool(ctx, node):
     node.check_attrs(("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"))
     x = ctx.tensor(node, 0)
@@ -398,7 +398,7 @@ def avg_pool(ctx, node):
     return pool_result(ctx, node, x, y)
 
 
-@register("LpPool", versions=(11, 18, 22), writes_into=True)
+@register("LpPool", versions=(2, 11, 18, 22), writes_into=True)
 def lp_pool(ctx, node):
     node.check_attrs(("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
     x = ctx.tensor(node, 0)
