@@ -301,7 +301,7 @@ def gemm(ctx, node):
     )}
 
 
-@register("MatMul", versions=(9, 13))
+@register("MatMul", versions=(1, 9, 13))
 def matmul(ctx, node):
     node.check_attrs(())
     a, b = ctx.value(node, 0), ctx.value(node, 1)
