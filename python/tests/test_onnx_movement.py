@@ -134,6 +134,8 @@ SLICE_CASES = [
     ((4, 6, 8), [-1, 5], [-100, 0], [0, 2], [-1, -2]),  # negative steps
     ((4, 6, 8), [0, 1, 7], [100, 5, -9], [0, 1, 2], [3, 2, -3]),
     ((5, 7), [2], [2], [1], None),  # empty
+    ((4, 6), [-1], [-100], [1], [-1]),  # every column, reversed: a copy, not the input
+    ((1, 1, 8), [0, 0], [1, 100], [0, 2], [-1, 1]),  # the whole input, a reversal of extent 1: the input
     ((3, 4, 5, 6, 7, 2, 3), [1, 0], [3, 5], [1, 4], [1, 2]),  # rank 7
 ]
 

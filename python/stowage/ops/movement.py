@@ -65,16 +65,16 @@ class MovementOps(Core):
         return dst
 
     def _slice_view(self, x, shape, steps, out_shape, base):
-        """A view of x for a part that is contiguous in it, or None."""
+        """A view of x for a part that is one aligned contiguous run of it, or None."""
         if self._is_const(x) or shapes.prod(out_shape) == 0:
             return None
+        if any(c > 1 and st != 1 for c, st in zip(out_shape, steps)):
+            return None  # a step other than 1 (a reversal too) moves elements
         if out_shape == tuple(shape):
             return x
-        moving = [d for d, (c, e) in enumerate(zip(out_shape, shape)) if c != 1]
+        moving = [d for d, c in enumerate(out_shape) if c != 1]
         first = moving[0] if moving else len(shape)
-        if any(c != e or steps[d] != 1 for d, (c, e) in enumerate(zip(out_shape, shape)) if d > first):
-            return None
-        if moving and steps[first] != 1:
+        if any(c != e for c, e in zip(out_shape[first + 1:], shape[first + 1:])):
             return None
         offset = base * ITEM_BYTES[x.dtype]
         if offset % self.buffer_alignment:
@@ -105,6 +105,8 @@ class MovementOps(Core):
         repeats = [int(r) for r in repeats]
         if len(repeats) != len(shape) or min(repeats, default=0) < 0:
             raise InvalidInputError(f"{op}: repeats {repeats}: expected {len(shape)} values >= 0")
+        if all(r == 1 for r in repeats):
+            return x_var
         out_shape = tuple(d * r for d, r in zip(shape, repeats))
         dst = self._new_buffer(out_shape, x_var.dtype)
         if shapes.prod(out_shape) == 0:
