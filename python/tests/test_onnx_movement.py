@@ -488,3 +488,47 @@ def test_split_parts_are_views_where_contiguous(device):
     model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")],
                      [("split", np.array([2, 2], np.int64))])
     check(model, {"x": x}, device, kernels=1)
+
+
+# ---- refusals ---------------------------------------------------------------------------------
+
+
+def refusal(model, cls=sw.StowageError):
+    with pytest.raises(cls) as e:
+        sw.from_onnx(model)
+    return str(e.value)
+
+
+def test_bad_arguments_are_refused_naming_the_node():
+    def one(op, shape, initializers=(), opset=13, **attrs):
+        return refusal(single(op, shape, initializers=initializers, opset=opset, **attrs))
+
+    step0 = [("starts", np.array([0], np.int64)), ("ends", np.array([2], np.int64)), ("axes", np.array([0], np.int64)),
+             ("steps", np.array([0], np.int64))]
+    assert one("Slice", (4, 4), step0) == "node 0 '' (Slice): a step of 0"
+    assert one("Gather", (4, 4), [("i", np.array([4], np.int64))]) == (
+        "node 0 '' (Gather): indices out of range for an extent of 4")
+    assert one("DepthToSpace", (1, 6, 2, 2), blocksize=2) == (
+        "node 0 '' (DepthToSpace): depth_to_space: 6 channels do not split into blocks of 2x2")
+    assert one("Pad", (1, 3), [("pads", np.array([0, 3, 0, 1], np.int64))], mode="reflect") == (
+        "node 0 '' (Pad): pad: reflect pads [0, 3, 0, 1] must be smaller than the extents [1, 3]")
+    roi_scales = [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0.5, 0.5], np.float32))]
+    assert one("Resize", (1, 1, 4, 4), roi_scales, opset=18, mode="nearest", antialias=1) == (
+        "node 0 '' (Resize): antialias with mode nearest (ONNX defines it for linear and cubic)")
+    assert one("Resize", (1, 1, 4, 4), roi_scales[:1] + [("scales", np.array([1, 1, 0, 2], np.float32))]) == (
+        "node 0 '' (Resize): scales [1.0, 1.0, 0.0, 2.0]: expected 4 values > 0")
+    assert one("Expand", (2, 3), [("shape", np.array([4, 3], np.int64))]) == (
+        "node 0 '' (Expand): shape [4, 3] does not broadcast with the input's [2, 3]")
+
+
+def test_values_computed_at_run_time_that_shape_the_output_are_refused():
+    node = helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest")
+    model = model_of([node], [("x", (1, 1, 2, 2), "float32"), ("s", (4,), "float32")], [("y", None, "float32")])
+    assert refusal(model, sw.UnsupportedError) == (
+        "node 0 '' (Resize): its output's shape depends on values computed at run time, and the model declares no "
+        "output shape")
+    node = helper.make_node("Slice", ["x", "b", "e"], ["y"])
+    model = model_of([node], [("x", (4,), "float32"), ("b", (1,), "int64"), ("e", (1,), "int64")],
+                     [("y", None, "float32")])
+    assert refusal(model, sw.UnsupportedError) == (
+        "node 0 '' (Slice): starts 1 ('b') must be known when the model is imported")
