@@ -445,3 +445,14 @@ def test_ops_reading_a_convolution_image_in_texture_mode(op, attrs, inits, out_t
                      opset=21 if op == "GroupNormalization" else 17)
     module, _ = check(model, {"x": x}, device, texture=True)
     assert "call_kernel(stowage_conv2d_image" in module.text()
+
+
+@pytest.mark.parametrize("op,fn", [("ReduceMax", np.max), ("ReduceMin", np.min)])
+def test_max_and_min_propagate_nan_as_numpy_does(op, fn, device):
+    x = rand(4, 100)
+    x[1, 7] = np.nan
+    x[2, 99] = np.nan
+    got = run(reduce_model(op, x, [1], 0, 13, False), {"x": x}, device)[0]
+    np.testing.assert_array_equal(got, fn(x, axis=1))
+    got = run(reduce_model(op, x[:, :8], [1], 0, 13, False), {"x": x[:, :8].copy()}, device)[0]
+    np.testing.assert_array_equal(got, fn(x[:, :8], axis=1))

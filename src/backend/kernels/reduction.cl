@@ -172,10 +172,11 @@ __kernel void stowage_softmax_rows(__global const float* x, __global float* y, i
 
 static stowage_t combine(int op, stowage_t a, stowage_t b) {
   switch (op) {
+    // A NaN wins (a != a only for NaN), as numpy's max and min propagate it.
     case COMBINE_MAX:
-      return a > b ? a : b;
+      return (a > b || a != a) ? a : b;
     case COMBINE_MIN:
-      return a < b ? a : b;
+      return (a < b || a != a) ? a : b;
     case COMBINE_PROD:
       return a * b;
     default:
