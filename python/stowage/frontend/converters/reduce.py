@@ -48,7 +48,7 @@ def reduce_axes(node, rank, axes_input):
     """(axes, keepdims) of a Reduce node: axes sorted in [0, rank); () for empty axes
     with noop_with_empty_axes (each element reduced alone: ReduceL1 still takes |x|,
     as ONNX's reference and ONNX Runtime do)."""
-    name, _, first_input = REDUCE_OPS[node.op_type]
+    first_input = REDUCE_OPS[node.op_type][2]
     keepdims = bool(node.int_attr("keepdims", 1))
     if node.since >= first_input:
         node.check_attrs(("keepdims", "noop_with_empty_axes"))
@@ -229,11 +229,13 @@ def softmax_axis(node, rank):
     """(axis, flatten): before opset 13 the op works on the input flattened to 2D at
     `axis` (default 1); from 13 along `axis` (default -1)."""
     node.check_attrs(("axis",))
+    if rank == 0:
+        raise node.invalid("a scalar input has no axis to normalize along")
     default = -1 if node.since >= 13 else 1
     axis = node.int_attr("axis", default)
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:
         raise node.invalid(f"axis {axis} out of range for rank {rank}")
-    axis = axis % rank if rank else 0
+    axis %= rank
     return axis, node.since < 13 and axis != rank - 1
 
 
@@ -251,8 +253,6 @@ def convert_softmax(ctx, node):
     x = ctx.tensor(node, 0)
     shape = ctx.shape(x)
     mode = SOFTMAX_OPS[node.op_type]
-    if not shape:
-        raise node.unsupported("a scalar input is not supported")
     axis, flatten = softmax_axis(node, len(shape))
     if not flatten:
         return ctx.ob.softmax(x, axis, mode=mode)
