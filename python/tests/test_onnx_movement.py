@@ -532,3 +532,18 @@ def test_values_computed_at_run_time_that_shape_the_output_are_refused():
                      [("y", None, "float32")])
     assert refusal(model, sw.UnsupportedError) == (
         "node 0 '' (Slice): starts 1 ('b') must be known when the model is imported")
+
+
+def test_a_residual_that_views_a_live_tensor_is_not_overwritten(device):
+    """Add(Conv(b), a) where a is a Split view of t, t read again later: the sum may
+    not be written into a (it would overwrite t)."""
+    x = sample((1, 64, 4, 4))
+    w = sample((32, 32, 1, 1))
+    nodes = [helper.make_node("Sigmoid", ["x"], ["t"]), helper.make_node("Split", ["t", "split"], ["a", "b"], axis=1),
+             helper.make_node("Sin", ["b"], ["s"]),
+             helper.make_node("Conv", ["s", "w"], ["c"]), helper.make_node("Add", ["c", "a"], ["r"]),
+             helper.make_node("Concat", ["r", "t"], ["y"], axis=1)]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")],
+                     [("split", np.array([32, 32], np.int64)), ("w", w)])
+    module = check(model, {"x": x}, device)
+    assert "view(" in str(module)  # the parts are views

@@ -127,13 +127,20 @@ class Importer:
 
     def dies_here(self, name):
         """True when the group being emitted is the last reader of `name`, which is a
-        tensor this function made (not a parameter)."""
+        tensor this function made (not a parameter) and no view of another tensor
+        (a Slice or Split part, a Reshape: the tensor it views may live on)."""
         return (
             name in self.last_use
             and self.last_use[name] == self.position
             and name not in self.graph.output_names
             and self.graph.producer.get(name) is not None
+            and not self._is_view(name)
         )
+
+    def _is_view(self, name):
+        value = self.values.get(name)
+        var_name = getattr(value, "name", None)
+        return var_name is not None and self.ob._base(value) != var_name
 
     # ---- the walk ------------------------------------------------------------
 
