@@ -26,10 +26,12 @@ from .matrix import CONV_KERNELS, MatrixOps, conv_layer_key
 from .movement import MovementOps
 from .pooling import PoolingOps
 from .reduce import ReduceOps
+from .sampling import SamplingOps
 from .units import FAMILIES, Unit, kernel_dir
 
 
-class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, MovementOps, ReduceOps):
+class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, MovementOps, ReduceOps,
+               SamplingOps):
     """Emits operators into ``function`` of ``builder``.
 
     ``texture``: keep 4-D activations in NCHW4c images (``global.texture``) where a

@@ -31,6 +31,8 @@ FAMILIES = (
     "conv_transpose",
     "attention",
     "conv3d",
+    "sampling",
+    "sequence",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
