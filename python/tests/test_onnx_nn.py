@@ -333,7 +333,10 @@ CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
     dict(shapes=((1, 2, 3, 8), (1, 2, 70, 8), (1, 2, 70, 8)), attrs={"qk_matmul_output_mode": 2}, mask=(2, 3, 70),
          output=3),
 ])
-def test_attention(case, device):
+@pytest.mark.parametrize("fused", [False, True])
+def test_attention(case, fused, device, monkeypatch):
+    if fused:  # every size runs fused (where no qk_matmul_output is asked for)
+        monkeypatch.setattr(sw.ops.matrix, "ATTENTION_FUSED_MIN_BYTES", 0)
     q, k, v = case["shapes"]
     feeds = {"q": rand(*q), "k": rand(*k, seed=1), "v": rand(*v, seed=2)}
     names = ["q", "k", "v"]

@@ -43,6 +43,12 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # N K taps D H W values (at most CONV_TRANSPOSE_GEMM_MAX_BYTES), which each output then
 # gathers (stowage_conv_transpose_cols); fewer channels (depthwise) or a larger
 # workspace take the direct gathering kernel (stowage_conv_transpose).
+# Attention runs fused (stowage_attention_fused: no scores in memory) where its scores
+# would take ATTENTION_FUSED_MIN_BYTES or more (the unfused path keeps them twice: the
+# scores and the probabilities) and the head sizes fit the kernel; else as two tiled
+# GEMMs around the softmax row kernel, which reuse K and V across query rows.
+ATTENTION_FUSED_MIN_BYTES = 64 << 20
+
 CONV_TRANSPOSE_GEMM_MIN_CHANNELS = 8
 CONV_TRANSPOSE_GEMM_MAX_BYTES = 64 << 20
 
@@ -607,19 +613,46 @@ class MatrixOps(Core):
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
         group = hq // hkv
         q_buf, k_buf, v_buf = (self._buffer(op, name, t) for name, t in (("q", q), ("k", k), ("v", v)))
+        past = 0 if past_key is None else self.shape_of(past_key)[2]  # query i sits at position i + past
+        qk_out = None
+        if qk_mode is None and self._attention_fused(batch * hq * s * length, d, dv):
+            y = self._new_buffer((batch, hq, s, dv))
+            mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, (batch, hq, s, length))
+            unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
+            wide = unit.defines.get("ATTN_LOCAL", 64)
+            self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var or q_buf, y, batch, hq, s,
+                         length, d, dv, group, *strides, mask_len, past, int(window[0]), int(window[1]), float(scale),
+                         float(softcap), flags | (2 if is_causal else 0), grid=(wide, batch * hq * s),
+                         local=(wide, 1))
+        else:
+            y, qk_out = self._attention_unfused(op, q_buf, k_buf, v_buf, mask, (batch, hq, hkv, s, length, d, dv),
+                                                past, scale, is_causal, softcap, qk_mode, window)
+        if rank == 3:
+            y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
+        return y, k, v, qk_out
+
+    def _attention_fused(self, scores, d, dv):
+        """Whether Attention runs as stowage_attention_fused: scores (elements) too many
+        to keep (ATTENTION_FUSED_MIN_BYTES), head sizes the kernel takes."""
+        tuned = self.tuning.get("attention", {})
+        return (scores * 4 >= ATTENTION_FUSED_MIN_BYTES and d <= tuned.get("ATTN_MAX_D", 256)
+                and dv <= tuned.get("ATTN_LOCAL", 64) * tuned.get("ATTN_DV_ITEMS", 4))
+
+    def _attention_unfused(self, op, q_buf, k_buf, v_buf, mask, dims, past, scale, is_causal, softcap, qk_mode,
+                           window):
+        """(y, qk_out or None): two batched GEMMs around stowage_attention_probs."""
+        batch, hq, hkv, s, length, d, dv = dims
+        group = hq // hkv
         scores = self._new_buffer((batch, hq, s, length))
         # q heads of one kv head are neighbours: [B, kv heads, group * S, D] against [B, kv heads, L, D]
         self._batched_gemm(q_buf, k_buf, scores, batch * hkv, group * s, length, d, trans_b=True)
         probs = self._new_buffer((batch, hq, s, length))
         qk_out = None if qk_mode is None else self._new_buffer((batch, hq, s, length))
-        past = 0 if past_key is None else self.shape_of(past_key)[2]  # query i sits at position i + past
         self._attention_probs(op, scores, probs, qk_out, mask, (batch, hq, s, length), past, scale, is_causal,
                               softcap, qk_mode, window)
         y = self._new_buffer((batch, hq, s, dv))
         self._batched_gemm(probs, v_buf, y, batch * hkv, group * s, dv, length, trans_b=False)
-        if rank == 3:
-            y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
-        return y, k, v, qk_out
+        return y, qk_out
 
     def rotary_embedding(self, x, cos_cache, sin_cache, position_ids=None, *, interleaved=False, rotary_dim=0,
                          num_heads=0):
@@ -700,9 +733,32 @@ class MatrixOps(Core):
 
     def _attention_probs(self, op, scores, probs, qk_out, mask, shape, offset, scale, is_causal, softcap, qk_mode,
                          window):
+        mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, shape)
+        mask_var = mask_var or scores
+        batch, heads, s, length = shape
+        if is_causal:
+            flags |= 2
+        if qk_out is not None:
+            if qk_mode not in (0, 1, 2, 3):
+                raise InvalidInputError(f"{op}: qk_mode {qk_mode} is not 0, 1, 2 or 3")
+            flags |= 4
+        unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
+        rows = batch * heads * s
+        wide = unit.defines.get("ATTN_LOCAL", 64)
+        if length >= wide:  # long rows: a work-group a row
+            kernel, grid, local = "stowage_attention_probs_wide", (wide, rows), (wide, 1)
+        else:
+            kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
+        self._launch(unit, kernel, scores, mask_var, probs, qk_out or probs, batch, heads, s, length, *strides,
+                     mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap), int(qk_mode or 0),
+                     flags, grid=grid, local=local)
+
+    def _attention_mask(self, op, mask, shape):
+        """(mask Var or None, its strides over [B, heads, S], its last extent, its
+        element code, the mask flag) of Attention's mask over scores of ``shape``."""
         batch, heads, s, length = shape
         flags, strides, mask_len, code = 0, (0, 0, 0), 0, 0
-        mask_var = scores
+        mask_var = None
         if mask is not None:
             ms = self.shape_of(mask)
             if not 1 <= len(ms) <= 4 or ms[-1] > length:
@@ -722,22 +778,7 @@ class MatrixOps(Core):
                                          else np.asarray(mask, np.float32))
             code = DTYPE_CODES[mask_var.dtype]
             flags |= 1
-        if is_causal:
-            flags |= 2
-        if qk_out is not None:
-            if qk_mode not in (0, 1, 2, 3):
-                raise InvalidInputError(f"{op}: qk_mode {qk_mode} is not 0, 1, 2 or 3")
-            flags |= 4
-        unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
-        rows = batch * heads * s
-        wide = unit.defines.get("ATTN_LOCAL", 64)
-        if length >= wide:  # long rows: a work-group a row
-            kernel, grid, local = "stowage_attention_probs_wide", (wide, rows), (wide, 1)
-        else:
-            kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
-        self._launch(unit, kernel, scores, mask_var, probs, qk_out or probs, batch, heads, s, length, *strides,
-                     mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap), int(qk_mode or 0),
-                     flags, grid=grid, local=local)
+        return mask_var, strides, mask_len, code, flags
 
     # ---- GEMM -------------------------------------------------------------------
 

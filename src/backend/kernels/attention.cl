@@ -140,6 +140,84 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   }
 }
 
+// stowage_attention_fused: the whole of Attention for one query row (b, h, i) per
+//   work-group of ATTN_LOCAL work-items, without the scores in memory (for long
+//   sequences, whose [B, H, S, L] scores would not fit): keys are taken ATTN_LOCAL at
+//   a time (work-item t scores key j0 + t against the row of q, kept in local
+//   memory), the softmax runs online (the running maximum rescales the running sum
+//   and the output), and work-item t accumulates output elements t, t + ATTN_LOCAL,
+//   ... (at most ATTN_DV_ITEMS of them). q [B, H, S, D]; k [B, H / group, L, D];
+//   v [B, H / group, L, Dv]; y [B, H, S, Dv]; mask, flags (no qk output), scale,
+//   softcap, offset and window as stowage_attention_probs. A row whose bias is -inf
+//   everywhere gets zeros.
+//   Launch: local = [ATTN_LOCAL, 1], grid = [ATTN_LOCAL, B H S]; D <= ATTN_MAX_D,
+//   Dv <= ATTN_LOCAL ATTN_DV_ITEMS.
+#ifndef ATTN_MAX_D
+#define ATTN_MAX_D 256
+#endif
+#ifndef ATTN_DV_ITEMS
+#define ATTN_DV_ITEMS 4
+#endif
+
+__kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_attention_fused(
+    __global const float* q, __global const float* k, __global const float* v, __global const stowage_t* mask,
+    __global float* y, int B, int H, int S, int L, int D, int Dv, int group, int mask_b, int mask_h, int mask_s,
+    int mask_len, int offset, int left, int right, float scale, float softcap, int flags) {
+  __local float qs[ATTN_MAX_D];
+  __local float probs[ATTN_LOCAL];
+  __local float partial[ATTN_LOCAL];
+  const int t = get_local_id(0), row = get_group_id(1);
+  const int i = row % S, h = (row / S) % H, b = row / (S * H);
+  const long kv = (long)b * (H / group) + h / group;  // the kv head this q head reads
+  const __global float* kr = k + kv * L * D;
+  const __global float* vr = v + kv * L * Dv;
+  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
+  const int pos = i + offset;
+  for (int d = t; d < D; d += ATTN_LOCAL) qs[d] = q[(long)row * D + d];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float acc[ATTN_DV_ITEMS];
+  for (int e = 0; e < ATTN_DV_ITEMS; ++e) acc[e] = 0.0f;
+  float running_max = -INFINITY, running_sum = 0.0f, top_bias = -INFINITY;
+  for (int j0 = 0; j0 < L; j0 += ATTN_LOCAL) {
+    const int j = j0 + t;
+    float value = -INFINITY;
+    if (j < L) {
+      float s = 0.0f;
+      for (int d = 0; d < D; ++d) s += qs[d] * kr[(long)j * D + d];
+      s *= scale;
+      if (softcap > 0.0f) s = softcap * tanh(s / softcap);
+      const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+      top_bias = fmax(top_bias, bias);
+      value = s + bias;
+    }
+    partial[t] = value;
+    const float block_max = stowage_attention_combine(partial, t, 1);
+    const float new_max = fmax(running_max, block_max);
+    const float p = (new_max == -INFINITY || value == -INFINITY) ? 0.0f : exp(value - new_max);
+    const float rescale = running_max == -INFINITY ? 0.0f : exp(running_max - new_max);
+    probs[t] = p;
+    partial[t] = p;
+    running_sum = running_sum * rescale + stowage_attention_combine(partial, t, 0);  // its barriers publish probs
+    running_max = new_max;
+    const int count = min(ATTN_LOCAL, L - j0);
+    for (int e = 0; e < ATTN_DV_ITEMS; ++e) {
+      const int d = t + e * ATTN_LOCAL;
+      if (d >= Dv) break;
+      float sum = acc[e] * rescale;
+      for (int jj = 0; jj < count; ++jj) sum += probs[jj] * vr[(long)(j0 + jj) * Dv + d];
+      acc[e] = sum;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // probs is rewritten next
+  }
+  partial[t] = top_bias;
+  const int masked = stowage_attention_combine(partial, t, 1) == -INFINITY;
+  const float inv = (masked || running_sum <= 0.0f) ? 0.0f : 1.0f / running_sum;
+  for (int e = 0; e < ATTN_DV_ITEMS; ++e) {
+    const int d = t + e * ATTN_LOCAL;
+    if (d < Dv) y[(long)row * Dv + d] = acc[e] * inv;
+  }
+}
+
 // stowage_rotary_embedding: ONNX's RotaryEmbedding. x holds [B, S, H, D] elements
 //   at b * sb + s * ss + h * sh + d (the layout of a 4-D [B, H, S, D] or a 3-D
 //   [B, S, H D] input); y has x's layout. The first `rot` elements of each head are
