@@ -547,3 +547,17 @@ def test_a_residual_that_views_a_live_tensor_is_not_overwritten(device):
                      [("split", np.array([32, 32], np.int64)), ("w", w)])
     module = check(model, {"x": x}, device)
     assert "view(" in str(module)  # the parts are views
+
+
+@pytest.mark.parametrize("alias", ["Identity", "Slice"])
+def test_a_residual_that_aliases_a_live_tensor_is_not_overwritten(alias, device):
+    """Add(Conv(s), a) where a is t itself under another name (Identity, a Slice of all of it)."""
+    x = sample((1, 8, 4, 4))
+    w = sample((8, 8, 1, 1))
+    names = ["t"] + (["st", "en"] if alias == "Slice" else [])
+    nodes = [helper.make_node("Sigmoid", ["x"], ["t"]), helper.make_node(alias, names, ["a"]),
+             helper.make_node("Sin", ["t"], ["s"]), helper.make_node("Conv", ["s", "w"], ["c"]),
+             helper.make_node("Add", ["c", "a"], ["r"]), helper.make_node("Concat", ["r", "t"], ["y"], axis=1)]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")],
+                     [("w", w), ("st", np.array([0], np.int64)), ("en", np.array([100], np.int64))])
+    check(model, {"x": x}, device)

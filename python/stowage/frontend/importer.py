@@ -127,20 +127,28 @@ class Importer:
 
     def dies_here(self, name):
         """True when the group being emitted is the last reader of `name`, which is a
-        tensor this function made (not a parameter) and no view of another tensor
-        (a Slice or Split part, a Reshape: the tensor it views may live on)."""
+        tensor this function made (not a parameter) whose storage no value read
+        later shares (an Identity of it, a Slice or Split part, a Reshape)."""
         return (
             name in self.last_use
             and self.last_use[name] == self.position
             and name not in self.graph.output_names
             and self.graph.producer.get(name) is not None
-            and not self._is_view(name)
+            and not self._storage_lives_on(name)
         )
 
-    def _is_view(self, name):
+    def _storage_lives_on(self, name):
+        """Whether another value on the same storage is read after this group."""
         value = self.values.get(name)
-        var_name = getattr(value, "name", None)
-        return var_name is not None and self.ob._base(value) != var_name
+        if getattr(value, "name", None) is None:
+            return False
+        base = self.ob._base(value)
+        for other, v in self.values.items():
+            if other == name or getattr(v, "name", None) is None or self.ob._base(v) != base:
+                continue
+            if self.last_use.get(other, -1) > self.position or other in self.graph.output_names:
+                return True
+        return False
 
     # ---- the walk ------------------------------------------------------------
 
