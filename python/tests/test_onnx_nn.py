@@ -115,9 +115,10 @@ def test_conv_bad_geometry_is_one_error(attrs, why, device):
 @pytest.mark.parametrize("attrs", [{"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 1]},
                                    {"group": 2, "dilations": [2, 1, 1], "auto_pad": "VALID"}])
 @pytest.mark.parametrize("at_run_time", [False, True])
-def test_conv_3d(attrs, at_run_time, device):
-    feeds = {"x": rand(1, 4, 5, 6, 5)}
-    weights = [("w", rand(6, 4 // attrs.get("group", 1), 2, 3, 2, seed=1)), ("b", rand(6, seed=2))]
+@pytest.mark.parametrize("channels", [4, 12])  # 12: a reduction of 36 or more, im2col and GEMM
+def test_conv_3d(attrs, at_run_time, channels, device):
+    feeds = {"x": rand(2, channels, 5, 6, 5)}
+    weights = [("w", rand(6, channels // attrs.get("group", 1), 2, 3, 2, seed=1)), ("b", rand(6, seed=2))]
     if at_run_time:
         feeds.update(weights)
         weights = []

@@ -49,6 +49,12 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # GEMMs around the softmax row kernel, which reuse K and V across query rows.
 ATTENTION_FUSED_MIN_BYTES = 64 << 20
 
+# A 3D convolution whose reduction (C/group taps) has at least CONV3D_GEMM_MIN_REDUCTION
+# terms runs as an im2col (stowage_im2col3d, a workspace of N C taps outputs values,
+# at most CONV3D_GEMM_MAX_BYTES) and the tiled GEMM; else the direct stowage_conv3d.
+CONV3D_GEMM_MIN_REDUCTION = 32
+CONV3D_GEMM_MAX_BYTES = 64 << 20
+
 CONV_TRANSPOSE_GEMM_MIN_CHANNELS = 8
 CONV_TRANSPOSE_GEMM_MAX_BYTES = 64 << 20
 
@@ -490,9 +496,23 @@ class MatrixOps(Core):
         bias_var = self._bias_operand(op, bias, k)
         dst = self._dest(op, out, out_shape)
         unit = self._unit("conv3d")
+        geometry = (*ws[2:], *strides, *pads[:3], *dilations)
+        taps, outputs, cg, kg = shapes.prod(ws[2:]), shapes.prod(extents), c // group, k // group
+        if cg * taps >= CONV3D_GEMM_MIN_REDUCTION and n * c * taps * outputs * 4 <= CONV3D_GEMM_MAX_BYTES:
+            # cols [N, C taps, outputs], then per image and group the weight [K/group, C/group taps] times its rows
+            cols = self._new_buffer((n, c * taps, outputs))
+            grid, local = shapes.launch_3d(extents[2], extents[1], n * c * taps * extents[0])
+            self._launch(unit, "stowage_im2col3d", x_var, cols, *xs[2:], *extents, *geometry, grid=grid, local=local)
+            reduction = cg * taps
+            self._gemm_launch(w_var, cols, bias_var, None, dst, m=kg, n=outputs, k=reduction, sam=reduction, sak=1,
+                              sbk=outputs, sbn=1, sbias=(1, 0),
+                              levels=[(n, 0, c * taps * outputs, k * outputs, 0),
+                                      (group, kg * reduction, reduction * outputs, kg * outputs, kg)],
+                              alpha=1.0, flags=EPI_BIAS if bias is not None else 0, act=(0, 0.0, 0.0))
+            return dst
         grid, local = shapes.launch_3d(extents[2], extents[1], n * k * extents[0])
-        self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var or w_var, dst, n, c, *xs[2:], k, *extents, *ws[2:],
-                     *strides, *pads[:3], *dilations, group, int(bias is not None), grid=grid, local=local)
+        self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var or w_var, dst, n, c, *xs[2:], k, *extents,
+                     *geometry, group, int(bias is not None), grid=grid, local=local)
         return dst
 
     def _bias_operand(self, op, bias, k):
