@@ -68,6 +68,8 @@ const char* value_kind_name(ValueKind kind) {
       return "bool";
     case ValueKind::kOther:
       return "Object";
+    case ValueKind::kTuple:
+      return "Tuple";
   }
   return "?";
 }
@@ -79,6 +81,11 @@ py::dict describe_value(const ValueDesc& v) {
   if (v.kind == ValueKind::kTensor) {
     d["shape"] = py::tuple(py::cast(v.shape));
     d["dtype"] = std::string(dtype_name(v.dtype));
+  }
+  if (v.kind == ValueKind::kTuple) {
+    py::list fields;
+    for (const ValueDesc& field : v.fields) fields.append(describe_value(field));
+    d["fields"] = fields;
   }
   return d;
 }

@@ -272,6 +272,8 @@ void bind_builders(py::module_& m) {
       .def("call", [](FunctionBuilder& fb, const std::string& function, const py::list& args,
                       std::string name) { return fb.call(function, args_from("call", args), std::move(name)); })
       .def("ret", [](FunctionBuilder& fb, const std::string& var) { return FinishedFunction{fb.ret(var)}; })
+      .def("ret_tuple",
+           [](FunctionBuilder& fb, const std::vector<std::string>& vars) { return FinishedFunction{fb.ret(vars)}; })
       .def("type_of", [](const FunctionBuilder& fb, const std::string& var) -> py::tuple {
         // (kind, shape, dtype): shape and dtype are None unless kind is "Tensor".
         const Type& type = fb.type_of(var);

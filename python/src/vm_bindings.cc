@@ -72,6 +72,11 @@ py::object python_value(std::string_view function, const Value& v) {
       return py::float_(v.float_value);
     case Value::Kind::kNone:
       return py::none();
+    case Value::Kind::kTuple: {
+      py::tuple out(v.fields.size());
+      for (size_t i = 0; i < v.fields.size(); ++i) out[i] = python_value(function, v.fields[i]);
+      return out;
+    }
     default:
       throw StowageError(ErrorKind::kInvalidInput, fmt::format("invoke '{}': returns a {}, which Python cannot receive",
                                                                function, v.kind_name()));

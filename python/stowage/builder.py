@@ -213,9 +213,18 @@ class Function:
         """Calls a function already in the module; returns its result."""
         return self._emit("call", name, function=function, args=args)
 
-    def ret(self, var):
-        """Finishes the function, returning ``var``; no op may follow."""
-        self._finished = self._fb.ret(self._name_of("ret", "var", var))
+    def ret(self, *vars):
+        """Finishes the function; no op may follow. ``ret(x)`` returns ``x``;
+        ``ret(a, b, ...)`` returns the tuple of the tensors ``a, b, ...``
+        (``return (a, b)`` in the text form; each a tensor of its own, none given
+        twice), which :meth:`VirtualMachine.invoke` hands back as a Python tuple."""
+        if not vars:
+            _checks.fail("ret", "vars", "expected a variable to return, got none")
+        names = [self._name_of("ret", "var" if len(vars) == 1 else f"vars[{i}]", v) for i, v in enumerate(vars)]
+        if len(names) == 1:
+            self._finished = self._fb.ret(names[0])
+        else:
+            self._finished = self._fb.ret_tuple(names)
 
 
 # The IR's ops, from the C++ table (include/stowage/ir/op_table.h): name -> (result,

@@ -45,7 +45,11 @@ class Executable:
 
     @property
     def functions(self):
-        """Each function's name, parameters and result, as dicts."""
+        """Each function's name, parameters and result, as dicts: ``name``,
+        ``params`` (a list) and ``result``, each value a dict with ``name`` and
+        ``kind`` ("Tensor", "int", "float", "bool", "Object" or "Tuple"), tensors
+        with ``shape`` and ``dtype``; a tuple result has ``fields``, a list of its
+        tensors' dicts (named as the IR returned them)."""
         return self._handle.functions
 
     def entry_function(self):

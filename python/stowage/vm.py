@@ -92,7 +92,9 @@ class VirtualMachine:
         arguments: Python or numpy ints and floats. Returns a device
         :class:`Tensor` (it stays valid after later invokes; read it with
         ``numpy()``, ``np.asarray`` or ``np.from_dlpack(t, device="cpu")``) or a
-        scalar. Other Python threads run while the device works."""
+        scalar; a function that returns several values (``f.ret(a, b)``,
+        ``return (a, b)``) gives a Python tuple of such Tensors, in order. Other
+        Python threads run while the device works."""
         if not isinstance(function, str):
             raise InvalidInputError(f"invoke: argument 'function': expected a str, got {type(function).__name__}")
         return self._vm.invoke(function, [_vm_arg(function, i, a) for i, a in enumerate(args)])

@@ -54,6 +54,7 @@ class FunctionValidator {
   Status check_call_kernel(const Instruction& ins) const;
   Status check_call(const Instruction& ins) const;
   Status check_view(const Instruction& ins) const;
+  Status check_ret_tuple(const Instruction& ins) const;
   // The constant at scalar slot `slot`, which must be a shape of extents >= 0.
   Status check_shape_constant(const Instruction& ins, size_t slot, std::string_view role,
                               uint32_t max_rank = kMaxShapeRank) const;
@@ -112,9 +113,10 @@ Status FunctionValidator::run(std::vector<Instruction>& out) {
     ++index_;
   }
   if (out.empty()) return error_at_function_word(0, "code", "the function has no code");
-  if (out.back().op != Opcode::kRet) {
+  const Opcode last = fn_.result.kind == ValueKind::kTuple ? Opcode::kRetTuple : Opcode::kRet;
+  if (out.back().op != last) {
     --index_;  // report the last instruction, whose fields start_word_ and op_ still hold
-    return error_at(0, "the function's code does not end with ret");
+    return error_at(0, fmt::format("the function's code does not end with {}", opcode_info(last).name));
   }
   return Status::ok();
 }
@@ -245,13 +247,43 @@ Status FunctionValidator::check_semantics(const Instruction& ins) const {
     case Opcode::kCallKernel: return check_call_kernel(ins);
     case Opcode::kCall: return check_call(ins);
     case Opcode::kAllocDiscontiguous: return check_alloc_discontiguous(ins);
+    case Opcode::kRet:
+      if (fn_.result.kind == ValueKind::kTuple) {
+        return error_at(0, "the function's result is a tuple; it returns with ret_tuple");
+      }
+      return Status::ok();
     case Opcode::kKill:
     case Opcode::kCopyTensor:
     case Opcode::kMove:
-    case Opcode::kRet:
     case Opcode::kLoadConst:
     case Opcode::kLoadTensorConstant: return Status::ok();
     case Opcode::kView: return check_view(ins);
+    case Opcode::kRetTuple: return check_ret_tuple(ins);
+  }
+  return Status::ok();
+}
+
+// One distinct register per field of the function's tuple result, which only
+// ret_tuple returns: the VM hands the caller a tuple exactly when the result is one.
+Status FunctionValidator::check_ret_tuple(const Instruction& ins) const {
+  if (exe_.minor_version < 4) {
+    return error_at(0, fmt::format("ret_tuple needs version 1.4; the file declares 1.{}", exe_.minor_version));
+  }
+  const size_t count_word = list_word(ins, 0) - 1;
+  if (fn_.result.kind != ValueKind::kTuple) {
+    return error_at(count_word, "the function's result is not a tuple; it returns with ret");
+  }
+  if (ins.list.size() != fn_.result.fields.size()) {
+    return error_at(count_word, fmt::format("{} registers returned, the function's tuple result has {} fields",
+                                            ins.list.size(), fn_.result.fields.size()));
+  }
+  std::unordered_map<uint32_t, size_t> field_of;  // register -> the first field returning it
+  for (size_t k = 0; k < ins.list.size(); ++k) {
+    auto [first, inserted] = field_of.emplace(ins.list[k], k);
+    if (!inserted) {
+      return error_at(list_word(ins, k), fmt::format("register {} is returned twice (fields {} and {})", ins.list[k],
+                                                     first->second, k));
+    }
   }
   return Status::ok();
 }

@@ -72,6 +72,12 @@ uint64_t LayoutScope::tensor_bytes() const {
 }
 
 uint16_t Executable::required_minor_version() const {
+  for (const Function& f : functions) {
+    if (f.result.kind == ValueKind::kTuple) return 4;
+    for (const Instruction& ins : f.code) {
+      if (ins.op == Opcode::kRetTuple) return 4;
+    }
+  }
   if (!memory_layouts.empty()) return 3;
   if (!constant_storages.empty() || !tensor_constants.empty()) return 2;
   for (const Function& f : functions) {

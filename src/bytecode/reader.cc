@@ -66,7 +66,10 @@ class Reader {
   Status read_dtype(SectionCursor& in, DType& out);
   Status read_reserved16(SectionCursor& in);
   Status read_shape(SectionCursor& in, std::vector<int64_t>& out, bool non_negative, uint32_t max_rank);
-  Status read_value_desc(SectionCursor& in, ValueDesc& out);
+  // Where a value appears: only a result may be a tuple, and a tuple's fields are tensors.
+  enum class ValueRole { kParam, kResult, kField };
+  Status read_value_desc(SectionCursor& in, ValueDesc& out, ValueRole role);
+  Status read_tuple_fields(SectionCursor& in, ValueDesc& out);
   Status read_kernel_param(SectionCursor& in, KernelParam& out);
   Status check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at);
   Status read_scope(SectionCursor& in, ScopeRequirement& out);
@@ -588,14 +591,27 @@ Status Reader::read_tensor_constants() {
   return check_constant_data_padding(data_offsets);
 }
 
-Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
+Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out, ValueRole role) {
   STOWAGE_TRY(read_name(in, out.name, "value name", /*allow_empty=*/true));
   uint64_t at = in.offset();
   uint8_t kind = 0;
   STOWAGE_TRY(in.read(kind, "value kind"));
-  if (kind > static_cast<uint8_t>(ValueKind::kOther))
+  if (kind > static_cast<uint8_t>(ValueKind::kTuple))
     return in.error_at(at, fmt::format("unknown value kind {}", kind));
   out.kind = static_cast<ValueKind>(kind);
+  if (out.kind == ValueKind::kTuple) {
+    if (role != ValueRole::kResult) {
+      return in.error_at(at, role == ValueRole::kParam ? "a parameter cannot be a tuple; only a result can"
+                                                       : "a tuple field cannot be a tuple; a tuple holds tensors");
+    }
+    if (exe_.minor_version < 4) {
+      return in.error_at(at, fmt::format("a tuple result needs version 1.4; the file declares 1.{}",
+                                         exe_.minor_version));
+    }
+  }
+  if (role == ValueRole::kField && out.kind != ValueKind::kTensor) {
+    return in.error_at(at, fmt::format("a tuple field of kind {} is not a tensor; a tuple holds tensors", kind));
+  }
   STOWAGE_TRY(read_dtype(in, out.dtype));
   STOWAGE_TRY(read_reserved16(in));
   at = in.offset();
@@ -603,6 +619,19 @@ Status Reader::read_value_desc(SectionCursor& in, ValueDesc& out) {
   if (out.kind != ValueKind::kTensor && !out.shape.empty()) {
     return in.error_at(at, fmt::format("a non-tensor value has a shape of rank {}", out.shape.size()));
   }
+  if (out.kind == ValueKind::kTuple) return read_tuple_fields(in, out);
+  return Status::ok();
+}
+
+// u32 n, then n tensor values; ret_tuple returns one register per field.
+Status Reader::read_tuple_fields(SectionCursor& in, ValueDesc& out) {
+  uint64_t at = in.offset();
+  uint32_t count = 0;
+  STOWAGE_TRY(in.read(count, "tuple field count"));
+  if (count == 0) return in.error_at(at, "a tuple result has no fields");
+  STOWAGE_TRY(in.check_count(at, count, kMaxTupleFields, 12, "tuple field count"));
+  out.fields.resize(count);
+  for (ValueDesc& field : out.fields) STOWAGE_TRY(read_value_desc(in, field, ValueRole::kField));
   return Status::ok();
 }
 
@@ -637,8 +666,8 @@ Status Reader::read_function_frame(SectionCursor& in, Function& fn) {
   STOWAGE_TRY(in.read(params, "parameter count"));
   STOWAGE_TRY(in.check_count(at, params, kMaxFunctionParams, 12, "parameter count"));
   fn.params.resize(params);
-  for (ValueDesc& param : fn.params) STOWAGE_TRY(read_value_desc(in, param));
-  STOWAGE_TRY(read_value_desc(in, fn.result));
+  for (ValueDesc& param : fn.params) STOWAGE_TRY(read_value_desc(in, param, ValueRole::kParam));
+  STOWAGE_TRY(read_value_desc(in, fn.result, ValueRole::kResult));
   at = in.offset();
   STOWAGE_TRY(in.read(fn.num_registers, "register count"));
   if (fn.num_registers > kMaxRegisters) {

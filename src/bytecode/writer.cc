@@ -64,6 +64,9 @@ void write_value_desc(ByteWriter& w, const ValueDesc& value) {
   w.u8(static_cast<uint8_t>(value.dtype));
   w.u16(0);
   write_shape(w, value.shape);
+  if (value.kind != ValueKind::kTuple) return;
+  w.u32(static_cast<uint32_t>(value.fields.size()));
+  for (const ValueDesc& field : value.fields) write_value_desc(w, field);
 }
 
 // Encodes every function's code into one word stream; returns each function's

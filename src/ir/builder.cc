@@ -423,8 +423,31 @@ Function FunctionBuilder::ret(const std::string& var) {
   check_open("ret");
   const Type& type = use("ret", "var", var).type;
   refuse_constant("ret", "var", var, "cannot be returned (the caller could write it); return a copy");
-  function_.ret = var;
+  function_.returns = {var};
+  function_.returns_tuple = false;
   function_.ret_type = type;
+  finished_ = true;
+  return function_;
+}
+
+Function FunctionBuilder::ret(const std::vector<std::string>& vars) {
+  check_open("ret");
+  if (vars.empty()) fail("ret", "argument 'vars': a returned tuple needs at least one variable");
+  Type tuple = Type::of(Type::Kind::kTuple);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    std::string arg = fmt::format("vars[{}]", i);
+    tuple.fields.push_back(use_of_kind("ret", arg, vars[i], Type::Kind::kTensor));
+    refuse_constant("ret", arg, vars[i], "cannot be returned (the caller could write it); return a copy");
+    for (size_t j = 0; j < i; ++j) {
+      if (vars[j] == vars[i]) {
+        fail("ret", fmt::format("argument '{}': '{}' is returned twice (vars[{}] too); return a copy of it", arg,
+                                vars[i], j));
+      }
+    }
+  }
+  function_.returns = vars;
+  function_.returns_tuple = true;
+  function_.ret_type = std::move(tuple);
   finished_ = true;
   return function_;
 }
@@ -487,7 +510,7 @@ void ModuleBuilder::add_function(Function function) {
   if (module_->find_function(function.name)) {
     throw_verify(fmt::format("{}: function '{}' is already in the module", op, function.name));
   }
-  if (function.ret.empty()) {
+  if (function.returns.empty()) {
     throw_verify(fmt::format("{}: function '{}' has no return; finish it with ret", op, function.name));
   }
   module_->functions.push_back(std::move(function));

@@ -351,9 +351,8 @@ void FunctionVerifier::define_result(const Binding& b) {
   vars_.emplace(b.result, std::move(info));
 }
 
-Status FunctionVerifier::check_return() {
-  const std::string& name = function_.ret;
-  if (name.empty()) return broken_rule("the function returns no variable");
+// What may leave the function through `return`, tuple field or not.
+Status FunctionVerifier::check_returned_var(const std::string& name) const {
   const VarInfo* info = lookup(name);
   if (info == nullptr) return broken_rule("'{}' is not defined", name);
   if (info->killed) return broken_rule("'{}' was killed{}", name, at_loc(info->kill_loc));
@@ -366,9 +365,53 @@ Status FunctionVerifier::check_return() {
                        "tensor first",
                        name);
   }
+  return Status::ok();
+}
+
+Status FunctionVerifier::check_return() {
+  if (function_.returns.empty() && function_.returns_tuple) {
+    return broken_rule("the function returns an empty tuple; return at least one tensor");
+  }
+  if (function_.returns.empty()) return broken_rule("the function returns no variable");
+  if (function_.returns_tuple) return check_returned_tuple();
+  if (function_.returns.size() != 1) {
+    return broken_rule("a return that is not a tuple names one variable, not {}", function_.returns.size());
+  }
+  const std::string& name = function_.returns[0];
+  STOWAGE_TRY(check_returned_var(name));
+  const VarInfo* info = lookup(name);
   if (!(info->type == function_.ret_type)) {
     return broken_rule("'{}' is {}, but the function returns {}", name, print_type(info->type),
                        print_type(function_.ret_type));
+  }
+  return Status::ok();
+}
+
+// Each field a tensor of its own: one returned twice would hand the caller two
+// results sharing bytes, so it is refused (a copy says what is meant).
+Status FunctionVerifier::check_returned_tuple() const {
+  const std::vector<std::string>& names = function_.returns;
+  const Type& want = function_.ret_type;
+  if (want.kind != Type::Kind::kTuple || want.fields.size() != names.size()) {
+    return broken_rule("the function returns a tuple of {} value{}, but its return type is {}", names.size(),
+                       names.size() == 1 ? "" : "s", print_type(want));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    STOWAGE_TRY(check_returned_var(name));
+    for (size_t j = 0; j < i; ++j) {
+      if (names[j] == name) {
+        return broken_rule("'{}' is returned twice (fields {} and {}); return a copy of it instead", name, j, i);
+      }
+    }
+    const Type& type = lookup(name)->type;
+    if (type.kind != Type::Kind::kTensor) {
+      return broken_rule("field {} '{}' is {}; a returned tuple holds tensors", i, name, print_type(type));
+    }
+    if (!(type == want.fields[i])) {
+      return broken_rule("field {} '{}' is {}, but the return type has {} there", i, name, print_type(type),
+                         print_type(want.fields[i]));
+    }
   }
   return Status::ok();
 }

@@ -99,6 +99,8 @@ class FunctionVerifier {
   Status check_copy(const Binding& b);
   Status check_call(const Binding& b);
   Status check_return();
+  Status check_returned_var(const std::string& name) const;
+  Status check_returned_tuple() const;
   Type result_type(const Binding& b) const;
   Type arg_type(const Arg& arg) const;
   void define_result(const Binding& b);

@@ -218,11 +218,38 @@ class Parser {
     }
     fn.ret_loc = tok_.loc;
     advance();  // return
-    fn.ret = std::string(expect_ident("a variable name after 'return'").text);
-    expect_end_of_line("the returned variable");
+    if (at(TokenKind::kLParen)) {
+      parse_returned_tuple(fn);
+      expect_end_of_line("the returned tuple");
+    } else {
+      fn.returns = {std::string(expect_ident("a variable name or '(' after 'return'").text)};
+      expect_end_of_line("the returned variable");
+    }
     skip_newlines();
     expect(TokenKind::kRBrace, "'}' after the return");
     expect_end_of_line("'}'");
+  }
+
+  // `(a, b)`, or `(a,)` for a tuple of one; as in Python, `(a)` is no tuple, so it
+  // is refused rather than read as one.
+  void parse_returned_tuple(Function& fn) {
+    SourceLoc open = tok_.loc;
+    advance();  // (
+    fn.returns_tuple = true;
+    bool trailing_comma = false;
+    while (true) {
+      fn.returns.emplace_back(expect_ident("a variable name in the returned tuple").text);
+      trailing_comma = false;
+      if (at(TokenKind::kRParen)) break;
+      expect(TokenKind::kComma, "',' or ')' in the returned tuple");
+      trailing_comma = true;
+      if (at(TokenKind::kRParen)) break;
+    }
+    advance();  // )
+    if (fn.returns.size() == 1 && !trailing_comma) {
+      fail(open, fmt::format("'({})' is not a tuple: write 'return ({},)' for a tuple of one, or 'return {}'",
+                             fn.returns[0], fn.returns[0], fn.returns[0]));
+    }
   }
 
   // --- Types ----------------------------------------------------------------

@@ -145,7 +145,13 @@ std::string print_function(const Function& function) {
   }
   out += fmt::format(") -> {} {{\n", print_type(function.ret_type));
   for (const Binding& b : function.bindings) out += "  " + print_binding(b) + "\n";
-  return out + fmt::format("  return {}\n}}\n", function.ret);
+  return out + fmt::format("  return {}\n}}\n", print_returned(function));
+}
+
+std::string print_returned(const Function& function) {
+  std::string names = fmt::format("{}", fmt::join(function.returns, ", "));
+  if (!function.returns_tuple) return names;
+  return fmt::format("({}{})", names, function.returns.size() == 1 ? "," : "");
 }
 
 std::string print_constant(const ConstantTensor& c, const PrintOptions& options) {

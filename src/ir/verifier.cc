@@ -146,7 +146,7 @@ Status report_failure(const Function& fn, const verify::FunctionVerifier::Failur
     case Where::kBinding:
       context += fmt::format(", binding '{}'", print_binding(fn.bindings[failure.binding]));
       break;
-    case Where::kReturn: context += fmt::format(", 'return {}'", fn.ret); break;
+    case Where::kReturn: context += fmt::format(", 'return {}'", print_returned(fn)); break;
   }
   return report.error(failure.loc, context, failure.message);
 }

@@ -320,6 +320,7 @@ const char* Value::kind_name() const {
     case Kind::kShape: return "Shape";
     case Kind::kStorage: return "Storage";
     case Kind::kTensor: return "Tensor";
+    case Kind::kTuple: return "Tuple";
   }
   return "?";
 }

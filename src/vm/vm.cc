@@ -20,6 +20,11 @@ std::string describe(const ValueDesc& desc) {
     case ValueKind::kFloat: return "float";
     case ValueKind::kBool: return "bool";
     case ValueKind::kOther: return "Object";
+    case ValueKind::kTuple: {
+      std::vector<std::string> fields;
+      for (const ValueDesc& field : desc.fields) fields.push_back(describe(field));
+      return fmt::format("Tuple[{}]", fmt::join(fields, ", "));
+    }
   }
   return "?";
 }
@@ -43,6 +48,7 @@ void check_argument(const Function& f, size_t i, const Value& v) {
     case ValueKind::kBool: ok = v.kind == Value::Kind::kInt; break;
     case ValueKind::kFloat: ok = v.kind == Value::Kind::kFloat || v.kind == Value::Kind::kInt; break;
     case ValueKind::kOther: ok = v.kind != Value::Kind::kNone; break;
+    case ValueKind::kTuple: break;  // results only: the reader refuses a tuple parameter
   }
   if (!ok) {
     throw StowageError(ErrorKind::kInvalidInput,
@@ -288,6 +294,15 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
       result = std::move(regs[ins.ops[operands::Ret::kReg]]);
       returned = true;
       break;
+    case Opcode::kRetTuple: {
+      // The validator checked the registers are distinct, one per field of the result.
+      std::vector<Value> fields;
+      fields.reserve(ins.list.size());
+      for (uint32_t r : ins.list) fields.push_back(std::move(regs[r]));
+      result = Value::tuple(std::move(fields));
+      returned = true;
+      break;
+    }
     case Opcode::kView: view(site, ins, regs); break;
     case Opcode::kLoadTensorConstant:
       regs[ins.ops[operands::LoadTensorConstant::kDst]] =

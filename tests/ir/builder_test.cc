@@ -77,7 +77,7 @@ Module hand_built_add_mul() {
   f.name = "main";
   f.params = {{"x", kT, {}}, {"y", kT, {}}, {"z", kT, {}}};
   f.ret_type = kT;
-  f.ret = "e";
+  f.returns = {"e"};
   Binding vtcm = binding(Op::kAllocStorage, "vtcm");
   vtcm.shape = {4096};
   vtcm.device = 0;
@@ -156,7 +156,7 @@ TEST(Builder, TypesOfResults) {
   EXPECT_EQ(fb.type_of(t), Type::tensor({2, 8, 4}, DType::kFloat16));
   EXPECT_EQ(fb.type_of(u), Type::tensor({7}, DType::kFloat32));
   Function f = fb.ret(u);
-  EXPECT_EQ(f.ret, u);
+  EXPECT_EQ(f.returns, std::vector<std::string>{u});
   EXPECT_EQ(f.ret_type, Type::tensor({7}, DType::kFloat32));
   ASSERT_EQ(f.bindings.size(), 3u);
   EXPECT_EQ(f.bindings[2].op, Op::kEmpty);
@@ -387,6 +387,50 @@ TEST(Builder, RetFinishesTheFunction) {
   EXPECT_EQ(fn.ret_type, kT);
   EXPECT_EQ(error_of([&] { f.fb.empty({1}, DType::kInt8); }), "empty: function 'main' was already finished by ret");
   EXPECT_EQ(error_of([&] { f.fb.ret("x"); }), "ret: function 'main' was already finished by ret");
+}
+
+TEST(Builder, RetOfSeveralReturnsATupleOfTensors) {
+  Fixture f;
+  std::string b = f.fb.empty({8}, DType::kInt64, "global", "b");
+  Function fn = f.fb.ret(std::vector<std::string>{f.a, b, f.x});
+  EXPECT_TRUE(fn.returns_tuple);
+  EXPECT_EQ(fn.returns, (std::vector<std::string>{"a", "b", "x"}));
+  Type tuple = Type::of(Type::Kind::kTuple);
+  tuple.fields = {kT, Type::tensor({8}, DType::kInt64), kT};
+  EXPECT_EQ(fn.ret_type, tuple);
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{"a"}); }),
+            "ret: function 'main' was already finished by ret");
+
+  // One name in a vector is a tuple of one; the single form stays as it was.
+  Fixture one;
+  Function single_field = one.fb.ret(std::vector<std::string>{"a"});
+  EXPECT_TRUE(single_field.returns_tuple);
+  Type of_one = Type::of(Type::Kind::kTuple);
+  of_one.fields = {kT};
+  EXPECT_EQ(single_field.ret_type, of_one);
+  Fixture plain;
+  Function single = plain.fb.ret("a");
+  EXPECT_FALSE(single.returns_tuple);
+  EXPECT_EQ(single.returns, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(single.ret_type, kT);
+}
+
+TEST(Builder, RetTupleMisuse) {
+  Fixture f;
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{}); }),
+            "ret: argument 'vars': a returned tuple needs at least one variable");
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{"a", "nope"}); }),
+            "ret: argument 'vars[1]': 'nope' is not defined");
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{"a", "s"}); }),
+            "ret: argument 'vars[1]': 's' is a Storage, not a Tensor");
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{"a", "x", "a"}); }),
+            "ret: argument 'vars[2]': 'a' is returned twice (vars[0] too); return a copy of it");
+  f.fb.kill_object("a");
+  EXPECT_EQ(error_of([&] { f.fb.ret(std::vector<std::string>{"x", "a"}); }),
+            "ret: argument 'vars[1]': 'a' was killed by kill_object");
+  // A failed ret leaves the function open.
+  Function fn = f.fb.ret(std::vector<std::string>{"x"});
+  EXPECT_EQ(fn.returns, (std::vector<std::string>{"x"}));
 }
 
 TEST(Builder, TypeOfUnknown) {

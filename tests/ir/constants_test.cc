@@ -230,6 +230,9 @@ TEST(ConstantBuilder, ChecksAsItGoes) {
   EXPECT_EQ(error([&] { fb.ret("c0"); }),
             "ret: argument 'var': 'c0' is a constant, which cannot be returned (the caller could write it); return a "
             "copy");
+  EXPECT_EQ(error([&] { fb.ret(std::vector<std::string>{x, "c0"}); }),
+            "ret: argument 'vars[1]': 'c0' is a constant, which cannot be returned (the caller could write it); "
+            "return a copy");
   std::string copy = fb.empty({2}, DType::kInt32);
   fb.copy_tensor("c0", copy);  // reading a constant is fine
   mb.add_function(fb.ret(copy));

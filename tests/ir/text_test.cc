@@ -98,7 +98,7 @@ TEST(TextTest, ExampleParsesIntoTheNodes) {
   EXPECT_EQ(fn.bindings[7].vars, std::vector<std::string>{"a"});
   EXPECT_EQ(fn.bindings[4].op, Op::kCopyTensor);
   EXPECT_EQ(fn.bindings[4].vars, (std::vector<std::string>{"y", "b"}));
-  EXPECT_EQ(fn.ret, "e");
+  EXPECT_EQ(fn.returns, std::vector<std::string>{"e"});
   EXPECT_EQ(fn.ret_loc.line, 27u);
   EXPECT_EQ(fn.ret_loc.col, 3u);
 }
@@ -223,7 +223,7 @@ TEST(TextTest, BuiltModulesRoundTrip) {
   s.dtype = DType::kFloat64;
   s.scope = "tab\there\nnewline \x7f";
   fn.bindings.push_back(s);
-  fn.ret = "x";
+  fn.returns = {"x"};
   m.functions.push_back(fn);
 
   std::string text = print_module(m);
@@ -384,7 +384,57 @@ INSTANTIATE_TEST_SUITE_P(
                   "t.stir:1:19: error: expected ',' or ']' in the tuple type, found 'float'"},
         ErrorCase{"fn f(x: int) -> int {\n  t = empty([4], int8",
                   "t.stir:2:22: error: expected ')' after the operands of empty, found end of input"},
-        ErrorCase{"fn", "t.stir:1:3: error: expected a function name after 'fn', found end of input"}));
+        ErrorCase{"fn", "t.stir:1:3: error: expected a function name after 'fn', found end of input"},
+        // Returned tuples
+        ErrorCase{"fn f(x: int) -> int {\n  return (x)\n}\n",
+                  "t.stir:2:10: error: '(x)' is not a tuple: write 'return (x,)' for a tuple of one, or 'return x'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return ()\n}\n",
+                  "t.stir:2:11: error: expected a variable name in the returned tuple, found ')'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return (x y)\n}\n",
+                  "t.stir:2:13: error: expected ',' or ')' in the returned tuple, found 'y'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return (x, 1)\n}\n",
+                  "t.stir:2:14: error: expected a variable name in the returned tuple, found '1'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return (x, y) z\n}\n",
+                  "t.stir:2:17: error: expected end of line after the returned tuple, found 'z'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return (x, y\n}\n",
+                  "t.stir:3:1: error: expected ',' or ')' in the returned tuple, found '}'"},
+        ErrorCase{"fn f(x: int) -> int {\n  return 3\n}\n",
+                  "t.stir:2:10: error: expected a variable name or '(' after 'return', found '3'"}));
+
+// `return (a, b)` returns a tuple; `(a,)` a tuple of one; `return a` stays as it was.
+TEST(TextTest, ReturnedTuplesRoundTrip) {
+  constexpr std::string_view text = R"(fn pair(a: Tensor[(4,), int64], b: Tensor[(2, 2), uint8]) -> Tuple[Tensor[(4,), int64], Tensor[(2, 2), uint8]] {
+  return (a, b)
+}
+
+fn one(a: Tensor[(4,), int64]) -> Tuple[Tensor[(4,), int64]] {
+  return (a,)
+}
+
+fn single(a: Tensor[(4,), int64]) -> Tensor[(4,), int64] {
+  return a
+}
+)";
+  Module m = parse_ok(text);
+  EXPECT_EQ(print_module(m), text);
+  EXPECT_EQ(parse_ok(print_module(m)), m);
+  ASSERT_EQ(m.functions.size(), 3u);
+  EXPECT_TRUE(m.functions[0].returns_tuple);
+  EXPECT_EQ(m.functions[0].returns, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(m.functions[0].ret_loc.line, 2u);
+  EXPECT_EQ(m.functions[0].ret_loc.col, 3u);
+  EXPECT_TRUE(m.functions[1].returns_tuple);
+  EXPECT_EQ(m.functions[1].returns, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(print_returned(m.functions[1]), "(a,)");
+  EXPECT_FALSE(m.functions[2].returns_tuple);
+  EXPECT_EQ(m.functions[2].returns, (std::vector<std::string>{"a"}));
+  // A tuple of one and a single return are different modules.
+  EXPECT_NE(m.functions[1].returns_tuple, m.functions[2].returns_tuple);
+
+  // Split over lines, with a trailing comma: read as the same tuple, printed on one line.
+  Module split = parse_ok("fn f(a: int, b: int) -> int {\n  return (a,\n          b,)\n}\n");
+  EXPECT_EQ(print_module(split), "fn f(a: int, b: int) -> int {\n  return (a, b)\n}\n");
+}
 
 TEST(TextTest, BodyHelperErrors) {
   EXPECT_EQ(parse_error(body("  call_kernel(k, [x], grid=[1, ])")),

@@ -184,6 +184,69 @@ INSTANTIATE_TEST_SUITE_P(
                      .ret_type = "Tensor[(64,), float32]",
                      .expected = "v.stir:6:3: error: function 'main', 'return x': 'x' is Tensor[(64,), int32], but the "
                                  "function returns Tensor[(64,), float32]"},
+        // Returned tuples: each field a tensor of its own, defined and alive, of its type
+        VerifierCase{.name = "TupleReturnIsValid",
+                     .body = {"e = empty([8], int64)"},
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(8,), int64]]",
+                     .ret = "(x, e)",
+                     .expected = "ok"},
+        VerifierCase{.name = "TupleOfOneIsValid",
+                     .ret_type = "Tuple[Tensor[(64,), int32]]",
+                     .ret = "(x,)",
+                     .expected = "ok"},
+        VerifierCase{.name = "TupleReturnOfUndefined",
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(64,), int32]]",
+                     .ret = "(x, y)",
+                     .expected = "v.stir:6:3: error: function 'main', 'return (x, y)': 'y' is not defined"},
+        VerifierCase{.name = "TupleReturnOfKilled",
+                     .body = {"e = empty([64], int32)", "kill_object(e)"},
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(64,), int32]]",
+                     .ret = "(x, e)",
+                     .expected = "v.stir:8:3: error: function 'main', 'return (x, e)': 'e' was killed at 7:3"},
+        VerifierCase{.name = "TupleReturnsAVariableTwice",
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(64,), int32]]",
+                     .ret = "(x, x)",
+                     .expected = "v.stir:6:3: error: function 'main', 'return (x, x)': 'x' is returned twice (fields 0 "
+                                 "and 1); return a copy of it instead"},
+        VerifierCase{.name = "TupleFieldIsNotATensor",
+                     .params = "x: Tensor[(64,), int32], n: int",
+                     .ret_type = "Tuple[Tensor[(64,), int32], int]",
+                     .ret = "(x, n)",
+                     .expected = "v.stir:6:3: error: function 'main', 'return (x, n)': field 1 'n' is int; a returned "
+                                 "tuple holds tensors"},
+        VerifierCase{.name = "TupleFieldTypeMismatch",
+                     .body = {"e = empty([8], int64)"},
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(8,), int32]]",
+                     .ret = "(x, e)",
+                     .expected = "v.stir:7:3: error: function 'main', 'return (x, e)': field 1 'e' is Tensor[(8,), "
+                                 "int64], but the return type has Tensor[(8,), int32] there"},
+        VerifierCase{.name = "TupleReturnTypeIsNotATuple",
+                     .ret = "(x,)",
+                     .expected = "v.stir:6:3: error: function 'main', 'return (x,)': the function returns a tuple of 1 "
+                                 "value, but its return type is Tensor[(64,), int32]"},
+        VerifierCase{.name = "TupleReturnTypeHasOtherArity",
+                     .body = {"e = empty([8], int64)"},
+                     .ret_type = "Tuple[Tensor[(64,), int32]]",
+                     .ret = "(x, e)",
+                     .expected = "v.stir:7:3: error: function 'main', 'return (x, e)': the function returns a tuple of "
+                                 "2 values, but its return type is Tuple[Tensor[(64,), int32]]"},
+        VerifierCase{.name = "TupleFieldIsDiscontiguous",
+                     .body = {"e = empty_discontiguous([4, 16], int32)"},
+                     .ret_type = "Tuple[Tensor[(64,), int32], Tensor[(4, 16), int32]]",
+                     .ret = "(x, e)",
+                     .expected = "v.stir:7:3: error: function 'main', 'return (x, e)': 'e' is a discontiguous tensor, "
+                                 "which cannot be returned; copy_tensor it into a contiguous tensor first"},
+        VerifierCase{.name = "TupleFieldIsAConstant",
+                     .text = "const c: Tensor[(2,), int8] = [1, 2], scope=\"global\"\n\nfn f(x: Tensor[(2,), int8]) -> "
+                             "Tuple[Tensor[(2,), int8], Tensor[(2,), int8]] {\n  return (x, c)\n}\n",
+                     .expected = "v.stir:4:3: error: function 'f', 'return (x, c)': 'c' is a constant, which cannot be "
+                                 "returned (the caller could write it); return a copy"},
+        // A call of a function returning a tuple gives a Tuple variable, which may be returned as it is.
+        VerifierCase{.name = "ACalledTupleIsReturnedWhole",
+                     .text = "fn g(a: Tensor[(4,), int8]) -> Tuple[Tensor[(4,), int8]] {\n  return (a,)\n}\n\nfn "
+                             "f(x: Tensor[(4,), int8]) -> Tuple[Tensor[(4,), int8]] {\n  r = call(g, [x])\n  return "
+                             "r\n}\n",
+                     .expected = "ok"},
 
         // alloc_storage
         VerifierCase{.name = "UnknownScope",
@@ -613,7 +676,7 @@ TEST(VerifierTest, BuiltModuleWithoutLocations) {
   b.op = Op::kKillObject;
   b.vars = {"x"};
   fn.bindings.push_back(b);
-  fn.ret = "x";
+  fn.returns = {"x"};
   m.functions.push_back(fn);
   Status s = verify_module(m, opencl());
   ASSERT_FALSE(s);
@@ -622,6 +685,24 @@ TEST(VerifierTest, BuiltModuleWithoutLocations) {
   EXPECT_EQ(verify_function(m, m.functions[0], opencl(), "f.stir").error().message(),
             "f.stir: error: function 'f', binding 'kill_object(x)': 'x' is int; only tensors and storages can be "
             "killed");
+}
+
+// What the text form cannot write: an empty tuple, and a single return of two names.
+TEST(VerifierTest, BuiltReturnsAreOneVariableOrANonEmptyTuple) {
+  Module m;
+  Function fn;
+  fn.name = "f";
+  fn.params = {{"x", Type::tensor({4}, DType::kInt8), {}}, {"y", Type::tensor({4}, DType::kInt8), {}}};
+  fn.ret_type = Type::of(Type::Kind::kTuple);
+  fn.returns_tuple = true;
+  m.functions.push_back(fn);
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: function 'f', 'return ()': the function returns an empty tuple; return at least one tensor");
+  m.functions[0].returns_tuple = false;
+  m.functions[0].returns = {"x", "y"};
+  m.functions[0].ret_type = Type::tensor({4}, DType::kInt8);
+  EXPECT_EQ(verify_module(m, opencl()).error().message(),
+            "error: function 'f', 'return x, y': a return that is not a tuple names one variable, not 2");
 }
 
 // --- Module-level rules --------------------------------------------------------
@@ -649,7 +730,7 @@ TEST(VerifierTest, NamesMustBeIdentifiers) {
   m.units.clear();
   Function fn;
   fn.name = "my fn";
-  fn.ret = "x";
+  fn.returns = {"x"};
   m.functions.push_back(fn);
   EXPECT_EQ(verify_module(m, opencl()).error().message(), "error: function 'my fn': the name is not an identifier");
   m.functions[0].name = "f";
@@ -667,7 +748,7 @@ Module one_binding_module(Binding b) {
   fn.params = {{"x", Type::tensor({4}, DType::kInt8), {}}};
   fn.ret_type = Type::tensor({4}, DType::kInt8);
   fn.bindings.push_back(std::move(b));
-  fn.ret = "x";
+  fn.returns = {"x"};
   m.functions.push_back(std::move(fn));
   return m;
 }

@@ -165,6 +165,85 @@ fn main(x: Tensor[(256), float32]) -> Tensor[(256), float32] {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] + (x[i] * 1.5f - 2.0f)) << i;
 }
 
+// Each field of a returned tuple is a result like a single returned tensor: a storage
+// of its own, never packed with the temporaries nor with the other fields, never killed.
+TEST(PlanPassTest, EveryReturnedTensorGetsAStorageOfItsOwn) {
+  auto target = opencl_target();
+  CompileResult compiled;
+  std::string planned = planned_function(R"(fn main(x: Tensor[(256), float32]) -> Tuple[Tensor[(256), float32], Tensor[(16, 16), float32], Tensor[(256), float32]] {
+  a = empty([256], float32, scope="global")
+  call_kernel(scale, [x, a], grid=[256])
+  b = empty([256], float32, scope="global")
+  call_kernel(scale, [a, b], grid=[256])
+  c = empty([256], float32, scope="global")
+  call_kernel(add, [a, b, c], grid=[256])
+  d = empty([256], float32, scope="global")
+  call_kernel(scale, [c, d], grid=[256])
+  v = view(d, 0, [16, 16], float32)
+  e = empty([256], float32, scope="global")
+  call_kernel(add, [c, x, e], grid=[256])
+  return (b, v, e)
+}
+)", target, &compiled);
+  EXPECT_EQ(planned, R"(fn main(x: Tensor[(256,), float32]) -> Tuple[Tensor[(256,), float32], Tensor[(16, 16), float32], Tensor[(256,), float32]] {
+  arena0 = alloc_storage([2048], device=0, dtype=uint8, scope="global")
+  a = alloc_tensor(arena0, 1024, [256], float32)
+  call_kernel(scale, [x, a], grid=[256])
+  result0 = alloc_storage([1024], device=0, dtype=uint8, scope="global")
+  b = alloc_tensor(result0, 0, [256], float32)
+  call_kernel(scale, [a, b], grid=[256])
+  c = alloc_tensor(arena0, 0, [256], float32)
+  call_kernel(add, [a, b, c], grid=[256])
+  kill_object(a)
+  result1 = alloc_storage([1024], device=0, dtype=uint8, scope="global")
+  d = alloc_tensor(result1, 0, [256], float32)
+  call_kernel(scale, [c, d], grid=[256])
+  v = view(d, 0, [16, 16], float32)
+  result2 = alloc_storage([1024], device=0, dtype=uint8, scope="global")
+  e = alloc_tensor(result2, 0, [256], float32)
+  call_kernel(add, [c, x, e], grid=[256])
+  kill_object(c)
+  return (b, v, e)
+}
+)");
+  // The temporaries alone are packed: two of 1024 bytes alive together.
+  ASSERT_EQ(compiled.memory.scopes.size(), 1u);
+  EXPECT_EQ(compiled.memory.scopes[0].tensors, 2u);
+  EXPECT_EQ(compiled.memory.scopes[0].planned_bytes, 2048u);
+
+  // The code generator describes the tuple field by field and returns it with ret_tuple.
+  const stowage::Function& lowered = compiled.executable.functions[0];
+  ASSERT_EQ(lowered.result.kind, ValueKind::kTuple);
+  ASSERT_EQ(lowered.result.fields.size(), 3u);
+  EXPECT_EQ(lowered.result.fields[1].name, "v");
+  EXPECT_EQ(lowered.result.fields[1].shape, (std::vector<int64_t>{16, 16}));
+  EXPECT_EQ(lowered.code.back().op, Opcode::kRetTuple);
+  EXPECT_EQ(lowered.code.back().list.size(), 3u);
+  EXPECT_EQ(compiled.executable.minor_version, 4);
+
+  // On the device: the three results, each in a storage of its own.
+  auto machine = vm::VirtualMachine::create(std::make_shared<const Executable>(compiled.executable)).value_or_throw();
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.25f - 3.0f;
+  auto out = machine->invoke("main", {vm::Value::from(vm::host_tensor({256}, DType::kFloat32,
+                                                                      std::as_bytes(std::span(x))))});
+  ASSERT_EQ(out.kind, vm::Value::Kind::kTuple);
+  ASSERT_EQ(out.fields.size(), 3u);
+  std::vector<float> b = out.fields[0].as_tensor().to_vector<float>();
+  std::vector<float> v = out.fields[1].as_tensor().to_vector<float>();
+  std::vector<float> e = out.fields[2].as_tensor().to_vector<float>();
+  EXPECT_EQ(out.fields[1].as_tensor().shape(), (std::vector<int64_t>{16, 16}));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float a = x[i] * 1.5f - 2.0f, bi = a * 1.5f - 2.0f, c = a + bi;
+    ASSERT_EQ(b[i], bi) << i;
+    ASSERT_EQ(v[i], c * 1.5f - 2.0f) << i;
+    ASSERT_EQ(e[i], c + x[i]) << i;
+  }
+  EXPECT_NE(out.fields[0].tensor->storage, out.fields[1].tensor->storage);
+  EXPECT_NE(out.fields[1].tensor->storage, out.fields[2].tensor->storage);
+  EXPECT_NE(out.fields[0].tensor->storage, out.fields[2].tensor->storage);
+}
+
 constexpr const char* kTextureKernels = R"(kernels tex """
 __constant sampler_t kSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
 __kernel void add_one(read_only image2d_t in, write_only image2d_t out) {

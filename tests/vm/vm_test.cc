@@ -408,5 +408,53 @@ TEST(VmTest, DLPackRoundTrip) {
   managed->deleter(managed);
 }
 
+// add_mul's main returning (c, e): the sum and the product (version 1.4).
+Executable make_tuple_executable() {
+  namespace reg = stowage::testing::add_mul_reg;
+  Executable exe = make_add_mul_executable();
+  Function& main = exe.functions[0];
+  main.result = ValueDesc{};
+  main.result.kind = ValueKind::kTuple;
+  main.result.fields = {stowage::testing::tensor_value("c", {4, 64}, DType::kInt32),
+                        stowage::testing::tensor_value("e", {4, 64}, DType::kInt32)};
+  main.code.back() = make_ins(Opcode::kRetTuple, {}, {reg::kC, reg::kE});
+  return exe;
+}
+
+TEST(VmTest, RetTupleReturnsATupleOfItsTensorsInOrder) {
+  auto vm = make_vm(make_tuple_executable());
+  Inputs in = make_inputs(3);
+  Value out = vm->invoke("main", in.args());
+  ASSERT_EQ(out.kind, Value::Kind::kTuple);
+  EXPECT_STREQ(out.kind_name(), "Tuple");
+  ASSERT_EQ(out.fields.size(), 2u);
+  std::vector<int32_t> sum(in.x.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = in.x[i] + in.y[i];
+  ASSERT_EQ(out.fields[0].kind, Value::Kind::kTensor);
+  EXPECT_EQ(out.fields[0].as_tensor().to_vector<int32_t>(), sum);
+  EXPECT_EQ(out.fields[1].as_tensor().to_vector<int32_t>(), in.expected());
+  EXPECT_EQ(out.fields[1].as_tensor().shape(), (std::vector<int64_t>{4, 64}));
+}
+
+// A tuple a call returns is a value like any other: a register holds it, `ret` passes it on.
+TEST(VmTest, ATupleFromACallPassesThroughRet) {
+  Executable exe = make_tuple_executable();
+  Function outer;
+  outer.name = "outer";
+  for (const char* name : {"x", "y", "z"}) {
+    outer.params.push_back(stowage::testing::tensor_value(name, {4, 64}, DType::kInt32));
+  }
+  outer.result.kind = ValueKind::kOther;
+  outer.num_registers = 4;
+  outer.code = {make_ins(Opcode::kCall, {3, 0}, {0, 1, 2}), make_ins(Opcode::kRet, {3})};
+  exe.functions.push_back(outer);
+  auto vm = make_vm(std::move(exe));
+  Inputs in = make_inputs(4);
+  Value out = vm->invoke("outer", in.args());
+  ASSERT_EQ(out.kind, Value::Kind::kTuple);
+  ASSERT_EQ(out.fields.size(), 2u);
+  EXPECT_EQ(out.fields[1].as_tensor().to_vector<int32_t>(), in.expected());
+}
+
 }  // namespace
 }  // namespace stowage::vm

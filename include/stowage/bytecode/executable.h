@@ -41,7 +41,8 @@ struct KernelUnit {
 };
 
 // The numeric values are part of the bytecode format: never renumber.
-enum class ValueKind : uint8_t { kTensor = 0, kInt = 1, kFloat = 2, kBool = 3, kOther = 4 };
+// kTuple (version 1.4) describes only a function's result: a tuple of tensors.
+enum class ValueKind : uint8_t { kTensor = 0, kInt = 1, kFloat = 2, kBool = 3, kOther = 4, kTuple = 5 };
 
 // A function parameter or result as the caller must supply or will receive it.
 struct ValueDesc {
@@ -49,6 +50,7 @@ struct ValueDesc {
   ValueKind kind = ValueKind::kTensor;
   DType dtype = DType::kFloat32;  // tensors
   std::vector<int64_t> shape;     // tensors
+  std::vector<ValueDesc> fields;  // kTuple: one tensor per field, named as the IR returned them
   friend bool operator==(const ValueDesc&, const ValueDesc&) = default;
 };
 

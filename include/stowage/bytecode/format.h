@@ -37,8 +37,9 @@ inline constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'T', 'W', '\r', '\n
 // that changes the meaning of existing bytes bumps the major.
 inline constexpr uint16_t kMajorVersion = 1;
 // 1: alloc_discontiguous_tensor. 2: tensor constants (sections kTensorConstants and
-// kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout.
-inline constexpr uint16_t kMinorVersion = 3;
+// kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout. 4: tuple
+// results (ValueKind kTuple in a function's result, opcode ret_tuple).
+inline constexpr uint16_t kMinorVersion = 4;
 
 inline constexpr uint32_t kHeaderSize = 64;
 
@@ -95,7 +96,9 @@ enum class SectionKind : uint32_t {
   // count, then count x Function: str name, u32 param count, params x ValueDesc,
   //   ValueDesc result, u32 register count, u32 first code word, u32 code words.
   //   ValueDesc := str name, u8 ValueKind, u8 DType, u16 reserved (0), shape
-  //   (rank 0 unless the kind is kTensor; tensor extents >= 0).
+  //   (rank 0 unless the kind is kTensor; tensor extents >= 0); a kTuple value
+  //   (a result only; version 1.4) is followed by u32 n (1 <= n <= kMaxTupleFields)
+  //   and n tensor ValueDescs, its fields.
   kFunctions = 4,
   // The u32 instruction words of every function (isa.h encoding); functions name
   // their word ranges. Size is a multiple of 4.
@@ -160,6 +163,7 @@ inline constexpr uint64_t kMaxKernels = 1u << 16;
 inline constexpr uint32_t kMaxKernelParams = 256;
 inline constexpr uint64_t kMaxFunctions = 1u << 16;
 inline constexpr uint32_t kMaxFunctionParams = 4096;
+inline constexpr uint32_t kMaxTupleFields = 4096;  // fields of a tuple result, each a ret_tuple register
 inline constexpr uint32_t kMaxRegisters = 65536;
 inline constexpr uint32_t kMaxInstructionsPerFunction = 1u << 20;
 inline constexpr uint64_t kMaxScopes = 256;
@@ -175,5 +179,6 @@ inline constexpr uint64_t kMaxLayoutEntries = uint64_t{1} << 22;
 inline constexpr uint64_t kMaxLaunchWorkItems = uint64_t{1} << 40;
 // kMaxListLength (isa.h) bounds every list operand.
 static_assert(kMaxListLength <= kMaxRegisters);
+static_assert(kMaxTupleFields <= kMaxListLength);
 
 }  // namespace stowage::bytecode

@@ -63,7 +63,10 @@ inline constexpr uint32_t kMaxOperands = 8;
   /* dst = load_tensor_constant(tensor constant): the VM's device copy, made once per VM */ \
   X(kLoadTensorConstant, 10, "load_tensor_constant", kDef, kTensorConst) \
   /* dst = view(tensor, byte offset, shape, dtype): a tensor sharing the tensor's bytes */ \
-  X(kView, 11, "view", kDef, kReg, kU64, kConst, kDType)
+  X(kView, 11, "view", kDef, kReg, kU64, kConst, kDType)                                  \
+  /* ret_tuple(regs...): return a tuple of the registers' tensors, one per field of  */    \
+  /* the function's tuple result                                                      */    \
+  X(kRetTuple, 12, "ret_tuple", kRegList)
 
 enum class Opcode : uint8_t {
 #define STOWAGE_OPCODE_ENUM(name, value, ...) name = value,
@@ -114,6 +117,7 @@ struct CallKernel { enum : uint8_t { kKernel, kGlobal, kLocal }; };  // args in 
 struct Call { enum : uint8_t { kDst, kFunc }; };                       // args in list
 struct Move { enum : uint8_t { kDst, kSrc }; };
 struct Ret { enum : uint8_t { kReg }; };
+struct RetTuple {};  // the fields' registers in list
 struct LoadConst { enum : uint8_t { kDst, kConst }; };
 struct LoadTensorConstant { enum : uint8_t { kDst, kConstant }; };
 struct View { enum : uint8_t { kDst, kTensor, kOffset, kShape, kDType }; };

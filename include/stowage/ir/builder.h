@@ -75,6 +75,11 @@ class FunctionBuilder {
   // Finishes the function, returning `var`; its type is the return type. The
   // builder takes no further ops.
   Function ret(const std::string& var);
+  // Finishes the function, returning the tuple of `vars` (`return (a, b)`): each a
+  // tensor, defined, not killed, not a constant, none named twice; the return type
+  // is Tuple[their types]. One name gives a tuple of one (`return (a,)`); note that
+  // `ret({a})` picks the single form above.
+  Function ret(const std::vector<std::string>& vars);
 
   // The type of a defined variable (killed or not); throws for an unknown name.
   const Type& type_of(const std::string& var) const;

@@ -152,12 +152,16 @@ struct Function {
   std::vector<Param> params;
   Type ret_type;
   std::vector<Binding> bindings;
-  std::string ret;  // the returned variable
+  // What the function returns: one variable (`return a`, ret_type its type), or,
+  // with `returns_tuple`, a tuple of tensors (`return (a, b)`, ret_type
+  // Tuple[type of a, type of b]). A tuple of one is written `return (a,)`.
+  std::vector<std::string> returns;
+  bool returns_tuple = false;
   SourceLoc loc;
   SourceLoc ret_loc;
   friend bool operator==(const Function& a, const Function& b) {
     return a.name == b.name && a.params == b.params && a.ret_type == b.ret_type &&
-           a.bindings == b.bindings && a.ret == b.ret;
+           a.bindings == b.bindings && a.returns == b.returns && a.returns_tuple == b.returns_tuple;
   }
 };
 

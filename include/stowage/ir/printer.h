@@ -25,6 +25,9 @@ std::string print_function(const Function& function);
 // error messages quote bindings this way.
 std::string print_binding(const Binding& binding);
 std::string print_type(const Type& type);
+// What `return` names: `a`, or a tuple `(a, b)` (one field: `(a,)`); error messages
+// quote returns as `return` followed by this.
+std::string print_returned(const Function& function);
 // The text form of a call argument: `x`, `-2`, `2.5`, `inf`, `nan`.
 std::string print_arg(const Arg& arg);
 // A shape as a list: `[4, 64]`.

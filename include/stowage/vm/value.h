@@ -173,15 +173,25 @@ Tensor host_tensor(std::vector<int64_t> shape, DType dtype, std::span<const std:
 std::optional<DType> dtype_from_dlpack(DLDataType type);
 DLDataType dtype_to_dlpack(DType dtype);
 
-// A register's content.
+// A register's content, and what invoke returns: for a function whose result is a
+// tuple (ValueDesc kind kTuple, `return (a, b)` in the IR) a kTuple whose `fields`
+// hold one kTensor per field, in order, each owning its storage like a single result.
 struct Value {
-  enum class Kind : uint8_t { kNone, kInt, kFloat, kShape, kStorage, kTensor };
+  enum class Kind : uint8_t { kNone, kInt, kFloat, kShape, kStorage, kTensor, kTuple };
   Kind kind = Kind::kNone;
   int64_t int_value = 0;
   double float_value = 0.0;
   const std::vector<int64_t>* shape = nullptr;  // kShape: points into the executable's constants
   std::shared_ptr<StorageObject> storage;
   std::shared_ptr<TensorObject> tensor;
+  std::vector<Value> fields;  // kTuple
+
+  static Value tuple(std::vector<Value> values) {
+    Value out;
+    out.kind = Kind::kTuple;
+    out.fields = std::move(values);
+    return out;
+  }
 
   static Value integer(int64_t v) {
     Value out;

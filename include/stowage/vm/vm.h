@@ -5,6 +5,12 @@
 //   stowage::vm::Value out = (*vm)->invoke("main", {x, y, z});  // DLPack tensors in,
 //   DLManagedTensor* host = out.as_tensor().to_dlpack();        // a host copy out
 //
+// A function that returns several values (`return (a, b)` in the IR; its result's
+// ValueDesc has kind kTuple and one tensor field each) gives a Value of kind kTuple:
+//
+//   stowage::vm::Value outs = (*vm)->invoke("main", {x});
+//   for (const stowage::vm::Value& field : outs.fields) use(field.as_tensor());
+//
 // Tensors live on the device. A host tensor passed to invoke is uploaded once into
 // a buffer of its own for that parameter (reused by the next invoke once nothing
 // holds it); a device tensor of this VM is passed as it is. Results are device
@@ -96,8 +102,10 @@ class VirtualMachine {
   VirtualMachine(const VirtualMachine&) = delete;
   VirtualMachine& operator=(const VirtualMachine&) = delete;
 
-  // Runs `function` to completion of its enqueueing. Throws StowageError naming the
-  // function, instruction and OpenCL status on failure.
+  // Runs `function` to completion of its enqueueing and returns its result: a
+  // tensor (or scalar), or for a tuple result a kTuple Value whose fields are the
+  // tensors in order. Throws StowageError naming the function, instruction and
+  // OpenCL status on failure.
   Value invoke(std::string_view function, std::vector<Value> args);
 
   // A device tensor holding a copy of `host` (a host tensor, e.g. from

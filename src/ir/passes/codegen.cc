@@ -135,14 +135,32 @@ class FunctionLowering {
     for (const auto& binding : f_.bindings) {
       STOWAGE_TRY(lower_binding(binding));
     }
-    STOWAGE_TRY_ASSIGN(uint32_t ret, reg_of(f_.ret, nullptr));
-    emit(Opcode::kRet, {ret});
-    out_.result = value_desc(f_.ret, f_.ret_type);
+    STOWAGE_TRY(lower_return());
     out_.num_registers = next_reg_;
     return std::move(out_);
   }
 
  private:
+  // `ret` of the one variable, or `ret_tuple` of the tuple's fields, described
+  // field by field under the names the IR returned them by.
+  Status lower_return() {
+    if (!f_.returns_tuple) {
+      STOWAGE_TRY_ASSIGN(uint32_t ret, reg_of(f_.returns.at(0), nullptr));
+      emit(Opcode::kRet, {ret});
+      out_.result = value_desc(f_.returns[0], f_.ret_type);
+      return Status::ok();
+    }
+    std::vector<uint32_t> regs;
+    out_.result.kind = ValueKind::kTuple;
+    for (size_t i = 0; i < f_.returns.size(); ++i) {
+      STOWAGE_TRY_ASSIGN(uint32_t r, reg_of(f_.returns[i], nullptr));
+      regs.push_back(r);
+      out_.result.fields.push_back(value_desc(f_.returns[i], f_.ret_type.fields.at(i)));
+    }
+    emit(Opcode::kRetTuple, {}, std::move(regs));
+    return Status::ok();
+  }
+
   uint32_t define(const std::string& name) {
     uint32_t r = next_reg_++;
     regs_[name] = r;

@@ -19,7 +19,7 @@ std::set<std::string_view> names_read(const Module& module) {
         if (a.kind == Arg::Kind::kVar) read.insert(a.var);
       }
     }
-    read.insert(f.ret);
+    for (const std::string& v : f.returns) read.insert(v);
   }
   return read;
 }

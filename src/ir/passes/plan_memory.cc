@@ -15,8 +15,9 @@
 //    return it); one that may leave through the returned result is not packed.
 //  * A `view` shares the bytes of the tensor it views: that tensor lives as long
 //    as its views, and is not packed when a view of it is returned.
-//  * Parameters are not touched. The returned tensor is not packed: it gets a
-//    storage of its own, so that holding the result keeps nothing else alive.
+//  * Parameters are not touched. A returned tensor (the returned variable, or
+//    each field of a returned tuple) is not packed: it gets a storage of its
+//    own, so that holding one result keeps nothing else alive.
 //  * Storages are allocated at the function's entry, one per scope in use.
 //  * On-chip scopes (a capacity in the target) keep what fits: if the packing
 //    does not fit the capacity, tensors move to the scope's fallback, largest
@@ -215,16 +216,23 @@ class FunctionPlanner {
         }
       }
       t.scope_name = b.scope;
-      t.returned = b.result == f_.ret;
+      t.returned = is_returned(b.result);
       index[t.name] = {tensors_.size()};
       tensors_.push_back(std::move(t));
     }
     for (const auto& p : f_.params) names_.insert(p.name);
-    // Tensors that may leave through the returned call result get storage of their own.
-    if (auto it = aliases.find(f_.ret); it != aliases.end()) {
-      for (size_t t : it->second) tensors_[t].returned = true;
+    // Tensors that may leave through a returned call result or view get storage of their own.
+    for (const std::string& name : f_.returns) {
+      if (auto it = aliases.find(name); it != aliases.end()) {
+        for (size_t t : it->second) tensors_[t].returned = true;
+      }
     }
     return {};
+  }
+
+  // Whether `name` leaves the function: the returned variable, or a field of the returned tuple.
+  bool is_returned(const std::string& name) const {
+    return std::find(f_.returns.begin(), f_.returns.end(), name) != f_.returns.end();
   }
 
   // Its blocks, then its tables, as two tensors of the same name and life.

@@ -92,8 +92,40 @@ std::string describe(const ValueDesc& d) {
     case ValueKind::kFloat: return d.name + ": float";
     case ValueKind::kBool: return d.name + ": bool";
     case ValueKind::kOther: return d.name + ": Object";
+    case ValueKind::kTuple: {
+      std::vector<std::string> fields;
+      for (const ValueDesc& field : d.fields) fields.push_back(describe(field));
+      return fmt::format("({})", fmt::join(fields, ", "));
+    }
   }
   return d.name;
+}
+
+// How many values `f` returns: each field of a tuple, else its one result.
+size_t output_count(const Function& f) { return f.result.kind == ValueKind::kTuple ? f.result.fields.size() : 1; }
+
+// Copies each returned tensor to the host (waiting for the device) and writes it to
+// its --output file, if given; outputs.size() is 0 or the function's output count.
+Status write_outputs(const Function& f, const vm::Value& result, const std::vector<std::string>& outputs) {
+  std::vector<const vm::Value*> values;
+  if (result.kind == vm::Value::Kind::kTuple) {
+    for (const vm::Value& field : result.fields) values.push_back(&field);
+  } else {
+    values.push_back(&result);
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const vm::Value& value = *values[i];
+    if (value.kind != vm::Value::Kind::kTensor) {
+      if (outputs.empty()) continue;
+      return Error(ErrorKind::kInvalidInput,
+                   fmt::format("'{}' returns {}, not a tensor to write", f.name, value.kind_name()));
+    }
+    vm::Tensor out = value.as_tensor();
+    std::vector<std::byte> bytes(out.nbytes());
+    out.copy_to_host(bytes);
+    if (i < outputs.size()) STOWAGE_TRY(npy::write_file(outputs[i], out.shape(), out.dtype(), bytes));
+  }
+  return Status::ok();
 }
 
 void print_info(const Executable& exe) {
@@ -265,6 +297,15 @@ int run(const Options& opt) {
     return fail(Error(ErrorKind::kInvalidInput,
                       fmt::format("--input '{}': '{}' has no such parameter", input_files.begin()->first, f.name)));
   }
+  // Checked before anything runs: one --output per returned value, in order.
+  if (!opt.outputs.empty() && opt.outputs.size() != output_count(f)) {
+    const size_t want = output_count(f);
+    return fail(Error(ErrorKind::kInvalidInput,
+                      fmt::format("'{}' returns {} output{}, but --output was given {} time{}; give it once per "
+                                  "output, in order",
+                                  f.name, want, want == 1 ? "" : "s", opt.outputs.size(),
+                                  opt.outputs.size() == 1 ? "" : "s")));
+  }
 
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
@@ -306,19 +347,7 @@ int run(const Options& opt) {
   const double launches = static_cast<double>((*machine)->profile().kernel_launches - launches_before) /
                           (static_cast<double>(opt.repeat) * opt.reps);
 
-  if (result.kind == vm::Value::Kind::kTensor) {
-    vm::Tensor out = result.as_tensor();
-    std::vector<std::byte> bytes(out.nbytes());
-    out.copy_to_host(bytes);
-    if (!opt.outputs.empty()) {
-      if (auto status = npy::write_file(opt.outputs[0], out.shape(), out.dtype(), bytes); !status) {
-        return fail(status.error());
-      }
-    }
-  } else if (!opt.outputs.empty()) {
-    return fail(Error(ErrorKind::kInvalidInput, fmt::format("'{}' returns {}, not a tensor to write", f.name,
-                                                            result.kind_name())));
-  }
+  if (Status status = write_outputs(f, result, opt.outputs); !status) return fail(status.error());
   if (opt.repeat > 1 || opt.profile) {
     fmt::print("{}: {} invocation{} in {:.1f} us ({:.2f} us each) on {}\n", f.name, opt.repeat,
                opt.repeat == 1 ? "" : "s", took.count(), took.count() / opt.repeat, (*machine)->device().summary());
@@ -346,7 +375,10 @@ int main(int argc, char** argv) {
   app.add_option("--function,-f", opt.function, "function to run")->capture_default_str();
   app.add_option("--input,-i", opt.inputs,
                  "NAME=FILE.npy for a tensor parameter, or FILE.npy for the next parameter not named");
-  app.add_option("--output,-o", opt.outputs, "where to write the result (.npy)")->expected(1);
+  app.add_option("--output,-o", opt.outputs,
+                 "where to write the result (.npy); for a function returning a tuple, once per output, in order")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--device,-d", opt.device,
                  "opencl:N, gpu, cpu or part of a device name (default: STOWAGE_DEVICE, else the first suitable)");
   app.add_option("--repeat,-r", opt.repeat, "invoke N times")->check(CLI::Range(1, 100000000));
