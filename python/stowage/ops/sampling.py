@@ -179,17 +179,8 @@ class SamplingOps(Core):
         """(output, present_state) of ONNX's CausalConvWithState: x (B, C, L), weight
         (C, 1, k), bias (C,), past_state (B, C, k - 1)."""
         name = "causal_conv_with_state"
-        sx, sw = self.shape_of(x), self.shape_of(weight)
-        if len(sx) != 3 or len(sw) != 3 or sw[0] != sx[1] or sw[1] != 1 or sw[2] < 1:
-            raise InvalidInputError(f"{name}: input of shape {list(sx)} and weight of shape {list(sw)}; (B, C, L) "
-                                    f"and (C, 1, k) are expected")
-        b, c, length = sx
-        k = sw[2]
-        if bias is not None and self.shape_of(bias) != (c,):
-            raise InvalidInputError(f"{name}: bias of shape {list(self.shape_of(bias))}; ({c},) is expected")
-        if past_state is not None and self.shape_of(past_state) != (b, c, k - 1):
-            raise InvalidInputError(f"{name}: past_state of shape {list(self.shape_of(past_state))}; "
-                                    f"({b}, {c}, {k - 1}) is expected")
+        b, c, length, k = causal_conv_geometry(name, *(None if v is None else self.shape_of(v)
+                                                        for v in (x, weight, bias, past_state)))
         if not any(isinstance(v, Var) for v in (x, weight, bias, past_state)):
             y, present = numpy_causal_conv(x, weight, bias, past_state, silu)
             return self._const(y), self._const(present)
@@ -197,7 +188,7 @@ class SamplingOps(Core):
         bias_var = x_var if bias is None else self._buffer(name, "bias", bias)
         past_var = x_var if past_state is None else self._buffer(name, "past_state", past_state)
         unit = self._unit("sequence")
-        y = self._new_buffer(sx)
+        y = self._new_buffer((b, c, length))
         grid, local = shapes.launch_3d(length, c, b)
         self._launch(unit, "stowage_causal_conv", x_var, w_var, bias_var, past_var, y, c, length, k,
                      int(bias is not None), int(past_state is not None), int(bool(silu)), grid=grid, local=local)
@@ -213,20 +204,11 @@ class SamplingOps(Core):
         or (B, T, Hkv*dk) gates the state, beta (B, T, Hkv) or (B, T, 1) makes the
         update a delta rule. ``scale`` None: 1/sqrt(dk)."""
         name = "linear_attention"
-        b, steps, dk, dv = _linear_attention_geometry(name, self.shape_of(q), self.shape_of(k), self.shape_of(v),
-                                                      q_heads, kv_heads)
-        if past_state is not None and self.shape_of(past_state) != (b, kv_heads, dk, dv):
-            raise InvalidInputError(f"{name}: past_state of shape {list(self.shape_of(past_state))}; "
-                                    f"({b}, {kv_heads}, {dk}, {dv}) is expected")
-        decay_width = 0 if decay is None else (self.shape_of(decay) or (-1,))[-1]
-        if decay is not None and (self.shape_of(decay) != (b, steps, decay_width)
-                                  or decay_width not in (kv_heads, kv_heads * dk)):
-            raise InvalidInputError(f"{name}: decay of shape {list(self.shape_of(decay))}; ({b}, {steps}, "
-                                    f"{kv_heads}) or ({b}, {steps}, {kv_heads * dk}) is expected")
-        beta_width = 0 if beta is None else (self.shape_of(beta) or (-1,))[-1]
-        if beta is not None and (self.shape_of(beta) != (b, steps, beta_width) or beta_width not in (1, kv_heads)):
-            raise InvalidInputError(f"{name}: beta of shape {list(self.shape_of(beta))}; ({b}, {steps}, "
-                                    f"{kv_heads}) or ({b}, {steps}, 1) is expected")
+        b, steps, dk, dv = linear_attention_geometry(name, *(None if a is None else self.shape_of(a)
+                                                             for a in (q, k, v, past_state, decay, beta)),
+                                                     q_heads=q_heads, kv_heads=kv_heads)
+        decay_width = 0 if decay is None else self.shape_of(decay)[-1]
+        beta_width = 0 if beta is None else self.shape_of(beta)[-1]
         scale = 1.0 / math.sqrt(dk) if scale is None else float(scale)
         shapes.check_elements(name, (b, steps, q_heads * dv))
         if not any(isinstance(a, Var) for a in (q, k, v, past_state, decay, beta)):
@@ -266,8 +248,23 @@ class SamplingOps(Core):
         return y
 
 
-def _linear_attention_geometry(name, sq, sk, sv, q_heads, kv_heads):
-    """(B, T, dk, dv) of LinearAttention's packed query, key and value shapes."""
+def causal_conv_geometry(name, sx, sw, sb=None, sp=None):
+    """(B, C, L, k) of CausalConvWithState's input, weight, bias and past_state shapes."""
+    if len(sx) != 3 or len(sw) != 3 or sw[0] != sx[1] or sw[1] != 1 or sw[2] < 1:
+        raise InvalidInputError(f"{name}: input of shape {list(sx)} and weight of shape {list(sw)}; (B, C, L) "
+                                f"and (C, 1, k) are expected")
+    b, c, length = sx
+    k = sw[2]
+    if sb is not None and tuple(sb) != (c,):
+        raise InvalidInputError(f"{name}: bias of shape {list(sb)}; ({c},) is expected")
+    if sp is not None and tuple(sp) != (b, c, k - 1):
+        raise InvalidInputError(f"{name}: past_state of shape {list(sp)}; ({b}, {c}, {k - 1}) is expected")
+    return b, c, length, k
+
+
+def linear_attention_geometry(name, sq, sk, sv, sp=None, sd=None, sb=None, *, q_heads, kv_heads):
+    """(B, T, dk, dv) of LinearAttention's query, key, value, past_state, decay and
+    beta shapes (packed (B, T, H*D); the state (B, Hkv, dk, dv))."""
     if min(q_heads, kv_heads) < 1 or q_heads % kv_heads:
         raise InvalidInputError(f"{name}: q_num_heads {q_heads} must be a positive multiple of kv_num_heads "
                                 f"{kv_heads}")
@@ -279,7 +276,15 @@ def _linear_attention_geometry(name, sq, sk, sv, q_heads, kv_heads):
         raise InvalidInputError(f"{name}: query's last extent {sq[2]} or value's {sv[2]} does not divide into "
                                 f"{q_heads} or {kv_heads} heads")
     dk, dv = sq[2] // q_heads, sv[2] // kv_heads
-    if sk != (b, steps, kv_heads * dk) or sv[:2] != (b, steps):
+    if tuple(sk) != (b, steps, kv_heads * dk) or tuple(sv[:2]) != (b, steps):
         raise InvalidInputError(f"{name}: key of shape {list(sk)} and value of shape {list(sv)} for a query of "
                                 f"shape {list(sq)}; key ({b}, {steps}, {kv_heads * dk}) is expected")
+    if sp is not None and tuple(sp) != (b, kv_heads, dk, dv):
+        raise InvalidInputError(f"{name}: past_state of shape {list(sp)}; ({b}, {kv_heads}, {dk}, {dv}) is expected")
+    if sd is not None and (len(sd) != 3 or tuple(sd[:2]) != (b, steps) or sd[2] not in (kv_heads, kv_heads * dk)):
+        raise InvalidInputError(f"{name}: decay of shape {list(sd)}; ({b}, {steps}, {kv_heads}) or ({b}, {steps}, "
+                                f"{kv_heads * dk}) is expected")
+    if sb is not None and (len(sb) != 3 or tuple(sb[:2]) != (b, steps) or sb[2] not in (1, kv_heads)):
+        raise InvalidInputError(f"{name}: beta of shape {list(sb)}; ({b}, {steps}, {kv_heads}) or ({b}, {steps}, 1) "
+                                f"is expected")
     return b, steps, dk, dv
