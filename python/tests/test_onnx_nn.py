@@ -302,10 +302,10 @@ def test_einsum_beyond_matmul_is_refused(equation, shapes):
 # ---- Attention and RotaryEmbedding ---------------------------------------------------------
 
 
-def attention_model(feeds, attrs, output=0, names=None):
-    """An Attention node (opset 23) of which output `output` is the graph's one output."""
+def attention_model(feeds, attrs, output=0, names=None, opset=23):
+    """An Attention node of which output `output` is the graph's one output."""
     outputs = ["y", "present_key", "present_value", "qk"]
-    model = node_model("Attention", feeds, attrs, opset=23, outputs=outputs, inputs=names)
+    model = node_model("Attention", feeds, attrs, opset=opset, outputs=outputs, inputs=names)
     keep = model.graph.output[output]
     del model.graph.output[:]
     model.graph.output.append(keep)
@@ -326,6 +326,9 @@ CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
          output=3),
     dict(shapes=((2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)), attrs={"qk_matmul_output_mode": 3}, mask=(4, 5),
          output=3),
+    # nonpad_kv_seqlen (opset 24): padded keys, the causal frontier at each batch's end
+    dict(shapes=((2, 2, 3, 8), (2, 2, 7, 8), (2, 2, 7, 8)), attrs={"is_causal": 1}, lengths=[5, 7], opset=24),
+    dict(shapes=((2, 2, 3, 8), (2, 2, 70, 8), (2, 2, 70, 8)), attrs={}, lengths=[70, 41], mask=(3, 70), opset=24),
     # long rows (70 keys): a work-group a row
     dict(shapes=((1, 4, 5, 8), (1, 2, 66, 8), (1, 2, 66, 8)), attrs={"is_causal": 1, "softcap": 3.0},
          past=(1, 2, 4, 8), mask=(5, 60)),
@@ -349,10 +352,13 @@ def test_attention(case, fused, device, monkeypatch):
     elif mask is not None:
         feeds["mask"] = rand(*mask, seed=3)
     names.append("mask" if mask is not None else "")
+    if case.get("lengths"):
+        feeds["lengths"] = np.array(case["lengths"], np.int64)
+        names += ["", "", "lengths"]
     if case.get("past"):
         feeds["past_key"], feeds["past_value"] = rand(*case["past"], seed=4), rand(*case["past"], seed=5)
         names += ["past_key", "past_value"]
-    model = attention_model(feeds, case["attrs"], case.get("output", 0), names)
+    model = attention_model(feeds, case["attrs"], case.get("output", 0), names, case.get("opset", 23))
     check(model, feeds, device, with_ort=False)
 
 

@@ -600,7 +600,7 @@ class MatrixOps(Core):
     # ---- attention ----------------------------------------------------------------
 
     def attention(self, q, k, v, *, mask=None, past_key=None, past_value=None, scale=None, is_causal=False,
-                  q_num_heads=None, kv_num_heads=None, softcap=0.0, qk_mode=None, window=(-1, -1)):
+                  q_num_heads=None, kv_num_heads=None, softcap=0.0, qk_mode=None, window=(-1, -1), kv_lengths=None):
         """ONNX's Attention: (y, present_key, present_value, qk_out or None). q, k, v
         are [B, heads, S, D] (4-D) or [B, S, heads * D] (3-D, with q_num_heads and
         kv_num_heads); past_key / past_value [B, kv heads, P, D] go before k and v;
@@ -609,7 +609,9 @@ class MatrixOps(Core):
         dimension: the rest is masked). Two batched GEMMs around
         stowage_attention_probs (attention.cl), which applies scale, softcap, mask,
         is_causal and the window (left, right; -1: unbounded) and the softmax; with
-        qk_mode (0..3) it also gives the scores at that stage."""
+        qk_mode (0..3) it also gives the scores at that stage. kv_lengths (int64 [B],
+        ONNX's nonpad_kv_seqlen, without a past): the valid keys of each batch, the
+        causal frontier at its end."""
         op = "attention"
         shapes_in = [self.shape_of(t) for t in (q, k, v)]
         rank = len(shapes_in[0])
@@ -634,19 +636,21 @@ class MatrixOps(Core):
         group = hq // hkv
         q_buf, k_buf, v_buf = (self._buffer(op, name, t) for name, t in (("q", q), ("k", k), ("v", v)))
         past = 0 if past_key is None else self.shape_of(past_key)[2]  # query i sits at position i + past
+        lengths = self._attention_lengths(op, kv_lengths, batch, past_key)
         qk_out = None
         if qk_mode is None and self._attention_fused(batch * hq * s * length, d, dv):
             y = self._new_buffer((batch, hq, s, dv))
             mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, (batch, hq, s, length))
             unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
             wide = unit.defines.get("ATTN_LOCAL", 64)
-            self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var or q_buf, y, batch, hq, s,
-                         length, d, dv, group, *strides, mask_len, past, int(window[0]), int(window[1]), float(scale),
-                         float(softcap), flags | (2 if is_causal else 0), grid=(wide, batch * hq * s),
-                         local=(wide, 1))
+            flags |= (2 if is_causal else 0) | (8 if kv_lengths is not None else 0)
+            self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var or q_buf, lengths, y, batch, hq,
+                         s, length, d, dv, group, *strides, mask_len, past, int(window[0]), int(window[1]),
+                         float(scale), float(softcap), flags, grid=(wide, batch * hq * s), local=(wide, 1))
         else:
-            y, qk_out = self._attention_unfused(op, q_buf, k_buf, v_buf, mask, (batch, hq, hkv, s, length, d, dv),
-                                                past, scale, is_causal, softcap, qk_mode, window)
+            y, qk_out = self._attention_unfused(op, q_buf, k_buf, v_buf, mask, lengths, kv_lengths is not None,
+                                                (batch, hq, hkv, s, length, d, dv), past, scale, is_causal, softcap,
+                                                qk_mode, window)
         if rank == 3:
             y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
         return y, k, v, qk_out
@@ -658,8 +662,23 @@ class MatrixOps(Core):
         return (scores * 4 >= ATTENTION_FUSED_MIN_BYTES and d <= tuned.get("ATTN_MAX_D", 256)
                 and dv <= tuned.get("ATTN_LOCAL", 64) * tuned.get("ATTN_DV_ITEMS", 4))
 
-    def _attention_unfused(self, op, q_buf, k_buf, v_buf, mask, dims, past, scale, is_causal, softcap, qk_mode,
-                           window):
+    def _attention_lengths(self, op, kv_lengths, batch, past_key):
+        """The int64 lengths of the valid keys (a placeholder when not given)."""
+        if kv_lengths is None:
+            return self.constant(np.zeros(1, np.int64))
+        if past_key is not None:
+            raise InvalidInputError(f"{op}: kv_lengths (nonpad_kv_seqlen) cannot be combined with a past cache")
+        if self.shape_of(kv_lengths) != (batch,):
+            raise InvalidInputError(f"{op}: argument 'kv_lengths': expected shape [{batch}], got "
+                                    f"{list(self.shape_of(kv_lengths))}")
+        if not isinstance(kv_lengths, Var):
+            return self.constant(np.asarray(kv_lengths, np.int64))
+        if kv_lengths.dtype != "int64":
+            raise InvalidInputError(f"{op}: argument 'kv_lengths': {kv_lengths.dtype}; int64 is expected")
+        return kv_lengths
+
+    def _attention_unfused(self, op, q_buf, k_buf, v_buf, mask, lengths, use_lengths, dims, past, scale, is_causal,
+                           softcap, qk_mode, window):
         """(y, qk_out or None): two batched GEMMs around stowage_attention_probs."""
         batch, hq, hkv, s, length, d, dv = dims
         group = hq // hkv
@@ -668,8 +687,8 @@ class MatrixOps(Core):
         self._batched_gemm(q_buf, k_buf, scores, batch * hkv, group * s, length, d, trans_b=True)
         probs = self._new_buffer((batch, hq, s, length))
         qk_out = None if qk_mode is None else self._new_buffer((batch, hq, s, length))
-        self._attention_probs(op, scores, probs, qk_out, mask, (batch, hq, s, length), past, scale, is_causal,
-                              softcap, qk_mode, window)
+        self._attention_probs(op, scores, probs, qk_out, mask, lengths, use_lengths, (batch, hq, s, length), past,
+                              scale, is_causal, softcap, qk_mode, window)
         y = self._new_buffer((batch, hq, s, dv))
         self._batched_gemm(probs, v_buf, y, batch * hkv, group * s, dv, length, trans_b=False)
         return y, qk_out
@@ -751,13 +770,15 @@ class MatrixOps(Core):
                           sbn=k if trans_b else 1, sbias=(0, 0), levels=[(batch, m * k, n * k, m * n, 0)], alpha=1.0,
                           flags=0, act=(0, 0.0, 0.0))
 
-    def _attention_probs(self, op, scores, probs, qk_out, mask, shape, offset, scale, is_causal, softcap, qk_mode,
-                         window):
+    def _attention_probs(self, op, scores, probs, qk_out, mask, lengths, use_lengths, shape, offset, scale, is_causal,
+                         softcap, qk_mode, window):
         mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, shape)
         mask_var = mask_var or scores
         batch, heads, s, length = shape
         if is_causal:
             flags |= 2
+        if use_lengths:
+            flags |= 8
         if qk_out is not None:
             if qk_mode not in (0, 1, 2, 3):
                 raise InvalidInputError(f"{op}: qk_mode {qk_mode} is not 0, 1, 2 or 3")
@@ -769,7 +790,7 @@ class MatrixOps(Core):
             kernel, grid, local = "stowage_attention_probs_wide", (wide, rows), (wide, 1)
         else:
             kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
-        self._launch(unit, kernel, scores, mask_var, probs, qk_out or probs, batch, heads, s, length, *strides,
+        self._launch(unit, kernel, scores, mask_var, lengths, probs, qk_out or probs, batch, heads, s, length, *strides,
                      mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap), int(qk_mode or 0),
                      flags, grid=grid, local=local)
 

@@ -8,7 +8,9 @@
 //   forbids it (j > i + offset) or outside the window [i + offset - left,
 //   i + offset + right] (a bound < 0: none), probs = softmax over j of s + bias; a
 //   row whose bias is -inf everywhere gets zeros. The mask (mask & 1 in flags) is
-//   read at b * mask_b + h * mask_h + i * mask_s + j (strides 0: broadcast).
+//   read at b * mask_b + h * mask_h + i * mask_s + j (strides 0: broadcast). With
+//   flags & 8, keys j >= kv_lengths[b] (int64, ONNX's nonpad_kv_seqlen) are masked and
+//   the causal frontier and window sit at kv_lengths[b] - S instead of offset.
 //   With flags & 4, qk_out takes the scores at qk_mode: 0 and 1 s (softcapped), 2
 //   s + bias, 3 the probabilities. One work-item per row (for short rows).
 //   Launch: grid = [B H S rounded up to local0].
@@ -28,10 +30,12 @@
 #define ATTN_MASK 1
 #define ATTN_CAUSAL 2
 #define ATTN_QK_OUT 4
+#define ATTN_KV_LENGTHS 8
 
 inline float stowage_attention_bias(__global const stowage_t* mask, long mask_row, int j, int mask_len, int pos,
-                                    int left, int right, int flags) {
+                                    int valid, int left, int right, int flags) {
   float bias = 0.0f;
+  if (j >= valid) return -INFINITY;
   if (flags & ATTN_MASK) {
     if (j >= mask_len) return -INFINITY;
 #if STOWAGE_T == STOWAGE_DT_BOOL
@@ -46,7 +50,8 @@ inline float stowage_attention_bias(__global const stowage_t* mask, long mask_ro
   return bias;
 }
 
-__kernel void stowage_attention_probs(__global const float* qk, __global const stowage_t* mask, __global float* probs,
+__kernel void stowage_attention_probs(__global const float* qk, __global const stowage_t* mask,
+                                      __global const long* kv_lengths, __global float* probs,
                                       __global float* qk_out, int B, int H, int S, int L, int mask_b, int mask_h,
                                       int mask_s, int mask_len, int offset, int left, int right, float scale,
                                       float softcap, int qk_mode, int flags) {
@@ -55,12 +60,13 @@ __kernel void stowage_attention_probs(__global const float* qk, __global const s
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long base = (long)row * L;
   const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int pos = i + offset;
+  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
+  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
   float top = -INFINITY, top_bias = -INFINITY;
   for (int j = 0; j < L; ++j) {
     float s = qk[base + j] * scale;
     if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
     const float v = s + bias;
     if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
     if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
@@ -98,7 +104,8 @@ inline float stowage_attention_combine(__local float* partial, int t, int take_m
 }
 
 __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_attention_probs_wide(
-    __global const float* qk, __global const stowage_t* mask, __global float* probs, __global float* qk_out, int B,
+    __global const float* qk, __global const stowage_t* mask, __global const long* kv_lengths, __global float* probs,
+    __global float* qk_out, int B,
     int H, int S, int L, int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right,
     float scale, float softcap, int qk_mode, int flags) {
   __local float partial[ATTN_LOCAL];
@@ -106,12 +113,13 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long base = (long)row * L;
   const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int pos = i + offset;
+  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
+  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
   float top = -INFINITY, top_bias = -INFINITY;
   for (int j = t; j < L; j += ATTN_LOCAL) {
     float s = qk[base + j] * scale;
     if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
     const float v = s + bias;
     if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
     if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
@@ -161,8 +169,9 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
 
 __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_attention_fused(
     __global const float* q, __global const float* k, __global const float* v, __global const stowage_t* mask,
-    __global float* y, int B, int H, int S, int L, int D, int Dv, int group, int mask_b, int mask_h, int mask_s,
-    int mask_len, int offset, int left, int right, float scale, float softcap, int flags) {
+    __global const long* kv_lengths, __global float* y, int B, int H, int S, int L, int D, int Dv, int group,
+    int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right, float scale, float softcap,
+    int flags) {
   __local float qs[ATTN_MAX_D];
   __local float probs[ATTN_LOCAL];
   __local float partial[ATTN_LOCAL];
@@ -172,7 +181,8 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   const __global float* kr = k + kv * L * D;
   const __global float* vr = v + kv * L * Dv;
   const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int pos = i + offset;
+  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
+  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
   for (int d = t; d < D; d += ATTN_LOCAL) qs[d] = q[(long)row * D + d];
   barrier(CLK_LOCAL_MEM_FENCE);
   float acc[ATTN_DV_ITEMS];
@@ -186,7 +196,7 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
       for (int d = 0; d < D; ++d) s += qs[d] * kr[(long)j * D + d];
       s *= scale;
       if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-      const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, left, right, flags);
+      const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
       top_bias = fmax(top_bias, bias);
       value = s + bias;
     }

@@ -16,14 +16,15 @@ def _value(ctx, node, i):
 def attention(ctx, node):
     node.check_attrs(("is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap",
                       "softmax_precision", "left_window_size", "right_window_size"))
-    if node.input(6):
-        raise node.unsupported("input 6 (nonpad_kv_seqlen) is not supported")
     precision = node.int_attr("softmax_precision", 1)
     if precision != 1:  # the softmax runs in float32
         raise node.unsupported(f"softmax_precision={precision} is not supported (only 1, float32)")
     if bool(node.input(4)) != bool(node.input(5)):
         raise node.invalid("past_key and past_value must be given together")
     q, k, v, mask, past_key, past_value = (_value(ctx, node, i) for i in range(6))
+    kv_lengths = ctx.optional(node, 6)
+    if kv_lengths is not None and ctx.dtype(kv_lengths) != "int64":
+        raise node.invalid(f"nonpad_kv_seqlen of {ctx.dtype(kv_lengths)}; int64 is expected")
     if mask is not None and ctx.dtype(mask) not in ("float32", "bool", "uint8"):
         raise node.unsupported(f"an attn_mask of {ctx.dtype(mask)}: float32 or bool is expected")
     if len(ctx.shape(q)) == 4 and (node.attr("q_num_heads") is not None or node.attr("kv_num_heads") is not None) \
@@ -42,7 +43,8 @@ def attention(ctx, node):
         q, k, v, mask=mask, past_key=past_key, past_value=past_value,
         scale=None if scale is None else float(scale), is_causal=bool(node.int_attr("is_causal", 0)),
         q_num_heads=node.int_attr("q_num_heads"), kv_num_heads=node.int_attr("kv_num_heads"),
-        softcap=softcap if softcap > 0 else 0.0, qk_mode=mode if want_qk else None, window=window)
+        softcap=softcap if softcap > 0 else 0.0, qk_mode=mode if want_qk else None, window=window,
+        kv_lengths=kv_lengths)
     results = {node.outputs[0]: y}
     for i, value in ((1, present_key), (2, present_value), (3, qk)):
         if node.output_used(i, ctx.graph):
