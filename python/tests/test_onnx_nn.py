@@ -285,14 +285,16 @@ def test_matmul_broadcast_and_vectors(a_shape, b_shape, device):
     ("ij,jk", [(3, 4), (4, 5)]),
     ("bij->bji", [(2, 3, 4)]),
     ("...ij,...kj->...ki", [(2, 3, 4), (2, 5, 4)]),
+    ("ij->i", [(3, 4)]),  # sums within one operand
+    ("bij,bjk->k", [(2, 3, 4), (2, 4, 5)]),
+    ("i,i", [(3,), (3,)]),
 ])
 def test_einsum_as_matmul(equation, shapes, device):
     feeds = {f"x{i}": rand(*s, seed=i) for i, s in enumerate(shapes)}
     check(node_model("Einsum", feeds, {"equation": equation}, opset=13), feeds, device)
 
 
-@pytest.mark.parametrize("equation,shapes", [("ii->i", [(3, 3)]), ("ij->i", [(3, 4)]),
-                                             ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)])])
+@pytest.mark.parametrize("equation,shapes", [("ii->i", [(3, 3)]), ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)])])
 def test_einsum_beyond_matmul_is_refused(equation, shapes):
     feeds = {f"x{i}": rand(*s, seed=i) for i, s in enumerate(shapes)}
     with pytest.raises(sw.UnsupportedError, match="Einsum|diagonal|sum"):

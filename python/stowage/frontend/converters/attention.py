@@ -102,6 +102,17 @@ def einsum_fold(ctx, node, *arrays):
     return np.einsum(equation, *arrays)
 
 
+def _presum(ob, x, term, keep):
+    """x summed over its letters outside `keep` (a sum within one operand), and its term."""
+    axes = [i for i, c in enumerate(term) if c not in keep]
+    if not axes:
+        return x, term
+    kept = "".join(c for c in term if c in keep)
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(np.sum(x, axis=tuple(axes), dtype=np.float32)), kept
+    return ob.reduce("sum", x, axes, keepdims=False), kept
+
+
 def _permute(ob, x, perm):
     if list(perm) == sorted(perm):
         return x
@@ -117,8 +128,8 @@ def einsum(ctx, node):
     """Einsum where it is a transpose of one operand, or a (batched) MatMul of two
     with transposes around it: each letter of the two operands is a batch (in both
     and the output), a contraction (in both, not the output) or the row or column of
-    one side; a letter summed within one operand, a repeated letter (a diagonal)
-    or a broadcast extent is refused."""
+    one side; a letter of one operand alone, not in the output, is summed first. A
+    repeated letter (a diagonal), a broadcast extent or three operands are refused."""
     node.check_attrs(("equation",))
     values = [_value(ctx, node, i) for i in range(len(node.inputs))]
     shapes_in = [ctx.shape(v) for v in values]
@@ -138,18 +149,16 @@ def einsum(ctx, node):
         raise node.invalid(f"equation '{equation}': output term '{out}'")
     ob = ctx.ob
     if len(values) == 1:
-        if sorted(out) != sorted(terms[0]):
-            raise node.unsupported(f"equation '{equation}': a sum over a dimension of one operand")
-        return ob.transpose(values[0], [terms[0].index(c) for c in out])
+        x, term = _presum(ob, values[0], terms[0], set(out))
+        return _permute(ob, x, [term.index(c) for c in out])
     if len(values) != 2:
         raise node.unsupported(f"equation '{equation}': Einsum of {len(values)} operands (1 or 2 are supported)")
-    (ta, tb), (a, b) = terms, values
+    a, ta = _presum(ob, values[0], terms[0], set(out) | set(terms[1]))
+    b, tb = _presum(ob, values[1], terms[1], set(out) | set(ta))
     batch = [c for c in out if c in ta and c in tb]
     left = [c for c in out if c in ta and c not in tb]
     right = [c for c in out if c in tb and c not in ta]
     inner = [c for c in ta if c in tb and c not in out]
-    if len(batch) + len(left) + len(inner) != len(ta) or len(batch) + len(right) + len(inner) != len(tb):
-        raise node.unsupported(f"equation '{equation}': a sum over a dimension of one operand")
 
     def size(letters):
         return int(np.prod([extent[c] for c in letters], dtype=np.int64))
