@@ -38,7 +38,8 @@ TOLERANCE = 1e-4
 SEQ = 128  # text models' sequence length
 
 # name: (library, constructor or config, inputs); inputs: "image" (1x3x224x224 float),
-# "ids" (1 x SEQ int64 token ids) or "ids+mask" (and an int64 attention_mask, padded).
+# "pixels" (the same named pixel_values), "ids" (1 x SEQ int64 token ids) or "ids+mask"
+# (and an int64 attention_mask whose last quarter is padding).
 MODELS = {
     "resnet18": ("torchvision", "resnet18", "image"),
     "resnet50": ("torchvision", "resnet50", "image"),
@@ -55,6 +56,12 @@ MODELS = {
     "regnet_x_400mf": ("torchvision", "regnet_x_400mf", "image"),
     "convnext_tiny": ("torchvision", "convnext_tiny", "image"),
     "mnasnet0_5": ("torchvision", "mnasnet0_5", "image"),
+    "resnext50_32x4d": ("torchvision", "resnext50_32x4d", "image"),
+    "regnet_y_400mf": ("torchvision", "regnet_y_400mf", "image"),
+    "efficientnet_v2_s": ("torchvision", "efficientnet_v2_s", "image"),
+    "inception_v3": ("torchvision", "inception_v3", "image"),
+    "swin_t": ("torchvision", "swin_t", "image"),
+    "maxvit_t": ("torchvision", "maxvit_t", "image"),
     "lraspp_mobilenet_v3_large": ("segmentation", "lraspp_mobilenet_v3_large", "image"),
     "deeplabv3_mobilenet_v3_large": ("segmentation", "deeplabv3_mobilenet_v3_large", "image"),
     "fcn_resnet50": ("segmentation", "fcn_resnet50", "image"),
@@ -64,10 +71,28 @@ MODELS = {
     "timm_vit_tiny": ("timm", "vit_tiny_patch16_224", "image"),
     "timm_deit_tiny": ("timm", "deit_tiny_patch16_224", "image"),
     "timm_mobilevitv2_050": ("timm", "mobilevitv2_050", "image"),
+    "timm_swin_tiny": ("timm", "swin_tiny_patch4_window7_224", "image"),
+    "timm_levit_128s": ("timm", "levit_128s", "image"),
+    "timm_poolformer_s12": ("timm", "poolformer_s12", "image"),
+    "timm_ghostnet_100": ("timm", "ghostnet_100", "image"),
+    "timm_efficientvit_b0": ("timm", "efficientvit_b0", "image"),
+    "timm_edgenext_xx_small": ("timm", "edgenext_xx_small", "image"),
+    "timm_fastvit_t8": ("timm", "fastvit_t8", "image"),
+    "timm_mobilenetv4_conv_small": ("timm", "mobilenetv4_conv_small", "image"),
+    "timm_tiny_vit_5m": ("timm", "tiny_vit_5m_224", "image"),
+    "timm_mixer_s16": ("timm", "mixer_s16_224", "image"),
+    "timm_convnextv2_atto": ("timm", "convnextv2_atto", "image"),
+    "timm_hgnetv2_b0": ("timm", "hgnetv2_b0", "image"),
     "bert_base": ("transformers", "bert", "ids+mask"),
+    "bert_base_classifier": ("transformers", "bert_classifier", "ids+mask"),
     "distilbert": ("transformers", "distilbert", "ids"),
     "gpt2_small": ("transformers", "gpt2", "ids+mask"),  # without a mask, transformers' packed-sequence check
     # (torch.diff) stops the TorchScript exporter
+    "llama_small": ("transformers", "llama", "ids+mask"),
+    "t5_encoder_small": ("transformers", "t5_encoder", "ids+mask"),
+    "clip_text_small": ("transformers", "clip_text", "ids+mask"),
+    "albert_base": ("transformers", "albert", "ids+mask"),
+    "vit_tiny_hf": ("transformers", "vit", "pixels"),
 }
 LIBRARIES = {"torchvision": "torchvision", "segmentation": "torchvision", "timm": "timm",
              "transformers": "transformers"}
@@ -82,10 +107,11 @@ def torch_model(name):
 
     torch.manual_seed(0)
     library, what, inputs = MODELS[name]
+    arrays = model_inputs(inputs, vocabulary(name))
     if library == "torchvision":
         import torchvision
 
-        extra = {"aux_logits": False, "init_weights": True} if what == "googlenet" else {}
+        extra = {"aux_logits": False, "init_weights": True} if what in ("googlenet", "inception_v3") else {}
         model = getattr(torchvision.models, what)(weights=None, **extra)
     elif library == "segmentation":
         import torchvision
@@ -96,29 +122,46 @@ def torch_model(name):
 
         model = timm.create_model(what, pretrained=False)
     else:
-        model = picked(transformer(what), None)
-    arrays = model_inputs(inputs, vocabulary(name))
+        model = picked(*transformer(what), list(arrays))
     return model.eval(), tuple(torch.from_numpy(a) for a in arrays.values()), list(arrays)
 
 
 def transformer(what):
+    """(model, which output: an index into its output tuple, or None for all of them)."""
     import transformers as tf
 
+    small = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=2, num_attention_heads=4)
     if what == "bert":  # BERT-base's sizes; last_hidden_state and pooler_output
-        return tf.BertModel(tf.BertConfig())
+        return tf.BertModel(tf.BertConfig()), None
+    if what == "bert_classifier":  # BERT-base's sizes; two-class logits
+        return tf.BertForSequenceClassification(tf.BertConfig()), 0
     if what == "distilbert":  # DistilBERT-base's sizes; two-class logits
-        return tf.DistilBertForSequenceClassification(tf.DistilBertConfig())
+        return tf.DistilBertForSequenceClassification(tf.DistilBertConfig()), 0
     if what == "gpt2":  # GPT-2's shape, smaller: 4 layers of 256; logits over its vocabulary
-        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=4, n_embd=256, n_head=4, use_cache=False))
+        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=4, n_embd=256, n_head=4, use_cache=False)), 0
+    if what == "llama":  # Llama's shape (RMSNorm, rotary embeddings, SiLU, grouped keys), small; logits
+        return tf.LlamaForCausalLM(tf.LlamaConfig(**small, num_key_value_heads=2, use_cache=False)), 0
+    if what == "t5_encoder":  # T5's encoder (relative position buckets), small; last_hidden_state
+        return tf.T5EncoderModel(tf.T5Config(d_model=256, d_kv=64, d_ff=688, num_layers=2, num_heads=4)), 0
+    if what == "clip_text":  # CLIP's text tower (causal mask, pooling at the end token), small; pooler_output
+        return tf.CLIPTextModel(tf.CLIPTextConfig(**small)), 1
+    if what == "albert":  # ALBERT-base's sizes (one layer's weights shared); last_hidden_state
+        return tf.AlbertModel(tf.AlbertConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072)), 0
+    if what == "vit":  # ViT-tiny's sizes; logits
+        config = tf.ViTConfig(hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768)
+        return tf.ViTForImageClassification(config), 0
     raise ValueError(what)
 
 
 def vocabulary(name):
-    return {"bert_base": 30522, "distilbert": 30522, "gpt2_small": 50257}.get(name, 0)
+    vocabularies = {"bert": 30522, "gpt2": 50257, "llama": 32000, "t5": 32128, "clip": 49408, "albert": 30000}
+    return next((size for prefix, size in vocabularies.items() if name.startswith(prefix)), 30522)
 
 
-def picked(model, key):
-    """The model with its tensors alone: a dict's entry `key`, or a model output's tuple."""
+def picked(model, key, names=None):
+    """The model with its tensors alone: a dict's entry `key`, a model output's entry
+    number `key`, or all of them (key None); with `names`, the inputs are passed by
+    those keywords (transformers' models)."""
     import torch
 
     class Picked(torch.nn.Module):
@@ -127,7 +170,9 @@ def picked(model, key):
             self.model = model
 
         def forward(self, *args):
-            out = self.model(*args)
+            out = self.model(**dict(zip(names, args))) if names else self.model(*args)
+            if isinstance(key, int):
+                return out.to_tuple()[key]
             return out[key] if key is not None else out.to_tuple()
 
     return Picked()
@@ -176,8 +221,9 @@ def last_error(done):
 def model_inputs(kind, vocab):
     """The seeded inputs of an entry, by name, in the order the model takes them."""
     rng = np.random.default_rng(0)
-    if kind == "image":
-        return {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+    if kind in ("image", "pixels"):
+        image = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+        return {"input" if kind == "image" else "pixel_values": image}
     arrays = {"input_ids": rng.integers(0, vocab, (1, SEQ), dtype=np.int64)}
     if kind == "ids+mask":
         mask = np.ones((1, SEQ), np.int64)
