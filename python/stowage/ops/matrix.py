@@ -821,6 +821,28 @@ class MatrixOps(Core):
             flags |= 1
         return mask_var, strides, mask_len, code, flags
 
+    def diagonal(self, x, dims):
+        """The diagonal of x over dimensions that share an index: ``dims[i]`` names the
+        result dimension that x's dimension i walks (x [3, 3] with dims [0, 0]: its
+        diagonal [3]; equal indices must have equal extents). A strided copy."""
+        op = "diagonal"
+        shape = self.shape_of(x)
+        dims = [int(d) for d in dims]
+        count = max(dims, default=-1) + 1
+        if len(dims) != len(shape) or sorted(set(dims)) != list(range(count)):
+            raise InvalidInputError(f"{op}: dims {dims} do not number x's {len(shape)} dimensions 0, 1, ...")
+        out_shape = [0] * count
+        for d, size in zip(dims, shape):
+            if out_shape[d] not in (0, size):
+                raise InvalidInputError(f"{op}: dimensions of x {list(shape)} sharing index {d} differ in extent")
+            out_shape[d] = size
+        strides = shapes.contiguous_strides(shape)
+        y = self._new_buffer(out_shape)
+        self._copy_strided(self._buffer(op, "x", x), y, tuple(out_shape),
+                           [sum(st for d, st in zip(dims, strides) if d == j) for j in range(count)],
+                           shapes.contiguous_strides(out_shape), 0)
+        return y
+
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,

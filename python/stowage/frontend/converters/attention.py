@@ -102,6 +102,16 @@ def einsum_fold(ctx, node, *arrays):
     return np.einsum(equation, *arrays)
 
 
+def _diagonal(ob, x, term):
+    """x with each repeated letter of its term taken once (its diagonal), and that term."""
+    unique = "".join(dict.fromkeys(term))
+    if unique == term:
+        return x, term
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(np.einsum(f"{term}->{unique}", x)), unique
+    return ob.diagonal(x, [unique.index(c) for c in term]), unique
+
+
 def _presum(ob, x, term, keep):
     """x summed over its letters outside `keep` (a sum within one operand), and its term."""
     axes = [i for i, c in enumerate(term) if c not in keep]
@@ -128,8 +138,9 @@ def einsum(ctx, node):
     """Einsum where it is a transpose of one operand, or a (batched) MatMul of two
     with transposes around it: each letter of the two operands is a batch (in both
     and the output), a contraction (in both, not the output) or the row or column of
-    one side; a letter of one operand alone, not in the output, is summed first. A
-    repeated letter (a diagonal), a broadcast extent or three operands are refused."""
+    one side; a letter repeated in one operand takes its diagonal, and a letter of
+    one operand alone, not in the output, is summed first. A broadcast extent or
+    three operands are refused."""
     node.check_attrs(("equation",))
     values = [_value(ctx, node, i) for i in range(len(node.inputs))]
     shapes_in = [ctx.shape(v) for v in values]
@@ -137,8 +148,6 @@ def einsum(ctx, node):
     equation = str(node.attr("equation", ""))
     extent = {}
     for term, shape in zip(terms, shapes_in):
-        if len(set(term)) != len(term):
-            raise node.unsupported(f"equation '{equation}': a letter repeated in one operand (a diagonal)")
         for c, size in zip(term, shape):
             if extent.setdefault(c, size) != size:
                 if 1 not in (extent[c], size):
@@ -148,6 +157,7 @@ def einsum(ctx, node):
     if len(set(out)) != len(out) or any(c not in extent for c in out):
         raise node.invalid(f"equation '{equation}': output term '{out}'")
     ob = ctx.ob
+    values, terms = zip(*(_diagonal(ob, x, term) for x, term in zip(values, terms)))
     if len(values) == 1:
         x, term = _presum(ob, values[0], terms[0], set(out))
         return _permute(ob, x, [term.index(c) for c in out])
