@@ -49,28 +49,27 @@ def _axis_taps(g, extent, mode, padding, align):
         if mode == "nearest":
             x = np.rint(x)
         outside = (x < lo) | (x > hi)
-        if padding == "border":
+        # Nearest and linear pad the coordinate; cubic (as torch and ONNX Runtime) pads each tap.
+        if padding == "border" and mode != "cubic":
             x = np.where(outside, np.clip(x, 0, extent - 1), x)
-        elif padding == "reflection":
+        elif padding == "reflection" and mode != "cubic":
             x = np.where(outside, _reflect(x, lo, hi), x)
-        x = np.nan_to_num(x, nan=-2.0)
         if mode == "nearest":
-            starts, weights = np.trunc(np.clip(x, -2, extent + 1)), [np.ones_like(x)]
+            starts, weights = np.trunc(x), [np.ones_like(x)]
         else:
-            base = np.clip(np.floor(x), -8, extent + 8)
             t = x - np.floor(x)
             weights = [1 - t, t] if mode == "linear" else _cubic_weights(t)
-            starts = base if mode == "linear" else base - 1
-    taps = []
-    for k, w in enumerate(weights):
-        i = (starts + k).astype(np.int64)
-        if padding == "zeros":
-            i = np.where((i >= 0) & (i < extent), i, -1)
-        elif padding == "border":
-            i = np.clip(i, 0, extent - 1)
-        else:
-            i = np.clip(np.trunc(_reflect(i.astype(np.float64), lo, hi)).astype(np.int64), 0, extent - 1)
-        taps.append((i, w))
+            starts = np.floor(x) if mode == "linear" else np.floor(x) - 1
+        taps = []
+        for k, w in enumerate(weights):
+            i = starts + k  # float: far positions pad without overflowing
+            if padding == "zeros":
+                keep = (i >= 0) & (i < extent)
+            elif padding == "border":
+                i, keep = np.clip(i, 0, extent - 1), ~np.isnan(i)
+            else:
+                i, keep = np.clip(np.trunc(_reflect(i, lo, hi)), 0, extent - 1), ~np.isnan(i)
+            taps.append((np.where(keep, i, -1).astype(np.int64), w))
     return taps
 
 
@@ -175,9 +174,10 @@ class SamplingOps(Core):
                      grid=grid_size, local=local)
         return dst
 
-    def causal_conv_with_state(self, x, weight, bias=None, past_state=None, silu=False):
+    def causal_conv_with_state(self, x, weight, bias=None, past_state=None, silu=False, *, output=True, state=True):
         """(output, present_state) of ONNX's CausalConvWithState: x (B, C, L), weight
-        (C, 1, k), bias (C,), past_state (B, C, k - 1)."""
+        (C, 1, k), bias (C,), past_state (B, C, k - 1). ``output`` or ``state`` False:
+        that result is not computed (None)."""
         name = "causal_conv_with_state"
         b, c, length, k = causal_conv_geometry(name, *(None if v is None else self.shape_of(v)
                                                         for v in (x, weight, bias, past_state)))
@@ -188,14 +188,17 @@ class SamplingOps(Core):
         bias_var = x_var if bias is None else self._buffer(name, "bias", bias)
         past_var = x_var if past_state is None else self._buffer(name, "past_state", past_state)
         unit = self._unit("sequence")
-        y = self._new_buffer((b, c, length))
-        grid, local = shapes.launch_3d(length, c, b)
-        self._launch(unit, "stowage_causal_conv", x_var, w_var, bias_var, past_var, y, c, length, k,
-                     int(bias is not None), int(past_state is not None), int(bool(silu)), grid=grid, local=local)
-        present = self._new_buffer((b, c, k - 1))
-        grid, local = shapes.launch_3d(k - 1, c, b)
-        self._launch(unit, "stowage_causal_state", x_var, past_var, present, c, length, k,
-                     int(past_state is not None), grid=grid, local=local)
+        y = present = None
+        if output:
+            y = self._new_buffer((b, c, length))
+            grid, local = shapes.launch_3d(length, c, b)
+            self._launch(unit, "stowage_causal_conv", x_var, w_var, bias_var, past_var, y, c, length, k,
+                         int(bias is not None), int(past_state is not None), int(bool(silu)), grid=grid, local=local)
+        if state:
+            present = self._new_buffer((b, c, k - 1))
+            grid, local = shapes.launch_3d(k - 1, c, b)
+            self._launch(unit, "stowage_causal_state", x_var, past_var, present, c, length, k,
+                         int(past_state is not None), grid=grid, local=local)
         return y, present
 
     def linear_attention(self, q, k, v, past_state=None, decay=None, beta=None, *, q_heads, kv_heads, scale=None):

@@ -1,8 +1,9 @@
 // GridSample (docs/operators.md): the values of x (N, C, [D,] H, W) at the
 // positions a grid (N, [Do,] Ho, Wo, r) gives in [-1, 1] coordinates (x first, then
 // y, then z), as ONNX defines them (opsets 16-22): nearest (halves to even), linear
-// or cubic (Keys, a = -0.75) taps per axis, padding zeros, border or reflection,
-// align_corners. A 2-D sample is a 3-D one of depth 1 (rank 2: the grid has two
+// or cubic (Keys, a = -0.75) taps per axis, padding zeros, border or reflection
+// (of the coordinate for nearest and linear, of each tap for cubic, as torch and ONNX
+// Runtime do), align_corners. A 2-D sample is a 3-D one of depth 1 (rank 2: the grid has two
 // components and the depth axis one tap of weight 1).
 //
 // stowage_grid_sample_{nearest,linear,cubic}: one work-item per output position
@@ -36,11 +37,13 @@ inline float gs_reflect(float x, float lo, float hi) {
   return x;
 }
 
-// The index read for tap i of an axis of `extent` pixels; -1 reads 0 (zeros padding).
-inline int gs_index(int i, int extent, int padding, float lo, float hi) {
-  if (padding == GS_ZEROS) return (i >= 0 && i < extent) ? i : -1;
-  if (padding == GS_BORDER) return clamp(i, 0, extent - 1);
-  return clamp((int)gs_reflect((float)i, lo, hi), 0, extent - 1);
+// The index read at integral position i of an axis of `extent` pixels (a float: far
+// positions stay exact enough to pad); -1 reads 0 (zeros padding, or NaN).
+inline int gs_index(float i, int extent, int padding, float lo, float hi) {
+  if (isnan(i)) return -1;
+  if (padding == GS_ZEROS) return (i >= 0.0f && i < (float)extent) ? (int)i : -1;
+  if (padding == GS_BORDER) return (int)clamp(i, 0.0f, (float)(extent - 1));
+  return clamp((int)gs_reflect(i, lo, hi), 0, extent - 1);
 }
 
 inline float gs_cubic(float t, int k) {
@@ -60,25 +63,22 @@ inline int gs_taps(float g, int extent, int mode, int align, int padding, int* i
   const float hi = align ? (float)(extent - 1) : (float)extent - 0.5f;
   float x = align ? (g + 1.0f) * 0.5f * (float)(extent - 1) : ((g + 1.0f) * (float)extent - 1.0f) * 0.5f;
   if (mode == GS_NEAREST) x = rint(x);
-  if (x < lo || x > hi) {
+  // Nearest and linear pad the coordinate; cubic (as torch and ONNX Runtime) pads each tap.
+  if ((x < lo || x > hi) && mode != GS_CUBIC) {
     if (padding == GS_BORDER) x = clamp(x, 0.0f, (float)(extent - 1));
     else if (padding == GS_REFLECTION) x = gs_reflect(x, lo, hi);
   }
   if (mode == GS_NEAREST) {
-    // A coordinate out of the int range only matters to zeros padding: it reads 0.
-    const int i = (x > -2.0f && x < (float)extent + 1.0f) ? (int)x : -2;
-    index[0] = gs_index(i, extent, padding, lo, hi);
+    index[0] = gs_index(trunc(x), extent, padding, lo, hi);
     weight[0] = 1.0f;
     return 1;
   }
   const float base = floor(x);
   const float t = x - base;
   const int taps = mode == GS_LINEAR ? 2 : 4;
-  const int first = mode == GS_LINEAR ? 0 : -1;
-  const bool inside = base > -8.0f && base < (float)extent + 8.0f;
-  const int b = inside ? (int)base : -8;
+  const float first = mode == GS_LINEAR ? base : base - 1.0f;
   for (int k = 0; k < taps; ++k) {
-    index[k] = inside ? gs_index(b + first + k, extent, padding, lo, hi) : -1;
+    index[k] = gs_index(first + (float)k, extent, padding, lo, hi);
     weight[k] = mode == GS_LINEAR ? (k == 0 ? 1.0f - t : t) : gs_cubic(t, k);
   }
   return taps;

@@ -18,8 +18,8 @@ def _float_inputs(ctx, node, values):
 
 
 def _outputs(node, *values):
-    """{output name: value} of the outputs the node names."""
-    return {name: value for name, value in zip(node.outputs, values) if name}
+    """{output name: value} of the outputs the node names and computes."""
+    return {name: value for name, value in zip(node.outputs, values) if name and value is not None}
 
 
 # ---- GridSample ---------------------------------------------------------------------
@@ -91,7 +91,8 @@ def causal_conv_with_state(ctx, node):
     silu = _silu(node)
     values = [ctx.value(node, 0), ctx.value(node, 1), ctx.optional(node, 2), ctx.optional(node, 3)]
     _float_inputs(ctx, node, values)
-    y, present = ctx.ob.causal_conv_with_state(*values, silu=silu)
+    y, present = ctx.ob.causal_conv_with_state(*values, silu=silu, output=node.output_used(0, ctx.graph),
+                                               state=node.output_used(1, ctx.graph))
     return _outputs(node, y, present)
 
 

@@ -1,0 +1,355 @@
+"""GridSample, CausalConvWithState, LinearAttention and SwiGLU against ONNX Runtime
+(SwiGLU, which ONNX Runtime lacks, against onnx's reference evaluator): every mode,
+padding and align_corners of GridSample in 2-D and 3-D, each output of the
+two-output ops, the update rules of LinearAttention with GQA, folding at import,
+and refusals."""
+
+import re
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import stowage as sw
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def make_model(node, inputs, outputs, opset, initializers=()):
+    """A model of one node whose run-time inputs are `inputs` ({name: array}), known
+    ones `initializers` ({name: array}) and whose graph outputs are `outputs` (float32)."""
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in dict(initializers).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10 if opset < 27 else 13
+    return model
+
+
+def reference(model, feeds, evaluator="ort"):
+    if evaluator == "ort":
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return session.run(None, feeds)[0]
+    return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+def run(model, feeds, device, texture=False):
+    exe = sw.compile(sw.from_onnx(model, texture=texture))
+    vm = sw.VirtualMachine(exe, device=device)
+    return vm.invoke("main", *[feeds[i.name] for i in model.graph.input]).numpy()
+
+
+def check(model, feeds, device, texture=False, evaluator="ort"):
+    """Stowage's result is within 1e-4 of the largest of the reference's."""
+    want = reference(model, feeds, evaluator)
+    got = run(model, feeds, device, texture)
+    assert got.shape == want.shape
+    scale = max(float(np.max(np.abs(want), initial=0)), 1e-30)
+    assert float(np.max(np.abs(got - want), initial=0)) / scale <= 1e-4
+    return got
+
+
+def kernels(model):
+    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model)))
+
+
+def rand(rng, *shape, low=-2.0, high=2.0):
+    return rng.uniform(low, high, shape).astype(np.float32)
+
+
+# ---- GridSample ---------------------------------------------------------------------
+
+
+def grid_sample_model(x, grid, opset=20, known=False, **attrs):
+    node = helper.make_node("GridSample", ["X", "grid"], ["Y"], **attrs)
+    feeds = {"X": x, "grid": grid}
+    if known:
+        return make_model(node, {}, ["Y"], opset, initializers=feeds), {}
+    return make_model(node, feeds, ["Y"], opset), feeds
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_2d(device, mode, padding, align):
+    rng = np.random.default_rng(1)
+    x = rand(rng, 2, 3, 5, 6)
+    grid = rand(rng, 2, 4, 7, 2, low=-1.4, high=1.4)  # some positions outside the image
+    grid[0, 0, :4] = [[-1, -1], [1, 1], [0, 0], [0.5, -0.25]]  # corners, centre, halves
+    model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_opset16_mode_names(device, mode):
+    rng = np.random.default_rng(2)
+    x, grid = rand(rng, 1, 2, 4, 4), rand(rng, 1, 3, 5, 2, low=-1.2, high=1.2)
+    model, feeds = grid_sample_model(x, grid, opset=16, mode=mode, padding_mode="border")
+    check(model, feeds, device)
+
+
+def test_grid_sample_texture(device):
+    """A 4-D input computed in texture mode is read as a buffer."""
+    rng = np.random.default_rng(3)
+    x, grid = rand(rng, 1, 5, 6, 6), rand(rng, 1, 4, 4, 2, low=-1.1, high=1.1)
+    model, feeds = grid_sample_model(x, grid, mode="linear")
+    check(model, feeds, device, texture=True)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_3d(device, mode, padding, align):
+    rng = np.random.default_rng(4)
+    x = rand(rng, 2, 2, 3, 4, 5)
+    grid = rand(rng, 2, 2, 3, 4, 3, low=-1.3, high=1.3)
+    model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    check(model, feeds, device)
+
+
+def test_grid_sample_3d_cubic_against_reference(device):
+    """Tricubic sampling (ONNX Runtime has none) against onnx's reference evaluator."""
+    rng = np.random.default_rng(5)
+    x, grid = rand(rng, 1, 2, 4, 4, 5), rand(rng, 1, 2, 2, 3, 3, low=-1.2, high=1.2)
+    model, feeds = grid_sample_model(x, grid, mode="cubic", padding_mode="reflection")
+    check(model, feeds, device, evaluator="reference")
+
+
+def test_grid_sample_folds_known_inputs(device):
+    rng = np.random.default_rng(6)
+    x, grid = rand(rng, 1, 2, 4, 4), rand(rng, 1, 3, 3, 2, low=-1.3, high=1.3)
+    model, _ = grid_sample_model(x, grid, known=True, mode="cubic", padding_mode="reflection", align_corners=1)
+    assert kernels(model) == []
+    want = reference(grid_sample_model(x, grid, mode="cubic", padding_mode="reflection", align_corners=1)[0],
+                     {"X": x, "grid": grid})
+    exe = sw.compile(sw.from_onnx(model))
+    got = sw.VirtualMachine(exe, device=device).invoke("main").numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("attrs, opset, error, message", [
+    ({"mode": "bicubic"}, 20, sw.InvalidInputError, "mode 'bicubic'"),
+    ({"mode": "cubic"}, 16, sw.InvalidInputError, "GridSample-16 takes"),
+    ({"padding_mode": "wrap"}, 20, sw.InvalidInputError, "padding_mode 'wrap'"),
+])
+def test_grid_sample_refusals(attrs, opset, error, message):
+    rng = np.random.default_rng(7)
+    model, _ = grid_sample_model(rand(rng, 1, 1, 3, 3), rand(rng, 1, 2, 2, 2), opset=opset, **attrs)
+    with pytest.raises(error, match=message):
+        sw.from_onnx(model)
+
+
+def test_grid_sample_1d_refused():
+    rng = np.random.default_rng(8)
+    model, _ = grid_sample_model(rand(rng, 1, 2, 5), rand(rng, 1, 3, 1))
+    with pytest.raises(sw.UnsupportedError, match="rank 3"):
+        sw.from_onnx(model)
+
+
+# ---- CausalConvWithState -----------------------------------------------------------
+
+
+def causal_conv_model(feeds, output, activation=None, known=()):
+    names = ["input", "weight", "bias", "past_state"]
+    attrs = {} if activation is None else {"activation": activation}
+    node = helper.make_node("CausalConvWithState", [n if n in feeds else "" for n in names],
+                            ["output", "present_state"], **attrs)
+    run_time = {n: a for n, a in feeds.items() if n not in known}
+    return make_model(node, run_time, [output], 27, initializers={n: feeds[n] for n in known}), run_time
+
+
+@pytest.mark.parametrize("output", ["output", "present_state"])
+@pytest.mark.parametrize("bias, past, activation", [
+    (False, False, None), (True, False, "none"), (False, True, "silu"), (True, True, "swish")])
+def test_causal_conv(device, output, bias, past, activation):
+    rng = np.random.default_rng(10)
+    feeds = {"input": rand(rng, 2, 5, 7), "weight": rand(rng, 5, 1, 4)}
+    if bias:
+        feeds["bias"] = rand(rng, 5)
+    if past:
+        feeds["past_state"] = rand(rng, 2, 5, 3)
+    model, feeds = causal_conv_model(feeds, output, activation)
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("output", ["output", "present_state"])
+def test_causal_conv_input_shorter_than_state(device, output):
+    """Two new values and a state of four: the present state keeps two of the past."""
+    rng = np.random.default_rng(11)
+    feeds = {"input": rand(rng, 1, 3, 2), "weight": rand(rng, 3, 1, 5), "past_state": rand(rng, 1, 3, 4)}
+    model, feeds = causal_conv_model(feeds, output)
+    check(model, feeds, device)
+
+
+def test_causal_conv_kernel_of_one(device):
+    rng = np.random.default_rng(12)
+    model, feeds = causal_conv_model({"input": rand(rng, 2, 3, 4), "weight": rand(rng, 3, 1, 1),
+                                      "bias": rand(rng, 3)}, "output", "silu")
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("output, kernel", [("output", "stowage_causal_conv"),
+                                            ("present_state", "stowage_causal_state")])
+def test_causal_conv_weights_known(device, output, kernel):
+    """Weights and bias as initializers (module constants), the input at run time; only
+    the output the graph reads is computed."""
+    rng = np.random.default_rng(13)
+    model, feeds = causal_conv_model({"input": rand(rng, 2, 4, 6), "weight": rand(rng, 4, 1, 3),
+                                      "bias": rand(rng, 4)}, output, known=("weight", "bias"))
+    assert kernels(model) == [kernel]
+    check(model, feeds, device)
+
+
+def test_causal_conv_folds_known_inputs(device):
+    rng = np.random.default_rng(14)
+    values = {"input": rand(rng, 1, 2, 5), "weight": rand(rng, 2, 1, 3), "past_state": rand(rng, 1, 2, 2)}
+    model, _ = causal_conv_model(values, "present_state", known=tuple(values))
+    assert kernels(model) == []
+    want = reference(causal_conv_model(values, "present_state")[0], values)
+    got = sw.VirtualMachine(sw.compile(sw.from_onnx(model)), device=device).invoke("main").numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_causal_conv_refusals():
+    rng = np.random.default_rng(15)
+    model, _ = causal_conv_model({"input": rand(rng, 1, 2, 5), "weight": rand(rng, 2, 1, 3)}, "output", "relu")
+    with pytest.raises(sw.InvalidInputError, match="activation 'relu'"):
+        sw.from_onnx(model)
+    model, _ = causal_conv_model({"input": rand(rng, 1, 2, 5), "weight": rand(rng, 2, 1, 3),
+                                  "past_state": rand(rng, 1, 2, 3)}, "output")
+    with pytest.raises(sw.InvalidInputError, match="past_state of shape"):
+        sw.from_onnx(model)
+
+
+# ---- LinearAttention ------------------------------------------------------------------
+
+
+def linear_attention_model(feeds, output, known=(), **attrs):
+    names = ["query", "key", "value", "past_state", "decay", "beta"]
+    node = helper.make_node("LinearAttention", [n if n in feeds else "" for n in names],
+                            ["output", "present_state"], **attrs)
+    run_time = {n: a for n, a in feeds.items() if n not in known}
+    return make_model(node, run_time, [output], 27, initializers={n: feeds[n] for n in known}), run_time
+
+
+def attention_feeds(rng, b=2, t=5, hq=4, hkv=2, dk=6, dv=5, rule="gated_delta", past=False, decay_per_head=False,
+                    beta_width=None):
+    key = rand(rng, b, t, hkv, dk)
+    key /= np.linalg.norm(key, axis=-1, keepdims=True)  # delta rules expect L2-normalized keys
+    feeds = {"query": rand(rng, b, t, hq * dk), "key": key.reshape(b, t, hkv * dk).astype(np.float32),
+             "value": rand(rng, b, t, hkv * dv)}
+    if past:
+        feeds["past_state"] = rand(rng, b, hkv, dk, dv, low=-0.5, high=0.5)
+    if rule in ("gated", "gated_delta"):
+        feeds["decay"] = rand(rng, b, t, hkv if decay_per_head else hkv * dk, low=-1.0, high=0.0)
+    if rule in ("delta", "gated_delta"):
+        feeds["beta"] = rand(rng, b, t, hkv if beta_width is None else beta_width, low=0.0, high=1.0)
+    return feeds
+
+
+@pytest.mark.parametrize("output", ["output", "present_state"])
+@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
+def test_linear_attention_rules(device, output, rule):
+    rng = np.random.default_rng(20)
+    feeds = attention_feeds(rng, rule=rule, past=True)
+    model, feeds = linear_attention_model(feeds, output, update_rule=rule, q_num_heads=4, kv_num_heads=2)
+    check(model, feeds, device)
+
+
+@pytest.mark.parametrize("case", [
+    dict(hq=3, hkv=3), dict(hq=4, hkv=1, beta_width=1), dict(decay_per_head=True), dict(t=1, past=True),
+    dict(dk=1, dv=3, decay_per_head=True), dict(t=9, hq=2, hkv=2, dk=16, dv=8)])
+def test_linear_attention_shapes(device, case):
+    rng = np.random.default_rng(21)
+    hq, hkv = case.get("hq", 4), case.get("hkv", 2)
+    feeds = attention_feeds(rng, **case)
+    for output in ("output", "present_state"):
+        model, run_feeds = linear_attention_model(feeds, output, q_num_heads=hq, kv_num_heads=hkv)
+        check(model, run_feeds, device)
+
+
+def test_linear_attention_explicit_scale_and_known_weights(device):
+    """An explicit scale; the decay and beta as initializers."""
+    rng = np.random.default_rng(22)
+    feeds = attention_feeds(rng)
+    model, run_feeds = linear_attention_model(feeds, "output", known=("decay", "beta"), q_num_heads=4,
+                                              kv_num_heads=2, scale=0.3, chunk_size=2)
+    want = reference(linear_attention_model(feeds, "output", q_num_heads=4, kv_num_heads=2, scale=0.3)[0], feeds)
+    got = run(model, run_feeds, device)
+    np.testing.assert_allclose(got, want, atol=1e-4 * np.abs(want).max())
+
+
+def test_linear_attention_folds_known_inputs(device):
+    rng = np.random.default_rng(23)
+    feeds = attention_feeds(rng, t=3, rule="delta")
+    model, _ = linear_attention_model(feeds, "present_state", known=tuple(feeds), update_rule="delta",
+                                      q_num_heads=4, kv_num_heads=2)
+    assert kernels(model) == []
+    want = reference(linear_attention_model(feeds, "present_state", update_rule="delta", q_num_heads=4,
+                                            kv_num_heads=2)[0], feeds)
+    got = sw.VirtualMachine(sw.compile(sw.from_onnx(model)), device=device).invoke("main").numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("rule, drop, attrs, message", [
+    ("gated", "decay", {}, "requires decay"),
+    ("delta", "beta", {}, "requires beta"),
+    ("linear", None, {"update_rule": "gated"}, "requires decay"),
+    ("gated_delta", None, {"update_rule": "linear"}, "takes no decay"),
+    ("linear", None, {"update_rule": "chunked"}, "update_rule 'chunked'"),
+    ("linear", None, {"q_num_heads": 3}, "multiple of kv_num_heads"),
+])
+def test_linear_attention_refusals(rule, drop, attrs, message):
+    rng = np.random.default_rng(24)
+    feeds = attention_feeds(rng, rule=rule)
+    feeds.pop(drop, None)
+    options = dict({"update_rule": rule, "q_num_heads": 4, "kv_num_heads": 2}, **attrs)
+    model, _ = linear_attention_model(feeds, "output", **options)
+    with pytest.raises(sw.InvalidInputError, match=message):
+        sw.from_onnx(model)
+
+
+# ---- SwiGLU -------------------------------------------------------------------------
+
+
+def swiglu_model(a, b, known=False, **attrs):
+    node = helper.make_node("SwiGLU", ["A", "B"], ["Y"], **attrs)
+    feeds = {"A": a, "B": b}
+    if known:
+        return make_model(node, {}, ["Y"], 28, initializers=feeds), {}
+    return make_model(node, feeds, ["Y"], 28), feeds
+
+
+@pytest.mark.parametrize("alpha", [None, 1.702, -0.5])
+def test_swiglu(device, alpha):
+    rng = np.random.default_rng(30)
+    a, b = rand(rng, 3, 4, 17, low=-6, high=6), rand(rng, 3, 4, 17)
+    model, feeds = swiglu_model(a, b, **({} if alpha is None else {"alpha": alpha}))
+    assert kernels(model) == ["stowage_swiglu"]
+    check(model, feeds, device, evaluator="reference")
+
+
+def test_swiglu_one_input_known(device):
+    rng = np.random.default_rng(31)
+    a, b = rand(rng, 2, 8), rand(rng, 2, 8)
+    node = helper.make_node("SwiGLU", ["A", "B"], ["Y"])
+    model = make_model(node, {"A": a}, ["Y"], 28, initializers={"B": b})
+    got = run(model, {"A": a}, device)
+    want = ReferenceEvaluator(swiglu_model(a, b)[0]).run(None, {"A": a, "B": b})[0]
+    np.testing.assert_allclose(got, want, atol=1e-5 * np.abs(want).max())
+
+
+def test_swiglu_folds_and_refuses_broadcasting(device):
+    rng = np.random.default_rng(32)
+    a, b = rand(rng, 2, 3), rand(rng, 2, 3)
+    model, _ = swiglu_model(a, b, known=True, alpha=0.5)
+    assert kernels(model) == []
+    got = sw.VirtualMachine(sw.compile(sw.from_onnx(model)), device=device).invoke("main").numpy()
+    np.testing.assert_allclose(got, a / (1 + np.exp(-0.5 * a)) * b, rtol=1e-6)
+    model, _ = swiglu_model(rand(rng, 2, 3), rand(rng, 1, 3))
+    with pytest.raises(sw.InvalidInputError, match="one shape"):
+        sw.from_onnx(model)
