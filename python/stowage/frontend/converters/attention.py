@@ -112,6 +112,15 @@ def _diagonal(ob, x, term):
     return ob.diagonal(x, [unique.index(c) for c in term]), unique
 
 
+def _drop_broadcast(ob, ctx, x, term, extent):
+    """x without its dimensions of extent 1 that broadcast against a longer one, and its term."""
+    shape = ctx.shape(x)
+    kept = [i for i, c in enumerate(term) if not (shape[i] == 1 and extent[c] > 1)]
+    if len(kept) == len(term):
+        return x, term
+    return _reshape(ob, x, tuple(shape[i] for i in kept)), "".join(term[i] for i in kept)
+
+
 def _presum(ob, x, term, keep):
     """x summed over its letters outside `keep` (a sum within one operand), and its term."""
     axes = [i for i, c in enumerate(term) if c not in keep]
@@ -139,8 +148,8 @@ def einsum(ctx, node):
     with transposes around it: each letter of the two operands is a batch (in both
     and the output), a contraction (in both, not the output) or the row or column of
     one side; a letter repeated in one operand takes its diagonal, and a letter of
-    one operand alone, not in the output, is summed first. A broadcast extent or
-    three operands are refused."""
+    one operand alone, not in the output, is summed first; an extent 1 against a
+    longer one broadcasts. Three operands or more are refused."""
     node.check_attrs(("equation",))
     values = [_value(ctx, node, i) for i in range(len(node.inputs))]
     shapes_in = [ctx.shape(v) for v in values]
@@ -152,12 +161,12 @@ def einsum(ctx, node):
             if extent.setdefault(c, size) != size:
                 if 1 not in (extent[c], size):
                     raise node.invalid(f"equation '{equation}': '{c}' has extents {extent[c]} and {size}")
-                raise node.unsupported(f"equation '{equation}': '{c}' has extents {extent[c]} and {size} "
-                                       f"(broadcasting is not supported)")
+                extent[c] = max(extent[c], size)  # broadcast: the operand of extent 1 drops the letter
     if len(set(out)) != len(out) or any(c not in extent for c in out):
         raise node.invalid(f"equation '{equation}': output term '{out}'")
     ob = ctx.ob
     values, terms = zip(*(_diagonal(ob, x, term) for x, term in zip(values, terms)))
+    values, terms = zip(*(_drop_broadcast(ob, ctx, x, term, extent) for x, term in zip(values, terms)))
     if len(values) == 1:
         x, term = _presum(ob, values[0], terms[0], set(out))
         return _permute(ob, x, [term.index(c) for c in out])
