@@ -199,7 +199,7 @@ def _pad_geometry(ctx, node, rank):
     return pads, mode
 
 
-def _pad_constant(ctx, node, dtype):
+def _pad_constant(ctx, node):
     """The constant of a Pad: a number, or a one-element Var computed at run time."""
     if node.since < 11:
         return float(node.attr("value", 0.0))
@@ -220,7 +220,7 @@ def _pad_fold(ctx, node, x, *rest):
     if min(out_shape, default=1) < 0:
         raise node.invalid(f"pads {pads} crop {list(np.shape(x))} below zero")
     ctx.check_fold(node, out_shape, np.asarray(x).dtype)
-    value = _pad_constant(ctx, node, np.asarray(x).dtype)
+    value = _pad_constant(ctx, node)
     return _pad_known(np.asarray(x), pads[:rank], pads[rank:], value, mode)
 
 
@@ -230,7 +230,7 @@ def pad(ctx, node):
     node.check_attrs(("mode", "pads", "value"))
     x = ctx.tensor(node, 0)
     pads, mode = _pad_geometry(ctx, node, len(ctx.shape(x)))
-    value = _pad_constant(ctx, node, x.dtype)
+    value = _pad_constant(ctx, node)
     return _library(node, lambda: ctx.ob.pad(x, pads, value, mode))
 
 
@@ -751,9 +751,9 @@ def _declared_shape(ctx, node, rank):
     return tuple(shape)
 
 
-def _resize_plan(ctx, node, shape):
+def _resize_plan(ctx, node, shape, known=False):
     """(passes, scales Var): passes are (axis, out extent, index in scales), in the
-    order to run them; scales holds the scale of each pass."""
+    order to run them; scales holds the scale of each pass (an array if ``known``)."""
     rank = len(shape)
     axes = _resize_axes(ctx, node, rank)
     if node.op_type == "Upsample" and node.since < 9:
@@ -784,12 +784,12 @@ def _resize_plan(ctx, node, shape):
             raise node.invalid(f"scales {scales.tolist()}: expected {count} values > 0")
         if sizes is None:
             out = list(shape)
-            for a, s in zip(axes, scales):
-                out[a] = int(np.float32(s) * np.float32(shape[a]))
+            for a, s in zip(axes, scales):  # floor(extent * scale) exactly, as ONNX's shape inference
+                out[a] = int(np.float64(s) * shape[a])
         passes = [(a, out[a], k) for k, (a, s) in enumerate(zip(axes, scales))
                   if not (np.isclose(s, 1.0) and out[a] == shape[a])]
         passes.sort(key=lambda p: p[1] / max(shape[p[0]], 1))  # shrink first: later passes are smaller
-        return passes, ctx.ob.constant(scales)
+        return passes, scales if known else ctx.ob.constant(scales)
     if scales.dtype != "float32" or ctx.shape(scales) != (count,):
         raise node.invalid(f"scales of shape {list(ctx.shape(scales))}: expected {count} float32 values")
     out = _declared_shape(ctx, node, rank)
@@ -826,14 +826,107 @@ def _roi(ctx, node, options, rank, axes_count):
     return roi, (lambda k: k), ctx.shape(roi)[0] // 2
 
 
-@register("Resize", versions=(10, 11, 13, 18, 19), types=ALL_TYPES, texture=True,
+def _source_positions(mode, l_in, l_out, scale, roi_pair):
+    """Resize's source coordinate of every output position along one axis (float64),
+    as movement.cl's stowage_resize_source computes it."""
+    j = np.arange(l_out, dtype=np.float64)
+    out_width = scale * l_in
+    centre = (j + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        return l_in / 2 * (1 - l_out / out_width) + centre
+    if mode == "pytorch_half_pixel":
+        return np.full(l_out, -0.5) if out_width == 1 else centre
+    if mode == "align_corners":
+        return np.zeros(l_out) if out_width == 1 else j * (l_in - 1) / (out_width - 1)
+    if mode == "asymmetric":
+        return j / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (j + 0.5) / scale
+    if mode == "tf_crop_and_resize":
+        span = (roi_pair[1] - roi_pair[0]) * (l_in - 1)
+        at = np.full(l_out, span / 2) if out_width == 1 else j * span / (out_width - 1)
+        return at + roi_pair[0] * (l_in - 1)
+    return centre
+
+
+def _filter(kind, d, a):
+    d = np.abs(d)
+    if kind == "linear":
+        return np.where(d < 1, 1 - d, 0.0)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _resize_axis_known(x, axis, l_out, scale, roi_pair, options):
+    """One Resize pass in numpy, as the kernel computes it."""
+    l_in = x.shape[axis]
+    at = _source_positions(options["mode"], l_in, l_out, float(scale), roi_pair)
+    below = np.floor(at)
+    whole = at == below
+    if options["filter"] == "nearest":
+        nearest = options["nearest"]
+        if nearest == "simple":
+            nearest = "ceil" if scale < 1 else "floor"
+        frac = at - below
+        up = {"floor": np.zeros_like(whole), "ceil": ~whole, "round_prefer_floor": frac > 0.5,
+              "round_prefer_ceil": frac >= 0.5}[nearest] & ~whole
+        out = np.take(x, np.clip(below + up, 0, l_in - 1).astype(np.int64), axis=axis)
+    else:
+        ratio = np.where(whole, 1.0, at - below)
+        base = np.where(whole, at - 1, below).astype(np.int64)
+        s = min(float(scale), 1.0) if options["antialias"] else 1.0
+        first = int(np.floor((-1 if options["filter"] == "linear" else -2) / s)) + 1
+        taps = [base + first + t for t in range(2 - 2 * first)]
+        weights = [_filter(options["filter"], s * (first + t - ratio), options["cubic_a"]) for t in range(len(taps))]
+        if options["exclude_outside"]:
+            weights = [np.where((k < 0) | (k >= l_in), 0.0, w) for k, w in zip(taps, weights)]
+        shape = [1] * x.ndim
+        shape[axis] = l_out
+        acc = sum(np.take(x.astype(np.float64), np.clip(k, 0, l_in - 1), axis=axis) * w.reshape(shape)
+                  for k, w in zip(taps, weights))
+        if options["antialias"] or options["exclude_outside"]:
+            total = sum(weights)
+            acc = acc / np.where(total == 0, 1.0, total).reshape(shape)
+        out = acc.astype(x.dtype)
+    if options["mode"] == "tf_crop_and_resize":
+        shape = [1] * x.ndim
+        shape[axis] = l_out
+        outside = ((at < 0) | (at > l_in - 1)).reshape(shape)
+        out = np.where(outside, np.asarray(options["extrapolation"]).astype(x.dtype), out)
+    return out
+
+
+def _resize_fold(ctx, node, x, *rest):
+    options = _resize_options(node)
+    x = np.asarray(x)
+    if options["filter"] != "nearest" and x.dtype != np.float32:
+        raise node.unsupported(f"{options['filter']} interpolation of {x.dtype} data (only nearest takes it)")
+    passes, scales = _resize_plan(ctx, node, x.shape, known=True)
+    axes = _resize_axes(ctx, node, x.ndim)
+    roi = _present(ctx, node, 1) if options["mode"] == "tf_crop_and_resize" else None
+    if roi is not None:
+        roi = np.asarray(roi, np.float64).reshape(-1)
+        half = roi.size // 2
+    for axis, extent, k in passes:
+        out_shape = list(x.shape)
+        out_shape[axis] = extent
+        ctx.check_fold(node, out_shape, x.dtype)
+        pair = (0.0, 1.0) if roi is None else (roi[k if half == len(axes) else axis],
+                                               roi[(k if half == len(axes) else axis) + half])
+        x = _resize_axis_known(x, axis, extent, np.float64(scales[k]), pair, options)
+    return x
+
+
+@register("Resize", versions=(10, 11, 13, 18, 19), fold=_resize_fold, types=ALL_TYPES, texture=True,
           fuses="one kernel per resized axis (nearest copies; linear and cubic taps computed in the kernel)")
 def resize(ctx, node):
     node.check_attrs(_RESIZE_ATTRS)
     return _resize(ctx, node)
 
 
-@register("Upsample", versions=(7, 9, 10), types=ALL_TYPES, texture=True, fuses="as Resize (asymmetric)")
+@register("Upsample", versions=(7, 9, 10), fold=_resize_fold, types=ALL_TYPES, texture=True,
+          fuses="as Resize (asymmetric)")
 def upsample(ctx, node):
     node.check_attrs(("mode", "scales"))
     return _resize(ctx, node)
