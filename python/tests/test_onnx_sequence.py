@@ -353,3 +353,36 @@ def test_swiglu_folds_and_refuses_broadcasting(device):
     model, _ = swiglu_model(rand(rng, 2, 3), rand(rng, 1, 3))
     with pytest.raises(sw.InvalidInputError, match="one shape"):
         sw.from_onnx(model)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_far_positions(device, mode, padding):
+    """Positions several image widths outside reflect back and forth, clamp, or read 0."""
+    rng = np.random.default_rng(9)
+    x = rand(rng, 1, 2, 4, 3)
+    grid = rand(rng, 1, 3, 8, 2, low=-12.0, high=12.0)
+    for align in (0, 1):
+        model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+        check(model, feeds, device)
+
+
+def test_grid_sample_integer_input_refused():
+    node = helper.make_node("GridSample", ["X", "grid"], ["Y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.INT32, (1, 1, 2, 2)),
+                                            helper.make_tensor_value_info("grid", TensorProto.FLOAT, (1, 1, 1, 2))],
+                              [helper.make_tensor_value_info("Y", TensorProto.INT32, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with pytest.raises(sw.UnsupportedError, match="int32"):
+        sw.from_onnx(model)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_image_of_one_row(device, mode, padding):
+    """An axis of one pixel: align_corners maps all of [-1, 1] onto it."""
+    rng = np.random.default_rng(16)
+    x, grid = rand(rng, 1, 2, 1, 3), rand(rng, 1, 2, 5, 2, low=-1.5, high=1.5)
+    for align in (0, 1):
+        model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+        check(model, feeds, device)
