@@ -144,12 +144,12 @@ def _reshape(ob, x, shape):
 
 @register("Einsum", versions=(12, 28), fold=einsum_fold)
 def einsum(ctx, node):
-    """Einsum where it is a transpose of one operand, or a (batched) MatMul of two
-    with transposes around it: each letter of the two operands is a batch (in both
+    """Einsum as transposes of one operand, or (batched) MatMuls of two with
+    transposes around them: each letter of the two operands is a batch (in both
     and the output), a contraction (in both, not the output) or the row or column of
     one side; a letter repeated in one operand takes its diagonal, and a letter of
     one operand alone, not in the output, is summed first; an extent 1 against a
-    longer one broadcasts. Three operands or more are refused."""
+    longer one broadcasts; three operands or more are contracted left to right."""
     node.check_attrs(("equation",))
     values = [_value(ctx, node, i) for i in range(len(node.inputs))]
     shapes_in = [ctx.shape(v) for v in values]
@@ -167,17 +167,26 @@ def einsum(ctx, node):
     ob = ctx.ob
     values, terms = zip(*(_diagonal(ob, x, term) for x, term in zip(values, terms)))
     values, terms = zip(*(_drop_broadcast(ob, ctx, x, term, extent) for x, term in zip(values, terms)))
-    if len(values) == 1:
-        x, term = _presum(ob, values[0], terms[0], set(out))
-        return _permute(ob, x, [term.index(c) for c in out])
-    if len(values) != 2:
-        raise node.unsupported(f"equation '{equation}': Einsum of {len(values)} operands (1 or 2 are supported)")
-    a, ta = _presum(ob, values[0], terms[0], set(out) | set(terms[1]))
-    b, tb = _presum(ob, values[1], terms[1], set(out) | set(ta))
-    batch = [c for c in out if c in ta and c in tb]
-    left = [c for c in out if c in ta and c not in tb]
-    right = [c for c in out if c in tb and c not in ta]
-    inner = [c for c in ta if c in tb and c not in out]
+    x, term = values[0], terms[0]
+    for i in range(1, len(values)):  # contracted left to right, keeping the letters still needed
+        later = set(out).union(*terms[i + 1:])
+        x, term = _presum(ob, x, term, later | set(terms[i]))
+        b, tb = _presum(ob, values[i], terms[i], later | set(term))
+        x, term = _contract(ob, x, term, b, tb, later, extent)
+    x, term = _presum(ob, x, term, set(out))
+    return _permute(ob, x, [term.index(c) for c in out])
+
+
+def _contract(ob, a, ta, b, tb, keep, extent):
+    """a (term ta) and b (term tb) multiplied and summed over the letters they share
+    outside `keep`, as one batched MatMul: (result, its term: batch, a's, b's letters)."""
+    batch = [c for c in ta if c in tb and c in keep]
+    left = [c for c in ta if c not in tb]
+    right = [c for c in tb if c not in ta]
+    inner = [c for c in ta if c in tb and c not in keep]
+    term = "".join(batch + left + right)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.ascontiguousarray(np.einsum(f"{ta},{tb}->{term}", a, b), dtype=np.float32), term
 
     def size(letters):
         return int(np.prod([extent[c] for c in letters], dtype=np.int64))
@@ -186,6 +195,4 @@ def einsum(ctx, node):
                  (size(batch), size(left), size(inner)))
     b = _reshape(ob, _permute(ob, b, [tb.index(c) for c in batch + inner + right]),
                  (size(batch), size(inner), size(right)))
-    y = _reshape(ob, ob.matmul(a, b), tuple(extent[c] for c in batch + left + right))
-    order = batch + left + right
-    return _permute(ob, y, [order.index(c) for c in out])
+    return _reshape(ob, ob.matmul(a, b), tuple(extent[c] for c in term)), term
