@@ -1,5 +1,5 @@
-"""Attention: ONNX's Attention op (opsets 23-25), RotaryEmbedding, Einsum where it is
-a (batched) MatMul."""
+"""Attention: ONNX's Attention op (opsets 23-25), RotaryEmbedding, and Einsum as
+transposes, diagonals, sums and batched MatMuls."""
 
 import numpy as np
 
