@@ -356,7 +356,7 @@ def take_ranges(ctx, node, x, ranges):
     return _library(node, lambda: ctx.ob.strided_slice(x, starts, steps, counts))
 
 
-@register("Slice", versions=(1, 10, 11, 13), fold=_slice_fold, types=ALL_TYPES, texture=True,
+@register("Slice", versions=(1, 10, 11, 13), fold=_slice_fold, types=ALL_TYPES,
           fuses="a view where the part is contiguous, else one strided copy")
 def slice_(ctx, node):
     node.check_attrs(("starts", "ends", "axes"))
@@ -404,7 +404,7 @@ def _split_parts(ctx, node, x):
 
 
 @register("Split", versions=(1, 2, 11, 13, 18), fold=lambda ctx, node, x, *rest: _split_parts(ctx, node, x),
-          types=ALL_TYPES, texture=True, fuses="views where the parts are contiguous, else strided copies")
+          types=ALL_TYPES, fuses="views where the parts are contiguous, else strided copies")
 def split(ctx, node):
     node.check_attrs(("axis", "split", "num_outputs"))
     return _split_parts(ctx, node, ctx.tensor(node, 0))
@@ -478,7 +478,7 @@ def _depth_to_space_fold(ctx, node, x):
     return np.ascontiguousarray(t.reshape(n, c // (b * b), h * b, w * b))
 
 
-@register("DepthToSpace", versions=(1, 11, 13, 28), fold=_depth_to_space_fold, types=ALL_TYPES, texture=True,
+@register("DepthToSpace", versions=(1, 11, 13, 28), fold=_depth_to_space_fold, types=ALL_TYPES,
           fuses="one strided copy")
 def depth_to_space(ctx, node):
     node.check_attrs(("blocksize", "mode"))
@@ -497,7 +497,7 @@ def _space_to_depth_fold(ctx, node, x):
     return np.ascontiguousarray(t.reshape(n, c * b * b, h // b, w // b))
 
 
-@register("SpaceToDepth", versions=(1, 13, 28), fold=_space_to_depth_fold, types=ALL_TYPES, texture=True,
+@register("SpaceToDepth", versions=(1, 13, 28), fold=_space_to_depth_fold, types=ALL_TYPES,
           fuses="one strided copy")
 def space_to_depth(ctx, node):
     node.check_attrs(("blocksize", "mode"))
@@ -918,14 +918,14 @@ def _resize_fold(ctx, node, x, *rest):
     return x
 
 
-@register("Resize", versions=(10, 11, 13, 18, 19), fold=_resize_fold, types=ALL_TYPES, texture=True,
+@register("Resize", versions=(10, 11, 13, 18, 19), fold=_resize_fold, types=ALL_TYPES,
           fuses="one kernel per resized axis (nearest copies; linear and cubic taps computed in the kernel)")
 def resize(ctx, node):
     node.check_attrs(_RESIZE_ATTRS)
     return _resize(ctx, node)
 
 
-@register("Upsample", versions=(7, 9, 10), fold=_resize_fold, types=ALL_TYPES, texture=True,
+@register("Upsample", versions=(7, 9, 10), fold=_resize_fold, types=ALL_TYPES,
           fuses="as Resize (asymmetric)")
 def upsample(ctx, node):
     node.check_attrs(("mode", "scales"))
