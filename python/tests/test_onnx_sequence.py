@@ -386,3 +386,12 @@ def test_grid_sample_image_of_one_row(device, mode, padding):
     for align in (0, 1):
         model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
         check(model, feeds, device)
+
+
+@pytest.mark.parametrize("known", [False, True])
+def test_grid_sample_grid_of_wrong_shape(known):
+    """A grid of three components for a 2-D image: one error, at run time or folding."""
+    rng = np.random.default_rng(17)
+    model, _ = grid_sample_model(rand(rng, 1, 2, 3, 3), rand(rng, 1, 2, 2, 3), known=known)
+    with pytest.raises(sw.InvalidInputError, match=r"a grid of shape \[1, 2, 2, 3\]"):
+        sw.from_onnx(model)

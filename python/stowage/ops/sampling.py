@@ -150,14 +150,8 @@ class SamplingOps(Core):
         if padding not in PADDING_MODES:
             raise InvalidInputError(f"{name}: padding mode '{padding}' (known: {', '.join(PADDING_MODES)})")
         sx, sg = self.shape_of(x), self.shape_of(grid)
+        out_shape = grid_sample_geometry(name, sx, sg, padding)
         rank = len(sx) - 2
-        if rank not in (2, 3):
-            raise UnsupportedError(f"{name}: an input of rank {len(sx)}; 4 (N, C, H, W) and 5 (N, C, D, H, W) are "
-                                   f"supported")
-        if len(sg) != rank + 2 or sg[0] != sx[0] or sg[-1] != rank:
-            raise InvalidInputError(f"{name}: a grid of shape {list(sg)} for an input of shape {list(sx)}; "
-                                    f"({sx[0]}, {', '.join(['out'] * rank)}, {rank}) is expected")
-        out_shape = (sx[0], sx[1]) + tuple(sg[1:-1])
         shapes.check_elements(name, out_shape)
         if not isinstance(x, Var) and not isinstance(grid, Var):
             return self._const(numpy_grid_sample(x, grid, mode, padding, align_corners))
@@ -165,9 +159,6 @@ class SamplingOps(Core):
         dst = self._new_buffer(out_shape)
         in_d, in_h, in_w = ((1,) + tuple(sx[2:]))[-3:]
         out_d, out_h, out_w = ((1,) + tuple(sg[1:-1]))[-3:]
-        if min(sx) == 0:  # nothing to read: zeros padding gives 0; the others have no border to read
-            if padding != "zeros" and min(out_shape) > 0:
-                raise InvalidInputError(f"{name}: an empty input of shape {list(sx)} with padding '{padding}'")
         grid_size, local = shapes.launch_3d(out_w, out_h, sx[0] * out_d)
         self._launch(self._unit("sampling"), "stowage_grid_sample_" + mode, x_var, g_var, dst, sx[1], in_d, in_h,
                      in_w, out_d, out_h, out_w, rank, int(bool(align_corners)), PADDING_MODES[padding],
@@ -249,6 +240,21 @@ class SamplingOps(Core):
         self._launch(self._unit("sequence"), "stowage_swiglu", a_var, b_var, y, n, float(alpha), grid=grid,
                      local=local)
         return y
+
+
+def grid_sample_geometry(name, sx, sg, padding):
+    """The output shape of GridSample over x of shape sx at a grid of shape sg."""
+    rank = len(sx) - 2
+    if rank not in (2, 3):
+        raise UnsupportedError(f"{name}: an input of rank {len(sx)}; 4 (N, C, H, W) and 5 (N, C, D, H, W) are "
+                               f"supported")
+    if len(sg) != rank + 2 or sg[0] != sx[0] or sg[-1] != rank:
+        raise InvalidInputError(f"{name}: a grid of shape {list(sg)} for an input of shape {list(sx)}; "
+                                f"({sx[0]}, {', '.join(['out'] * rank)}, {rank}) is expected")
+    out_shape = (sx[0], sx[1]) + tuple(sg[1:-1])
+    if min(sx[2:]) == 0 and padding != "zeros" and min(out_shape) > 0:  # zeros padding reads 0; no border here
+        raise InvalidInputError(f"{name}: an empty image of shape {list(sx)} has no border to pad with")
+    return out_shape
 
 
 def causal_conv_geometry(name, sx, sw, sb=None, sp=None):

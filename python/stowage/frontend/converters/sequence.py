@@ -3,8 +3,9 @@ LinearAttention, SwiGLU (the operator library's stowage.ops.sampling)."""
 
 import numpy as np
 
-from ...ops.sampling import (GRID_MODES, PADDING_MODES, UPDATE_RULES, causal_conv_geometry, linear_attention_geometry,
-                             numpy_causal_conv, numpy_grid_sample, numpy_linear_attention, numpy_swiglu)
+from ...ops.sampling import (GRID_MODES, PADDING_MODES, UPDATE_RULES, causal_conv_geometry, grid_sample_geometry,
+                             linear_attention_geometry, numpy_causal_conv, numpy_grid_sample, numpy_linear_attention,
+                             numpy_swiglu)
 from ..registry import register
 
 # GridSample 16 names the modes as torch does; 20 renamed them (and allows N-D inputs).
@@ -52,7 +53,7 @@ def grid_sample_fold(ctx, node, x, grid):
     mode, padding, align = _grid_options(node)
     _float_inputs(ctx, node, (x, grid))
     _grid_rank(ctx, node, x)
-    ctx.check_fold(node, tuple(x.shape[:2]) + tuple(grid.shape[1:-1]), np.float32)
+    ctx.check_fold(node, grid_sample_geometry("GridSample", x.shape, grid.shape, padding), np.float32)
     return numpy_grid_sample(x, grid, mode, padding, align)
 
 
@@ -121,13 +122,12 @@ def _attention_options(node, decay, beta):
 def linear_attention_fold(ctx, node, q, k, v, past=None, decay=None, beta=None):
     options = _attention_options(node, decay, beta)
     _float_inputs(ctx, node, (q, k, v, past, decay, beta))
-    ctx.check_fold(node, q.shape[:2] + v.shape[2:], np.float32)
-    linear_attention_geometry("LinearAttention", *(None if a is None else a.shape for a in (q, k, v, past, decay, beta)),
-                              q_heads=options["q_heads"], kv_heads=options["kv_heads"])
-    scale = options["scale"]
-    if scale is None:
-        scale = 1.0 / np.sqrt(q.shape[2] // options["q_heads"])
-    return numpy_linear_attention(q, k, v, past, decay, beta, options["q_heads"], options["kv_heads"], scale)
+    q_heads, kv_heads = options["q_heads"], options["kv_heads"]
+    shapes_in = (None if a is None else a.shape for a in (q, k, v, past, decay, beta))
+    b, steps, dk, dv = linear_attention_geometry("LinearAttention", *shapes_in, q_heads=q_heads, kv_heads=kv_heads)
+    ctx.check_fold(node, (b, steps, q_heads * dv), np.float32)
+    scale = 1.0 / np.sqrt(dk) if options["scale"] is None else options["scale"]
+    return numpy_linear_attention(q, k, v, past, decay, beta, q_heads, kv_heads, scale)
 
 
 @register("LinearAttention", versions=(27,), fold=linear_attention_fold,
