@@ -61,15 +61,29 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
             dtype = "uint8" if graph_input.dtype == "bool" else graph_input.dtype  # bool is stored as uint8
             importer.values[graph_input.name] = f.param(name, shape, dtype)
         malformed_is_invalid(importer.run)
-        if len(graph.outputs) != 1:  # the IR's functions return one tensor
-            raise UnsupportedError(f"the model has {len(graph.outputs)} outputs; only models of one output are "
-                                   f"supported (a function returns one tensor)")
-        results = []
-        for name in graph.outputs:
-            value = importer.values[name]
-            results.append(ob.output(value))
+        params = {importer.values[i.name].name for i in graph.inputs}
+        results = distinct_results(ob, f, params, [ob.output(importer.values[name]) for name in graph.outputs])
         f.ret(*results)
     return bb.module()
+
+
+def distinct_results(ob, f, params, results):
+    """The outputs as tensors of their own: an output that is a parameter, or that
+    shares its bytes with an earlier output (the same value twice, or views of one
+    tensor), is copied into a tensor of its own, since a function returns each
+    result in a storage of its own."""
+    seen = set()
+    out = []
+    for var in results:
+        base = ob._base(var)
+        if base in seen or base in params:
+            copy = ob._new_buffer(var.shape, var.dtype)
+            f.copy_tensor(var, copy)
+            var = copy
+            base = copy.name
+        seen.add(base)
+        out.append(var)
+    return out
 
 
 def malformed_is_invalid(read):
