@@ -609,7 +609,9 @@ class MatrixOps(Core):
         dimension: the rest is masked). Two batched GEMMs around
         stowage_attention_probs (attention.cl), which applies scale, softcap, mask,
         is_causal and the window (left, right; -1: unbounded) and the softmax; with
-        qk_mode (0..3) it also gives the scores at that stage. kv_lengths (int64 [B],
+        qk_mode (0..3) it also gives the scores at that stage. Without qk_mode, scores
+        of ATTENTION_FUSED_MIN_BYTES or more take stowage_attention_fused instead,
+        which keeps none of them in memory. kv_lengths (int64 [B],
         ONNX's nonpad_kv_seqlen, without a past): the valid keys of each batch, the
         causal frontier at its end."""
         op = "attention"
