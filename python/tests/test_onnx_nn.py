@@ -428,3 +428,40 @@ def test_exported_attention_with_a_boolean_causal_mask_and_where(texture, device
              helper.make_node("Softmax", ["masked"], ["probs"], axis=3),
              helper.make_node("MatMul", ["probs", "v"], ["y"])]
     check(model_of(nodes, feeds, ["y"], inits), feeds, device, texture=texture)
+
+
+def check_all_outputs(model, feeds, device, with_ort=True):
+    """Every output of a model of several outputs against the reference."""
+    if with_ort:
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        wants = session.run(None, feeds)
+    else:
+        from onnx.reference import ReferenceEvaluator
+
+        wants = ReferenceEvaluator(model).run(None, feeds)
+    vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model)), device=device)
+    gots = vm.invoke("main", *[feeds[i.name] for i in model.graph.input])
+    assert isinstance(gots, tuple) and len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        got = got.numpy()
+        assert got.shape == want.shape
+        if want.dtype == np.int64:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
+
+
+def test_max_pool_values_and_indices_together(device):
+    feeds = {"x": rand(2, 3, 7, 6)}
+    model = node_model("MaxPool", feeds, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1,
+                                          "pads": [1, 1, 0, 0]}, outputs=("y", "i"))
+    check_all_outputs(model, feeds, device)
+
+
+@pytest.mark.parametrize("mode", [0, 3])
+def test_attention_every_output_at_once(mode, device):
+    feeds = {"q": rand(1, 4, 3, 8), "k": rand(1, 2, 5, 8, seed=1), "v": rand(1, 2, 5, 8, seed=2),
+             "mask": rand(3, 9, seed=3), "past_key": rand(1, 2, 4, 8, seed=4), "past_value": rand(1, 2, 4, 8, seed=5)}
+    model = node_model("Attention", feeds, {"is_causal": 1, "qk_matmul_output_mode": mode}, opset=23,
+                       outputs=("y", "present_key", "present_value", "qk"))
+    check_all_outputs(model, feeds, device, with_ort=False)
