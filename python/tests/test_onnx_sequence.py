@@ -395,3 +395,38 @@ def test_grid_sample_grid_of_wrong_shape(known):
     model, _ = grid_sample_model(rand(rng, 1, 2, 3, 3), rand(rng, 1, 2, 2, 3), known=known)
     with pytest.raises(sw.InvalidInputError, match=r"a grid of shape \[1, 2, 2, 3\]"):
         sw.from_onnx(model)
+
+
+# ---- both outputs of one node ---------------------------------------------------------
+
+
+def check_all(model, feeds, device):
+    """Every graph output of Stowage's within 1e-4 of ONNX Runtime's largest value of it."""
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    wants = session.run(None, feeds)
+    exe = sw.compile(sw.from_onnx(model))
+    gots = sw.VirtualMachine(exe, device=device).invoke("main", *[feeds[i.name] for i in model.graph.input])
+    assert isinstance(gots, tuple) and len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        got = got.numpy()
+        assert got.shape == want.shape
+        scale = max(float(np.max(np.abs(want), initial=0)), 1e-30)
+        assert float(np.max(np.abs(got - want), initial=0)) / scale <= 1e-4
+
+
+def test_causal_conv_both_outputs(device):
+    rng = np.random.default_rng(40)
+    feeds = {"input": rand(rng, 2, 3, 6), "weight": rand(rng, 3, 1, 4), "bias": rand(rng, 3),
+             "past_state": rand(rng, 2, 3, 3)}
+    node = helper.make_node("CausalConvWithState", list(feeds), ["output", "present_state"], activation="silu")
+    check_all(make_model(node, feeds, ["output", "present_state"], 27), feeds, device)
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated_delta"])
+def test_linear_attention_both_outputs(device, rule):
+    rng = np.random.default_rng(41)
+    feeds = attention_feeds(rng, rule=rule, past=True)
+    names = ["query", "key", "value", "past_state", "decay", "beta"]
+    node = helper.make_node("LinearAttention", [n if n in feeds else "" for n in names], ["output", "present_state"],
+                            update_rule=rule, q_num_heads=4, kv_num_heads=2)
+    check_all(make_model(node, feeds, ["output", "present_state"], 27), feeds, device)
