@@ -465,3 +465,17 @@ def test_attention_every_output_at_once(mode, device):
     model = node_model("Attention", feeds, {"is_causal": 1, "qk_matmul_output_mode": mode}, opset=23,
                        outputs=("y", "present_key", "present_value", "qk"))
     check_all_outputs(model, feeds, device, with_ort=False)
+
+
+@pytest.mark.parametrize("op,attrs,length", [("MaxPool", {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}, 16),
+                                             ("Conv", {"pads": [1, 1]}, 8)])
+def test_1d_results_written_into_a_concat(op, attrs, length, device):
+    """1D ops run as 2D write their slices of a planned Concat through 4-D views."""
+    feeds = {"a": rand(1, 8, length), "b": rand(1, 8, length, seed=1)}
+    inits = [("w", rand(8, 8, 3, seed=2))] if op == "Conv" else []
+    extra = ["w"] if op == "Conv" else []
+    nodes = [helper.make_node(op, ["a"] + extra, ["pa"], **attrs), helper.make_node(op, ["b"] + extra, ["pb"], **attrs),
+             helper.make_node("Concat", ["pa", "pb"], ["y"], axis=1)]
+    model = model_of(nodes, feeds, ["y"], inits)
+    assert "call_kernel(stowage_copy_strided" not in str(sw.from_onnx(model))  # the ops wrote the slices
+    check(model, feeds, device)
