@@ -317,6 +317,12 @@ RESIZE_CASES = [
     ((1, 2, 5, 7), [1, 1, 0.6, 2.0], None, {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}),
     ((1, 2, 8, 6), None, [1, 2, 5, 11], {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}),
     ((2, 6, 5), [1, 2.5, 1], None, {"mode": "linear"}),  # 3-D, a middle axis
+    # sizes: the scale is out / in exactly (ties of nearest rounding land where ONNX says)
+    ((1, 2, 3, 4), None, [1, 2, 7, 7], {"mode": "nearest", "nearest_mode": "ceil"}),
+    ((1, 2, 6, 3), None, [1, 2, 1, 3], {"mode": "nearest", "nearest_mode": "round_prefer_ceil"}),
+    ((1, 2, 4, 3), None, [1, 2, 2, 7], {"mode": "nearest", "nearest_mode": "ceil",
+                                        "coordinate_transformation_mode": "align_corners"}),
+    ((1, 2, 5, 2), None, [1, 2, 1, 4], {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel"}),
 ]
 
 

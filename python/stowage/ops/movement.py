@@ -294,10 +294,11 @@ class MovementOps(Core):
 
     def resize_axis(self, x, axis, out_extent, scales, scale_at, mode="half_pixel", filter="nearest",
                     nearest="round_prefer_floor", cubic_a=-0.75, exclude_outside=False, antialias=False,
-                    roi=None, roi_at=-1, roi_stride=0, extrapolation=0.0):
+                    roi=None, roi_at=-1, roi_stride=0, extrapolation=0.0, sized=False):
         """One axis of ONNX's Resize: ``axis`` resized to ``out_extent`` with the scale
         ``scales[scale_at]`` (``scales``: a float32 Var known at import or computed at
-        run time), ``mode`` one of RESIZE_COORDINATES (tf_crop_and_resize reads
+        run time), or exactly out_extent / extent when ``sized`` (Resize given sizes),
+        ``mode`` one of RESIZE_COORDINATES (tf_crop_and_resize reads
         ``roi[roi_at]`` and ``roi[roi_at + roi_stride]``), ``filter`` nearest (rounding
         ``nearest``, one of NEAREST_MODES), linear or cubic."""
         op = "resize"
@@ -326,7 +327,7 @@ class MovementOps(Core):
         unit = self._movement_unit(x_var.dtype)
         grid, local = shapes.launch_3d(inner, out_extent, outer)
         self._launch(unit, "stowage_resize_axis", x_var, scales, roi, dst, shape[axis], out_extent, inner,
-                     int(scale_at), int(roi_at), int(roi_stride), RESIZE_COORDINATES[mode], RESIZE_FILTERS[filter],
+                     int(scale_at), int(bool(sized)), int(roi_at), int(roi_stride), RESIZE_COORDINATES[mode], RESIZE_FILTERS[filter],
                      NEAREST_MODES[nearest], float(cubic_a), int(bool(exclude_outside)), int(bool(antialias)),
                      float(extrapolation), grid=grid, local=local)
         return dst

@@ -23,7 +23,8 @@
 // gives ONNX's sequential result even where indices repeat.
 // stowage_resize_axis: one axis of a Resize: x [outer, l_in, inner] ->
 //   y [outer, l_out, inner]; the scale is scales[scale_at] (known at import or
-//   computed at run time), the crop roi[roi_at] and roi[roi_at + roi_stride]; source
+//   computed at run time), or l_out / l_in where `sized` (Resize given sizes), the
+//   crop roi[roi_at] and roi[roi_at + roi_stride]; source
 //   coordinates, nearest rounding and the linear or cubic taps (antialiased when
 //   downscaling, if asked) as ONNX's Resize defines them, edges clamped.
 //   grid = [inner, l_out, outer].
@@ -129,17 +130,16 @@ __kernel void stowage_scatter_nd(__global const stowage_t* updates, __global con
 
 // Resize's source coordinate of output position j (ONNX's
 // coordinate_transformation_mode, numbered as stowage.ops.movement.RESIZE_COORDINATES).
-inline stowage_coord stowage_resize_source(int mode, int j, stowage_coord scale, int l_in, int l_out,
-                                           stowage_coord roi_start, stowage_coord roi_end) {
-  const stowage_coord out_width = scale * l_in;
+inline stowage_coord stowage_resize_source(int mode, int j, stowage_coord scale, stowage_coord out_width, int l_in,
+                                           int l_out, stowage_coord roi_start, stowage_coord roi_end) {
   const stowage_coord centre = (j + (stowage_coord)0.5) / scale - (stowage_coord)0.5;
   switch (mode) {
     case 1: {  // half_pixel_symmetric
       const stowage_coord adjustment = l_out / out_width;
       return l_in / (stowage_coord)2 * (1 - adjustment) + centre;
     }
-    case 2:  // pytorch_half_pixel
-      return out_width == 1 ? (stowage_coord)-0.5 : centre;
+    case 2:  // pytorch_half_pixel (0 for one output, as ONNX's text and ONNX Runtime say)
+      return l_out == 1 ? (stowage_coord)0 : centre;
     case 3:  // align_corners
       return out_width == 1 ? (stowage_coord)0 : j * (stowage_coord)(l_in - 1) / (out_width - 1);
     case 4:  // asymmetric
@@ -167,15 +167,18 @@ inline stowage_coord stowage_resize_filter(int filter, stowage_coord d, stowage_
 
 __kernel void stowage_resize_axis(__global const stowage_t* x, __global const float* scales,
                                   __global const float* roi, __global stowage_t* y, int l_in, int l_out, int inner,
-                                  int scale_at, int roi_at, int roi_stride, int mode, int filter, int nearest,
-                                  float cubic_a, int exclude_outside, int antialias, float extrapolation) {
+                                  int scale_at, int sized, int roi_at, int roi_stride, int mode, int filter,
+                                  int nearest, float cubic_a, int exclude_outside, int antialias,
+                                  float extrapolation) {
   const int i = get_global_id(0), j = get_global_id(1), o = get_global_id(2);
   if (i >= inner || j >= l_out) return;
   __global const stowage_t* row = x + o * l_in * inner + i;
   const int out = (o * l_out + j) * inner + i;
-  const stowage_coord scale = scales[scale_at];
+  // Sized (the output extent given): the scale is l_out / l_in exactly, else scales[scale_at].
+  const stowage_coord scale = sized ? (stowage_coord)l_out / l_in : (stowage_coord)scales[scale_at];
+  const stowage_coord out_width = sized ? (stowage_coord)l_out : scale * l_in;
   const stowage_coord roi_start = roi_at < 0 ? 0 : roi[roi_at], roi_end = roi_at < 0 ? 1 : roi[roi_at + roi_stride];
-  const stowage_coord at = stowage_resize_source(mode, j, scale, l_in, l_out, roi_start, roi_end);
+  const stowage_coord at = stowage_resize_source(mode, j, scale, out_width, l_in, l_out, roi_start, roi_end);
   if (mode == 6 && (at < 0 || at > l_in - 1)) {
     y[out] = (stowage_t)extrapolation;
     return;

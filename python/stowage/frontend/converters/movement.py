@@ -752,8 +752,9 @@ def _declared_shape(ctx, node, rank):
 
 
 def _resize_plan(ctx, node, shape, known=False):
-    """(passes, scales Var): passes are (axis, out extent, index in scales), in the
-    order to run them; scales holds the scale of each pass (an array if ``known``)."""
+    """(passes, scales Var): passes are (axis, out extent, index in scales, sized), in
+    the order to run them; scales holds the scale of each pass (an array if ``known``);
+    a sized pass (sizes given, stretched) scales by out extent / extent exactly."""
     rank = len(shape)
     axes = _resize_axes(ctx, node, rank)
     if node.op_type == "Upsample" and node.since < 9:
@@ -765,10 +766,12 @@ def _resize_plan(ctx, node, shape, known=False):
     if (scales is None) == (sizes is None):
         raise node.invalid("exactly one of scales and sizes must be given")
     count = len(axes)
+    sized = False
     if sizes is not None:
         out = _known_sizes(ctx, node, shape, axes, sizes)
         factors = np.array([out[a] / shape[a] if shape[a] else 1.0 for a in axes], np.float32)
         policy = node.attr("keep_aspect_ratio_policy", "stretch")
+        sized = policy == "stretch"
         if policy != "stretch":
             if policy not in ("not_larger", "not_smaller"):
                 raise node.invalid(f"keep_aspect_ratio_policy '{policy}' is not defined")
@@ -786,8 +789,9 @@ def _resize_plan(ctx, node, shape, known=False):
             out = list(shape)
             for a, s in zip(axes, scales):  # floor(extent * scale) exactly, as ONNX's shape inference
                 out[a] = int(np.float64(s) * shape[a])
-        passes = [(a, out[a], k) for k, (a, s) in enumerate(zip(axes, scales))
-                  if not (np.isclose(s, 1.0) and out[a] == shape[a])]
+        crop = node.attr("coordinate_transformation_mode", "") == "tf_crop_and_resize"
+        passes = [(a, out[a], k, sized) for k, (a, s) in enumerate(zip(axes, scales))
+                  if crop or not (np.isclose(s, 1.0) and out[a] == shape[a])]
         passes.sort(key=lambda p: p[1] / max(shape[p[0]], 1))  # shrink first: later passes are smaller
         return passes, scales if known else ctx.ob.constant(scales)
     if scales.dtype != "float32" or ctx.shape(scales) != (count,):
@@ -795,7 +799,7 @@ def _resize_plan(ctx, node, shape, known=False):
     out = _declared_shape(ctx, node, rank)
     if any(out[a] != shape[a] for a in range(rank) if a not in axes):
         raise node.invalid(f"the declared output shape {list(out)} changes axes outside {axes}")
-    return [(a, out[a], k) for k, a in enumerate(axes)], scales
+    return [(a, out[a], k, False) for k, a in enumerate(axes)], scales
 
 
 def _known_sizes(ctx, node, shape, axes, sizes):
@@ -826,16 +830,15 @@ def _roi(ctx, node, options, rank, axes_count):
     return roi, (lambda k: k), ctx.shape(roi)[0] // 2
 
 
-def _source_positions(mode, l_in, l_out, scale, roi_pair):
+def _source_positions(mode, l_in, l_out, scale, out_width, roi_pair):
     """Resize's source coordinate of every output position along one axis (float64),
     as movement.cl's stowage_resize_source computes it."""
     j = np.arange(l_out, dtype=np.float64)
-    out_width = scale * l_in
     centre = (j + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
         return l_in / 2 * (1 - l_out / out_width) + centre
     if mode == "pytorch_half_pixel":
-        return np.full(l_out, -0.5) if out_width == 1 else centre
+        return np.zeros(l_out) if l_out == 1 else centre
     if mode == "align_corners":
         return np.zeros(l_out) if out_width == 1 else j * (l_in - 1) / (out_width - 1)
     if mode == "asymmetric":
@@ -858,10 +861,12 @@ def _filter(kind, d, a):
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def _resize_axis_known(x, axis, l_out, scale, roi_pair, options):
+def _resize_axis_known(x, axis, l_out, scale, roi_pair, options, sized):
     """One Resize pass in numpy, as the kernel computes it."""
     l_in = x.shape[axis]
-    at = _source_positions(options["mode"], l_in, l_out, float(scale), roi_pair)
+    scale = l_out / l_in if sized else float(scale)
+    out_width = float(l_out) if sized else scale * l_in
+    at = _source_positions(options["mode"], l_in, l_out, scale, out_width, roi_pair)
     below = np.floor(at)
     whole = at == below
     if options["filter"] == "nearest":
@@ -908,13 +913,13 @@ def _resize_fold(ctx, node, x, *rest):
     if roi is not None:
         roi = np.asarray(roi, np.float64).reshape(-1)
         half = roi.size // 2
-    for axis, extent, k in passes:
+    for axis, extent, k, sized in passes:
         out_shape = list(x.shape)
         out_shape[axis] = extent
         ctx.check_fold(node, out_shape, x.dtype)
         pair = (0.0, 1.0) if roi is None else (roi[k if half == len(axes) else axis],
                                                roi[(k if half == len(axes) else axis) + half])
-        x = _resize_axis_known(x, axis, extent, np.float64(scales[k]), pair, options)
+        x = _resize_axis_known(x, axis, extent, np.float64(scales[k]), pair, options, sized)
     return x
 
 
@@ -941,9 +946,9 @@ def _resize(ctx, node):
     roi, roi_at, roi_stride = _roi(ctx, node, options, len(shape), len(axes))
     if roi is not None and roi_stride != len(axes):  # roi of every axis: index it by axis
         roi_at = lambda k: axes[k]  # noqa: E731
-    for axis, extent, k in passes:  # none: the identity
+    for axis, extent, k, sized in passes:  # none: the identity
         x = _library(node, lambda: ctx.ob.resize_axis(x, axis, extent, scales, k, roi=roi, roi_at=roi_at(k),
-                                                      roi_stride=roi_stride, **options))
+                                                      roi_stride=roi_stride, sized=sized, **options))
     return x
 
 
