@@ -163,8 +163,10 @@ class Importer:
             self.group = group
             try:
                 outputs = self.emit(group)
-            except (InvalidInputError, UnsupportedError):
-                raise
+            except (InvalidInputError, UnsupportedError) as e:
+                if str(e).startswith("node "):
+                    raise
+                raise type(e)(f"{group.main.describe()}: {e}") from None  # the library's: name the node
             except StowageError as e:  # a library error: name the node it came from
                 raise type(e)(f"{group.main.describe()}: {e}") from None
             except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
