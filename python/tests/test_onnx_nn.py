@@ -479,3 +479,11 @@ def test_1d_results_written_into_a_concat(op, attrs, length, device):
     model = model_of(nodes, feeds, ["y"], inits)
     assert "call_kernel(stowage_copy_strided" not in str(sw.from_onnx(model))  # the ops wrote the slices
     check(model, feeds, device)
+
+
+def test_library_errors_name_the_node():
+    feeds = {"x": rand(1, 4, 2, 2)}
+    model = model_of([helper.make_node("Conv", ["x", "w"], ["y"], name="small")], feeds, ["y"],
+                     [("w", rand(4, 4, 3, 3))])
+    with pytest.raises(sw.InvalidInputError, match=r"^node 0 'small' \(Conv\): conv2d: the window"):
+        sw.from_onnx(model)
