@@ -338,6 +338,9 @@ CAUSAL = np.tril(np.ones((4, 6), bool), k=2)
     # nonpad_kv_seqlen (opset 24): padded keys, the causal frontier at each batch's end
     dict(shapes=((2, 2, 3, 8), (2, 2, 7, 8), (2, 2, 7, 8)), attrs={"is_causal": 1}, lengths=[5, 7], opset=24),
     dict(shapes=((2, 2, 3, 8), (2, 2, 70, 8), (2, 2, 70, 8)), attrs={}, lengths=[70, 41], mask=(3, 70), opset=24),
+    # head sizes past one chunk of staged keys (20) and past one output element a work-item (70)
+    dict(shapes=((1, 2, 3, 20), (1, 1, 67, 20), (1, 1, 67, 70)), attrs={"is_causal": 1}, past=(1, 1, 2, 20),
+         past_v=(1, 1, 2, 70)),
     # long rows (70 keys): a work-group a row
     dict(shapes=((1, 4, 5, 8), (1, 2, 66, 8), (1, 2, 66, 8)), attrs={"is_causal": 1, "softcap": 3.0},
          past=(1, 2, 4, 8), mask=(5, 60)),
@@ -365,7 +368,8 @@ def test_attention(case, fused, device, monkeypatch):
         feeds["lengths"] = np.array(case["lengths"], np.int64)
         names += ["", "", "lengths"]
     if case.get("past"):
-        feeds["past_key"], feeds["past_value"] = rand(*case["past"], seed=4), rand(*case["past"], seed=5)
+        feeds["past_key"] = rand(*case["past"], seed=4)
+        feeds["past_value"] = rand(*case.get("past_v", case["past"]), seed=5)
         names += ["past_key", "past_value"]
     model = attention_model(feeds, case["attrs"], case.get("output", 0), names, case.get("opset", 23))
     check(model, feeds, device, with_ort=False)

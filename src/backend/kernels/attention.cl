@@ -152,8 +152,10 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
 //   work-group of ATTN_LOCAL work-items, without the scores in memory (for long
 //   sequences, whose [B, H, S, L] scores would not fit): keys are taken ATTN_LOCAL at
 //   a time (work-item t scores key j0 + t against the row of q, kept in local
-//   memory), the softmax runs online (the running maximum rescales the running sum
-//   and the output), and work-item t accumulates output elements t, t + ATTN_LOCAL,
+//   memory; the block's keys pass through local memory ATTN_KD dimensions at a
+//   time, so neighbouring work-items load neighbouring elements), the softmax runs
+//   online (the running maximum rescales the running sum and the output), and
+//   work-item t accumulates output elements t, t + ATTN_LOCAL,
 //   ... (at most ATTN_DV_ITEMS of them). q [B, H, S, D]; k [B, H / group, L, D];
 //   v [B, H / group, L, Dv]; y [B, H, S, Dv]; mask, flags (no qk output), scale,
 //   softcap, offset and window as stowage_attention_probs. A row whose bias is -inf
@@ -166,6 +168,9 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
 #ifndef ATTN_DV_ITEMS
 #define ATTN_DV_ITEMS 4
 #endif
+#ifndef ATTN_KD
+#define ATTN_KD 16  // dimensions of K staged in local memory at a time
+#endif
 
 __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_attention_fused(
     __global const float* q, __global const float* k, __global const float* v, __global const stowage_t* mask,
@@ -173,6 +178,7 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
     int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right, float scale, float softcap,
     int flags) {
   __local float qs[ATTN_MAX_D];
+  __local float keys[ATTN_LOCAL][ATTN_KD + 1];  // + 1: a row's stride off the local memory banks
   __local float probs[ATTN_LOCAL];
   __local float partial[ATTN_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
@@ -190,10 +196,19 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   float running_max = -INFINITY, running_sum = 0.0f, top_bias = -INFINITY;
   for (int j0 = 0; j0 < L; j0 += ATTN_LOCAL) {
     const int j = j0 + t;
+    float s = 0.0f;  // q . k_j, ATTN_KD dimensions of the block's keys at a time
+    for (int dc = 0; dc < D; dc += ATTN_KD) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // the previous chunk is consumed
+      for (int e = t; e < ATTN_LOCAL * ATTN_KD; e += ATTN_LOCAL) {
+        const int key = e / ATTN_KD, dim = e % ATTN_KD;
+        keys[key][dim] = (j0 + key < L && dc + dim < D) ? kr[(long)(j0 + key) * D + dc + dim] : 0.0f;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      const int dims = min(ATTN_KD, D - dc);
+      for (int dim = 0; dim < dims; ++dim) s += qs[dc + dim] * keys[t][dim];
+    }
     float value = -INFINITY;
     if (j < L) {
-      float s = 0.0f;
-      for (int d = 0; d < D; ++d) s += qs[d] * kr[(long)j * D + d];
       s *= scale;
       if (softcap > 0.0f) s = softcap * tanh(s / softcap);
       const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
