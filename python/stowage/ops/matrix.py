@@ -501,7 +501,7 @@ class MatrixOps(Core):
         if cg * taps >= CONV3D_GEMM_MIN_REDUCTION and n * c * taps * outputs * 4 <= CONV3D_GEMM_MAX_BYTES:
             # cols [N, C taps, outputs], then per image and group the weight [K/group, C/group taps] times its rows
             cols = self._new_buffer((n, c * taps, outputs))
-            grid, local = shapes.launch_3d(extents[2], extents[1], n * c * taps * extents[0])
+            grid, local = shapes.launch_3d(extents[1] * extents[2], extents[0], n * c * taps)
             self._launch(unit, "stowage_im2col3d", x_var, cols, *xs[2:], *extents, *geometry, grid=grid, local=local)
             reduction = cg * taps
             self._gemm_launch(w_var, cols, bias_var, None, dst, m=kg, n=outputs, k=reduction, sam=reduction, sak=1,
@@ -648,7 +648,7 @@ class MatrixOps(Core):
             flags |= (2 if is_causal else 0) | (8 if kv_lengths is not None else 0)
             self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var or q_buf, lengths, y, batch, hq,
                          s, length, d, dv, group, *strides, mask_len, past, int(window[0]), int(window[1]),
-                         float(scale), float(softcap), flags, grid=(wide, batch * hq * s), local=(wide, 1))
+                         float(scale), float(softcap), flags, grid=(wide * batch * hq * s,), local=(wide,))
         else:
             y, qk_out = self._attention_unfused(op, q_buf, k_buf, v_buf, mask, lengths, kv_lengths is not None,
                                                 (batch, hq, hkv, s, length, d, dv), past, scale, is_causal, softcap,
@@ -789,7 +789,7 @@ class MatrixOps(Core):
         rows = batch * heads * s
         wide = unit.defines.get("ATTN_LOCAL", 64)
         if length >= wide:  # long rows: a work-group a row
-            kernel, grid, local = "stowage_attention_probs_wide", (wide, rows), (wide, 1)
+            kernel, grid, local = "stowage_attention_probs_wide", (wide * rows,), (wide,)
         else:
             kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
         self._launch(unit, kernel, scores, mask_var, lengths, probs, qk_out or probs, batch, heads, s, length, *strides,

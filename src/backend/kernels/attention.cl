@@ -17,7 +17,8 @@
 // stowage_attention_probs_wide: the same with one work-group of ATTN_LOCAL
 //   work-items per row (for long rows: neighbouring work-items read neighbouring
 //   scores), the row's maximum and sum combined in a fixed tree order.
-//   Launch: local = [ATTN_LOCAL, 1], grid = [ATTN_LOCAL, B H S].
+//   Launch: local = [ATTN_LOCAL], grid = [ATTN_LOCAL B H S] (rows along dimension 0,
+//   whose extent GPUs bound least).
 #include <stowage/dtype.cl.h>
 
 #ifndef ATTN_LOCAL
@@ -109,7 +110,7 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
     int H, int S, int L, int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right,
     float scale, float softcap, int qk_mode, int flags) {
   __local float partial[ATTN_LOCAL];
-  const int t = get_local_id(0), row = get_group_id(1);
+  const int t = get_local_id(0), row = get_group_id(0);
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long base = (long)row * L;
   const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
@@ -160,7 +161,7 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
 //   v [B, H / group, L, Dv]; y [B, H, S, Dv]; mask, flags (no qk output), scale,
 //   softcap, offset and window as stowage_attention_probs. A row whose bias is -inf
 //   everywhere gets zeros.
-//   Launch: local = [ATTN_LOCAL, 1], grid = [ATTN_LOCAL, B H S]; D <= ATTN_MAX_D,
+//   Launch: local = [ATTN_LOCAL], grid = [ATTN_LOCAL B H S]; D <= ATTN_MAX_D,
 //   Dv <= ATTN_LOCAL ATTN_DV_ITEMS.
 #ifndef ATTN_MAX_D
 #define ATTN_MAX_D 256
@@ -181,7 +182,7 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   __local float keys[ATTN_LOCAL][ATTN_KD + 1];  // + 1: a row's stride off the local memory banks
   __local float probs[ATTN_LOCAL];
   __local float partial[ATTN_LOCAL];
-  const int t = get_local_id(0), row = get_group_id(1);
+  const int t = get_local_id(0), row = get_group_id(0);
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long kv = (long)b * (H / group) + h / group;  // the kv head this q head reads
   const __global float* kr = k + kv * L * D;

@@ -42,17 +42,17 @@ __kernel void stowage_conv3d(__global const float* x, __global const float* w, _
 //   channel c and tap t (0 outside the input): the operand of the GEMM that runs a
 //   3D convolution of many input channels a group (the weight [K, C / groups taps]
 //   times each group's rows of cols).
-//   Launch: grid = [O2 rounded up to local0, O1 rounded up to local1, N C taps O0].
+//   Launch: grid = [O1 O2 rounded up to local0, O0 rounded up to local1, N C taps].
 __kernel void stowage_im2col3d(__global const float* x, __global float* cols, int D, int H, int W, int O0, int O1,
                                int O2, int k0, int k1, int k2, int s0, int s1, int s2, int b0, int b1, int b2, int d0,
                                int d1, int d2) {
-  const int o2 = get_global_id(0), o1 = get_global_id(1), z = get_global_id(2);
-  if (o2 >= O2 || o1 >= O1) return;
+  const int o12 = get_global_id(0), o0 = get_global_id(1), z = get_global_id(2);  // z = (n C + c) taps + t
+  if (o12 >= O1 * O2 || o0 >= O0) return;
+  const int o1 = o12 / O2, o2 = o12 - o1 * O2;
   const int taps = k0 * k1 * k2;
-  const int o0 = z % O0, rest = z / O0, t = rest % taps, plane = rest / taps;  // plane = n C + c
+  const int t = z % taps, plane = z / taps;  // plane = n C + c
   const int t2 = t % k2, t1 = (t / k2) % k1, t0 = t / (k1 * k2);
   const int i0 = o0 * s0 - b0 + t0 * d0, i1 = o1 * s1 - b1 + t1 * d1, i2 = o2 * s2 - b2 + t2 * d2;
   const int inside = i0 >= 0 && i0 < D && i1 >= 0 && i1 < H && i2 >= 0 && i2 < W;
-  cols[(long)z * O1 * O2 + (long)o1 * O2 + o2] =
-      inside ? x[(long)plane * D * H * W + ((long)i0 * H + i1) * W + i2] : 0.0f;
+  cols[((long)z * O0 + o0) * O1 * O2 + o12] = inside ? x[(long)plane * D * H * W + ((long)i0 * H + i1) * W + i2] : 0.0f;
 }
