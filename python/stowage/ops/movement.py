@@ -332,6 +332,37 @@ class MovementOps(Core):
                      float(extrapolation), grid=grid, local=local)
         return dst
 
+    def resize_image(self, x, out_hw, scales, h_scale=(0, True), w_scale=(0, True), mode="half_pixel",
+                     filter="nearest", nearest="round_prefer_floor", cubic_a=-0.75, exclude_outside=False,
+                     antialias=False):
+        """Resize of H and W of a 4-D float32 tensor as an NCHW4c image, in one pass:
+        ``h_scale`` and ``w_scale`` are (index in ``scales``, sized) as resize_axis
+        takes them (an axis sized to its own extent is left alone). Not
+        tf_crop_and_resize (its extrapolation would fill the channel padding)."""
+        op = "resize_image"
+        for name, value, table in (("mode", mode, RESIZE_COORDINATES), ("filter", filter, RESIZE_FILTERS),
+                                   ("nearest", nearest, NEAREST_MODES)):
+            if value not in table or value == "tf_crop_and_resize":
+                raise InvalidInputError(f"{op}: {name} '{value}' is not supported here")
+        shape = self.shape_of(x)
+        if len(shape) != 4:
+            raise InvalidInputError(f"{op}: expected [N, C, H, W], got shape {list(shape)}")
+        n, c, h, w = shape
+        h_out, w_out = (int(v) for v in out_hw)
+        out_shape = (n, c, h_out, w_out)
+        if not self._fits_image(out_shape) or min(h, w) < 1:
+            raise InvalidInputError(f"{op}: {list(out_shape)} does not fit an image of the target")
+        x_img = self._image(op, "x", x)
+        scales = self._data(op, "scales", scales)
+        y = self._new_image(out_shape)
+        unit = self._movement_unit("float32")
+        grid, local = shapes.launch_3d(w_out, h_out, n * shapes.ceil_div(c, 4))
+        self._launch(unit, "stowage_resize_image", x_img, y, scales, h, w, h_out, w_out, int(h_scale[0]),
+                     int(bool(h_scale[1])), int(w_scale[0]), int(bool(w_scale[1])), RESIZE_COORDINATES[mode],
+                     RESIZE_FILTERS[filter], NEAREST_MODES[nearest], float(cubic_a), int(bool(exclude_outside)),
+                     int(bool(antialias)), grid=grid, local=local)
+        return y
+
     def one_hot(self, indices, depth, values, axis=-1):
         """ONNX's OneHot: ``values`` [off, on] (a Var) at every position of a new
         dimension of ``depth`` at ``axis``: on where it equals the index."""

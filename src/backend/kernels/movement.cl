@@ -32,6 +32,7 @@
 //   k (upper: col - row >= k, lower: col - row <= k); grid = [cols, rows, batch].
 #include <stowage/dtype.cl.h>
 #include <stowage/grid6.cl.h>
+#include <stowage/image.cl.h>
 
 // Resize's coordinates in double precision where the device has it (as ONNX's
 // reference computes them), else in float.
@@ -165,6 +166,53 @@ inline stowage_coord stowage_resize_filter(int filter, stowage_coord d, stowage_
   return 0;
 }
 
+// One output position's taps along one axis of a Resize: indices base + first + t
+// for t < taps (at an integer source position, one lower with ratio 1), weights
+// stowage_resize_weight; for nearest (filter 0) the one index `nearest`; outside:
+// a tf_crop_and_resize position outside the input (the extrapolation value).
+typedef struct {
+  int outside, nearest, base, first, taps;
+  stowage_coord ratio, s;
+} stowage_resize_taps;
+
+inline stowage_resize_taps stowage_resize_plan(int j, int l_in, int l_out, stowage_coord scale, int sized,
+                                               stowage_coord roi_start, stowage_coord roi_end, int mode, int filter,
+                                               int nearest, int antialias) {
+  stowage_resize_taps p;
+  // Sized (the output extent given): the scale is l_out / l_in exactly.
+  if (sized) scale = (stowage_coord)l_out / l_in;
+  const stowage_coord out_width = sized ? (stowage_coord)l_out : scale * l_in;
+  const stowage_coord at = stowage_resize_source(mode, j, scale, out_width, l_in, l_out, roi_start, roi_end);
+  p.outside = mode == 6 && (at < 0 || at > l_in - 1);
+  const stowage_coord below = floor(at);
+  const bool whole = at == below;
+  // nearest: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil, 4 simple
+  const stowage_coord frac = at - below;
+  const int mode_n = nearest == 4 ? (scale < 1 ? 3 : 2) : nearest;
+  const bool up = !whole && (mode_n == 3 || (mode_n == 0 && frac > 0.5) || (mode_n == 1 && frac >= 0.5));
+  p.nearest = clamp((int)below + (up ? 1 : 0), 0, l_in - 1);
+  // first = 1 - taps / 2; the filter stretched by 1/s when antialiasing a shrink.
+  p.ratio = whole ? (stowage_coord)1 : frac;
+  p.base = whole ? (int)at - 1 : (int)below;
+  p.s = antialias ? fmin(scale, (stowage_coord)1) : (stowage_coord)1;
+  p.first = filter == 0 ? 0 : (int)floor((filter == 1 ? -1 : -2) / p.s) + 1;
+  p.taps = filter == 0 ? 1 : 2 - 2 * p.first;
+  return p;
+}
+
+// Tap t's weight; *index gets its input index (clamped to the edges).
+inline stowage_coord stowage_resize_weight(stowage_resize_taps p, int t, int l_in, int filter, stowage_coord cubic_a,
+                                           int exclude_outside, int* index) {
+  if (filter == 0) {
+    *index = p.nearest;
+    return 1;
+  }
+  const int k = p.base + p.first + t;
+  *index = clamp(k, 0, l_in - 1);
+  if (exclude_outside && (k < 0 || k >= l_in)) return 0;
+  return stowage_resize_filter(filter, p.s * (p.first + t - p.ratio), cubic_a);
+}
+
 __kernel void stowage_resize_axis(__global const stowage_t* x, __global const float* scales,
                                   __global const float* roi, __global stowage_t* y, int l_in, int l_out, int inner,
                                   int scale_at, int sized, int roi_at, int roi_stride, int mode, int filter,
@@ -174,42 +222,60 @@ __kernel void stowage_resize_axis(__global const stowage_t* x, __global const fl
   if (i >= inner || j >= l_out) return;
   __global const stowage_t* row = x + o * l_in * inner + i;
   const int out = (o * l_out + j) * inner + i;
-  // Sized (the output extent given): the scale is l_out / l_in exactly, else scales[scale_at].
-  const stowage_coord scale = sized ? (stowage_coord)l_out / l_in : (stowage_coord)scales[scale_at];
-  const stowage_coord out_width = sized ? (stowage_coord)l_out : scale * l_in;
   const stowage_coord roi_start = roi_at < 0 ? 0 : roi[roi_at], roi_end = roi_at < 0 ? 1 : roi[roi_at + roi_stride];
-  const stowage_coord at = stowage_resize_source(mode, j, scale, out_width, l_in, l_out, roi_start, roi_end);
-  if (mode == 6 && (at < 0 || at > l_in - 1)) {
+  const stowage_resize_taps p = stowage_resize_plan(j, l_in, l_out, scales[scale_at], sized, roi_start, roi_end, mode,
+                                                    filter, nearest, antialias);
+  if (p.outside) {
     y[out] = (stowage_t)extrapolation;
     return;
   }
-  const stowage_coord below = floor(at);
-  const bool whole = at == below;
-  if (filter == 0) {  // nearest: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil, 4 simple
-    const stowage_coord frac = at - below;
-    const int mode_n = nearest == 4 ? (scale < 1 ? 3 : 2) : nearest;
-    const bool up = !whole && (mode_n == 3 || (mode_n == 0 && frac > 0.5) || (mode_n == 1 && frac >= 0.5));
-    const int s = clamp((int)below + (up ? 1 : 0), 0, l_in - 1);
-    y[out] = row[s * inner];
+  if (filter == 0) {  // a copy: exact for every type
+    y[out] = row[p.nearest * inner];
     return;
   }
-  // Taps floor(at) + first .. floor(at) + first + taps - 1 (at an integer, one lower
-  // with ratio 1), first = 1 - taps / 2; the filter stretched by 1/s when antialiasing.
-  const stowage_coord ratio = whole ? (stowage_coord)1 : at - below;
-  const int base = whole ? (int)at - 1 : (int)below;
-  const stowage_coord s = antialias ? fmin(scale, (stowage_coord)1) : (stowage_coord)1;
-  const int first = (int)floor((filter == 1 ? -1 : -2) / s) + 1;
-  const int taps = 2 - 2 * first;
   stowage_coord acc = 0, total = 0;
-  for (int t = 0; t < taps; ++t) {
-    const int k = base + first + t;
-    stowage_coord w = stowage_resize_filter(filter, s * (first + t - ratio), cubic_a);
-    if (exclude_outside && (k < 0 || k >= l_in)) w = 0;
-    acc += w * (stowage_coord)row[clamp(k, 0, l_in - 1) * inner];
+  for (int t = 0; t < p.taps; ++t) {
+    int k;
+    const stowage_coord w = stowage_resize_weight(p, t, l_in, filter, cubic_a, exclude_outside, &k);
+    acc += w * (stowage_coord)row[k * inner];
     total += w;
   }
   if (antialias || exclude_outside) acc = total == 0 ? acc : acc / total;
   y[out] = (stowage_t)acc;
+}
+
+// stowage_resize_image: Resize of H and W of an NCHW4c image x [N, C4, H, W, 4] into
+//   y [N, C4, h_out, w_out, 4] in one pass (the two axes' taps multiplied; an axis
+//   left alone is sized with its own extent, an identity). Not tf_crop_and_resize.
+//   Launch: grid = [w_out rounded up to local0, h_out rounded up to local1, N * C4].
+__kernel void stowage_resize_image(read_only image2d_t x, write_only image2d_t y, __global const float* scales,
+                                   int h_in, int w_in, int h_out, int w_out, int scale_h_at, int sized_h,
+                                   int scale_w_at, int sized_w, int mode, int filter, int nearest, float cubic_a,
+                                   int exclude_outside, int antialias) {
+  const int w = get_global_id(0), h = get_global_id(1), plane = get_global_id(2);
+  if (w >= w_out || h >= h_out) return;
+  const stowage_resize_taps ph = stowage_resize_plan(h, h_in, h_out, scales[scale_h_at], sized_h, 0, 1, mode, filter,
+                                                     nearest, antialias);
+  const stowage_resize_taps pw = stowage_resize_plan(w, w_in, w_out, scales[scale_w_at], sized_w, 0, 1, mode, filter,
+                                                     nearest, antialias);
+  float4 acc = 0.0f;
+  stowage_coord total_h = 0, total_w = 0;
+  for (int th = 0; th < ph.taps; ++th) {
+    int kh;
+    const stowage_coord wh = stowage_resize_weight(ph, th, h_in, filter, cubic_a, exclude_outside, &kh);
+    total_h += wh;
+    float4 row = 0.0f;
+    total_w = 0;
+    for (int tw = 0; tw < pw.taps; ++tw) {
+      int kw;
+      const stowage_coord ww = stowage_resize_weight(pw, tw, w_in, filter, cubic_a, exclude_outside, &kw);
+      row += (float)ww * read_imagef(x, kStowageSampler, (int2)(kw, plane * h_in + kh));
+      total_w += ww;
+    }
+    acc += (float)wh * row;
+  }
+  if ((antialias || exclude_outside) && total_h * total_w != 0) acc /= (float)(total_h * total_w);
+  write_imagef(y, (int2)(w, plane * h_out + h), acc);
 }
 
 __kernel void stowage_trilu(__global const stowage_t* x, __global stowage_t* y, int rows, int cols, int k, int upper) {

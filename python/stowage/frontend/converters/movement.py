@@ -946,10 +946,36 @@ def _resize(ctx, node):
     roi, roi_at, roi_stride = _roi(ctx, node, options, len(shape), len(axes))
     if roi is not None and roi_stride != len(axes):  # roi of every axis: index it by axis
         roi_at = lambda k: axes[k]  # noqa: E731
+    if _image_resize(ctx, x, passes, options):
+        return _resize_image(ctx, node, x, passes, scales, options)
     for axis, extent, k, sized in passes:  # none: the identity
         x = _library(node, lambda: ctx.ob.resize_axis(x, axis, extent, scales, k, roi=roi, roi_at=roi_at(k),
                                                       roi_stride=roi_stride, sized=sized, **options))
     return x
+
+
+def _image_resize(ctx, x, passes, options):
+    """Whether texture mode resizes x (an image) as an image: H and W alone, no crop."""
+    ob = ctx.ob
+    if not (passes and ob.texture and ob.is_texture(x)) or options["mode"] == "tf_crop_and_resize":
+        return False
+    if any(axis not in (2, 3) for axis, _, _, _ in passes):
+        return False
+    out = list(ob.shape_of(x))
+    for axis, extent, _, _ in passes:
+        out[axis] = extent
+    return ob._fits_image(tuple(out))
+
+
+def _resize_image(ctx, node, x, passes, scales, options):
+    shape = ctx.ob.shape_of(x)
+    out_hw = list(shape[2:])
+    per_axis = {2: (0, True), 3: (0, True)}  # sized to its own extent: left alone
+    for axis, extent, k, sized in passes:
+        out_hw[axis - 2] = extent
+        per_axis[axis] = (k, sized)
+    image_options = {k: v for k, v in options.items() if k != "extrapolation"}
+    return _library(node, lambda: ctx.ob.resize_image(x, out_hw, scales, per_axis[2], per_axis[3], **image_options))
 
 
 # ---- generated tensors -----------------------------------------------------------------
