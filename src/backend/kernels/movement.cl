@@ -1,6 +1,8 @@
 // Indexed data movement on buffers of any element type (docs/operators.md):
-// gathers, scatters, the per-axis passes of Resize, Trilu. Typed with STOWAGE_T
-// (the data) and STOWAGE_I (the indices: 1 int32, 2 int64), <stowage/dtype.cl.h>.
+// gathers, scatters, Resize (per-axis passes over buffers, one pass over an NCHW4c
+// image), Trilu, OneHot, Range. Typed with STOWAGE_T (the data; OneHot's indices)
+// and STOWAGE_I (the indices: 1 int32, 2 int64), <stowage/dtype.cl.h>; STOWAGE_U
+// is OneHot's value type.
 // An index below zero counts from the end; one still outside the extent reads 0
 // (gathers) or writes nothing (scatters): ONNX leaves it an error, and no kernel
 // here reads or writes outside its tensors.
@@ -27,7 +29,7 @@
 //   crop roi[roi_at] and roi[roi_at + roi_stride]; source
 //   coordinates, nearest rounding and the linear or cubic taps (antialiased when
 //   downscaling, if asked) as ONNX's Resize defines them, edges clamped.
-//   grid = [inner, l_out, outer].
+//   grid = [inner, l_out, outer]. stowage_resize_image: see its definition.
 // stowage_trilu: x [batch, rows, cols] -> y, zero outside the triangle of diagonal
 //   k (upper: col - row >= k, lower: col - row <= k); grid = [cols, rows, batch].
 #include <stowage/dtype.cl.h>
