@@ -140,7 +140,7 @@ def _transpose_perm(ctx, node, x):
     return perm
 
 
-@register("Transpose", versions=(1, 13, 21, 23, 24, 25), types=ALL_TYPES,
+@register("Transpose", versions=(1, 13, 21, 23, 24, 25), types=ALL_TYPES, fuses="one strided copy",
           fold=lambda ctx, node, x: np.ascontiguousarray(np.transpose(x, _transpose_perm(ctx, node, x))))
 def transpose(ctx, node):
     node.check_attrs(("perm",))
@@ -923,14 +923,15 @@ def _resize_fold(ctx, node, x, *rest):
     return x
 
 
-@register("Resize", versions=(10, 11, 13, 18, 19), fold=_resize_fold, types=ALL_TYPES,
-          fuses="one kernel per resized axis (nearest copies; linear and cubic taps computed in the kernel)")
+@register("Resize", versions=(10, 11, 13, 18, 19), fold=_resize_fold, types=ALL_TYPES, texture=True,
+          fuses="one kernel per resized axis (nearest copies any type; linear and cubic take float32); an image "
+                "resized along H and W: one pass over the image")
 def resize(ctx, node):
     node.check_attrs(_RESIZE_ATTRS)
     return _resize(ctx, node)
 
 
-@register("Upsample", versions=(7, 9, 10), fold=_resize_fold, types=ALL_TYPES,
+@register("Upsample", versions=(7, 9, 10), fold=_resize_fold, types=ALL_TYPES, texture=True,
           fuses="as Resize (asymmetric)")
 def upsample(ctx, node):
     node.check_attrs(("mode", "scales"))
