@@ -430,3 +430,51 @@ def test_linear_attention_both_outputs(device, rule):
     node = helper.make_node("LinearAttention", [n if n in feeds else "" for n in names], ["output", "present_state"],
                             update_rule=rule, q_num_heads=4, kv_num_heads=2)
     check_all(make_model(node, feeds, ["output", "present_state"], 27), feeds, device)
+
+
+# ---- Scan (unrolled) -----------------------------------------------------------------
+
+
+def scan_model(feeds, outputs, opset=21, **attrs):
+    """Scan over x (and y) with a running sum s: s' = s + x_t * w (w read from the outer
+    graph), y_t' = s' - y_t; gives the final sum and the stacked y_t'."""
+    t_shape = [3]
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x_t", "w"], ["xw"]), helper.make_node("Add", ["s", "xw"], ["s_out"]),
+         helper.make_node("Sub", ["s_out", "y_t"], ["y_out"])],
+        "body",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, t_shape) for n in ("s", "x_t", "y_t")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, t_shape) for n in ("s_out", "y_out")])
+    node = helper.make_node("Scan", ["s0", "x", "y"], ["s_final", "ys"], body=body, num_scan_inputs=2, **attrs)
+    w = helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(np.array([0.5, -1, 2], np.float32)))
+    graph = helper.make_graph(
+        [w, node], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("attrs", [
+    {}, {"scan_input_directions": [1, 0], "scan_output_directions": [1]},
+    {"scan_input_axes": [1, -1], "scan_output_axes": [-1]}])
+def test_scan_unrolled(device, attrs):
+    rng = np.random.default_rng(50)
+    # three steps of three values (the planner's exact search grows fast with the unrolled steps)
+    feeds = {"s0": rand(rng, 3), "x": rand(rng, 3, 3), "y": rand(rng, 3, 3)}
+    check_all(scan_model(feeds, ["s_final", "ys"], **attrs), feeds, device)
+
+
+def test_scan_computes_only_the_outputs_read():
+    feeds = {"s0": rand(np.random.default_rng(51), 3), "x": np.zeros((3, 3), np.float32),
+             "y": np.zeros((3, 3), np.float32)}
+    names = kernels(scan_model(feeds, ["s_final"]))
+    assert "stowage_copy_strided" in names  # the steps' slices of x and y (rows 1 and 2)
+    assert names.count("stowage_copy_strided") == 4  # and no stacking of y_out
+
+
+def test_scan_body_error_names_the_scan():
+    feeds = {"s0": np.zeros(3, np.float32), "x": np.zeros((4, 3), np.float32), "y": np.zeros((5, 3), np.float32)}
+    with pytest.raises(sw.InvalidInputError, match="different lengths"):
+        sw.from_onnx(scan_model(feeds, ["s_final"]))

@@ -1,8 +1,10 @@
 """GridSample, and the sequence-model ops of opsets 27 and 28: CausalConvWithState,
-LinearAttention, SwiGLU (the operator library's stowage.ops.sampling)."""
+LinearAttention, SwiGLU (the operator library's stowage.ops.sampling); Scan,
+unrolled over its static sequence (as LinearAttention's function body uses it)."""
 
 import numpy as np
 
+from ...errors import StowageError
 from ...ops.sampling import (GRID_MODES, PADDING_MODES, UPDATE_RULES, causal_conv_geometry, grid_sample_geometry,
                              linear_attention_geometry, numpy_causal_conv, numpy_grid_sample, numpy_linear_attention,
                              numpy_swiglu)
@@ -163,3 +165,150 @@ def swiglu(ctx, node):
     a, b = ctx.value(node, 0), ctx.value(node, 1)
     _float_inputs(ctx, node, (a, b))
     return ctx.ob.swiglu(a, b, alpha)
+
+
+# ---- Scan -------------------------------------------------------------------------
+# Unrolled at import: the body is imported once per step of the (static) sequence,
+# each time as a graph of its own whose inputs are the step's state and slices.
+
+# Known outer values the body reads stay known (foldable: axes, shapes, scales) up to
+# this many elements; larger ones (weights) become one module constant.
+_KNOWN_OUTER_LIMIT = 1024
+
+
+def _body_reads(body):
+    """The names the body's nodes (and their subgraphs') read that the body does not define."""
+    defined = {v.name for v in body.input} | {t.name for t in body.initializer}
+    reads = []
+    for n in body.node:
+        for name in n.input:
+            if name and name not in defined and name not in reads:
+                reads.append(name)
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                reads += [r for r in _body_reads(g) if r not in defined and r not in reads]
+        defined.update(o for o in n.output if o)
+    return reads
+
+
+def _run_body(ctx, node, body, feeds):
+    """The body's outputs for the values `feeds` ({name: value}) of its inputs and the
+    outer values it reads."""
+    from ..graph import Graph, Input
+    from ..importer import Importer
+    from ..onnx_model import initializer_array, node_of
+
+    initializers = {t.name: initializer_array(t) for t in body.initializer}
+    inputs = []
+    for name, value in feeds.items():
+        if isinstance(value, np.ndarray):
+            initializers[name] = value
+        else:
+            inputs.append(Input(name, value.dtype, list(ctx.shape(value))))
+    graph = Graph(inputs, [o.name for o in body.output], [node_of(i, n) for i, n in enumerate(body.node)],
+                  initializers, ctx.graph.opsets)
+    sub = Importer(graph, ctx.bb, ctx.f, ctx.ob, fold_limit=ctx.fold_limit)
+    sub.values.update({name: value for name, value in feeds.items() if not isinstance(value, np.ndarray)})
+    try:
+        sub.run()
+    except StowageError as e:
+        raise type(e)(f"{node.describe()}: body: {e}") from None
+    return [sub.values[o.name] for o in body.output]
+
+
+def _axes(node, name, count, ranks):
+    axes = node.ints_attr(name, (0,) * count)
+    if len(axes) != count:
+        raise node.invalid(f"attribute '{name}' has {len(axes)} values for {count} tensors")
+    result = []
+    for axis, rank in zip(axes, ranks):
+        if not -rank <= axis < rank:
+            raise node.invalid(f"attribute '{name}': axis {axis} for a tensor of rank {rank}")
+        result.append(axis % rank)
+    return result
+
+
+def _directions(node, name, count):
+    directions = node.ints_attr(name, (0,) * count)
+    if len(directions) != count or any(d not in (0, 1) for d in directions):
+        raise node.invalid(f"attribute '{name}' is {list(directions)}; {count} values of 0 or 1 are expected")
+    return directions
+
+
+def _step(ctx, x, axis, index):
+    """x at `index` along `axis`, that axis dropped."""
+    if isinstance(x, np.ndarray):
+        return np.take(x, index, axis=axis)
+    shape = ctx.shape(x)
+    starts = [index if d == axis else 0 for d in range(len(shape))]
+    counts = [1 if d == axis else e for d, e in enumerate(shape)]
+    part = ctx.ob.strided_slice(x, starts, [1] * len(shape), counts)
+    return ctx.ob.reshape(part, shape[:axis] + shape[axis + 1:])
+
+
+def _stack(ctx, parts, axis):
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return np.stack(parts, axis=axis)
+    grown = []
+    for p in parts:
+        shape = ctx.shape(p)
+        p = ctx.ob.constant(p) if isinstance(p, np.ndarray) else p
+        grown.append(ctx.ob.reshape(p, shape[:axis] + (1,) + shape[axis:]))
+    return ctx.ob.concat(grown, axis)
+
+
+@register("Scan", versions=(9, 11, 16, 19, 21, 23, 24, 25), types=("float32", "int32", "int64", "bool"),
+          fuses="unrolled at import over its sequence (the body imported once a step)")
+def scan(ctx, node):
+    node.check_attrs(("body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes",
+                      "scan_output_directions"))
+    body_attr = node.attrs.get("body")
+    if body_attr is None or not body_attr.HasField("g"):
+        raise node.invalid("attribute 'body' (a graph) is missing")
+    body = body_attr.g
+    m = node.int_attr("num_scan_inputs")
+    count = len(node.inputs)
+    if m is None or not 1 <= m <= count:
+        raise node.invalid(f"num_scan_inputs {m} for {count} inputs")
+    states = [ctx.value(node, i) for i in range(count - m)]
+    sequences = [ctx.value(node, i) for i in range(count - m, count)]
+    if len(body.input) != count or len(body.output) < len(states):
+        raise node.invalid(f"the body takes {len(body.input)} inputs and gives {len(body.output)} outputs for "
+                           f"{count} inputs, {len(states)} of them states")
+    in_axes = _axes(node, "scan_input_axes", m, [len(ctx.shape(x)) for x in sequences])
+    in_dirs = _directions(node, "scan_input_directions", m)
+    k = len(body.output) - len(states)
+    out_dirs = _directions(node, "scan_output_directions", k)
+    lengths = {ctx.shape(x)[a] for x, a in zip(sequences, in_axes)}
+    if len(lengths) != 1:
+        raise node.invalid(f"scan inputs of different lengths {sorted(lengths)}")
+    steps = lengths.pop()
+    if steps == 0:
+        raise node.unsupported("a sequence of length 0")
+    outer = {}
+    for name in _body_reads(body):
+        if name not in ctx.values:
+            raise node.invalid(f"the body reads '{name}', which nothing before the Scan defines")
+        value = ctx.values[name]
+        if (not isinstance(value, np.ndarray) and ctx.graph.producer.get(name) is not None
+                and ctx.last_use.get(name, ctx.position) < ctx.position):
+            # the reader of its last explicit use may have written into it (the importer counts explicit inputs)
+            raise node.unsupported(f"the body reads the run-time value '{name}' after its last explicit use")
+        if isinstance(value, np.ndarray) and value.size > _KNOWN_OUTER_LIMIT:
+            value = ctx.ob.constant(value)  # one module constant, not one a step
+        outer[name] = value
+    collected = [[] for _ in range(k)]
+    for t in range(steps):
+        feeds = dict(outer)
+        feeds.update({v.name: s for v, s in zip(body.input, states)})
+        for v, x, axis, backward in zip(body.input[len(states):], sequences, in_axes, in_dirs):
+            feeds[v.name] = _step(ctx, x, axis, steps - 1 - t if backward else t)
+        results = _run_body(ctx, node, body, feeds)
+        states = results[:len(states)]
+        for j, r in enumerate(results[len(states):]):
+            collected[j].append(r)
+    out_axes = _axes(node, "scan_output_axes", k, [len(ctx.shape(parts[0])) + 1 for parts in collected])
+    stacked = [_stack(ctx, parts[::-1] if backward else parts, axis)
+               if node.output_used(len(states) + j, ctx.graph) else None
+               for j, (parts, axis, backward) in enumerate(zip(collected, out_axes, out_dirs))]
+    return _outputs(node, *states, *stacked)
