@@ -93,11 +93,21 @@ def test_grid_sample_opset16_mode_names(device, mode):
 
 
 def test_grid_sample_texture(device):
-    """A 4-D input computed in texture mode is read as a buffer."""
+    """In texture mode the image a Conv leaves (NCHW4c) is read as a buffer."""
     rng = np.random.default_rng(3)
     x, grid = rand(rng, 1, 5, 6, 6), rand(rng, 1, 4, 4, 2, low=-1.1, high=1.1)
-    model, feeds = grid_sample_model(x, grid, mode="linear")
-    check(model, feeds, device, texture=True)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["X", "W"], ["R"]),
+         helper.make_node("GridSample", ["R", "grid"], ["Y"], mode="cubic")],
+        "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
+              helper.make_tensor_value_info("grid", TensorProto.FLOAT, grid.shape)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rand(rng, 6, 5, 1, 1), "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 10
+    names = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model, texture=True)))
+    assert "stowage_image_to_nchw" in names
+    check(model, {"X": x, "grid": grid}, device, texture=True)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -478,3 +488,36 @@ def test_scan_body_error_names_the_scan():
     feeds = {"s0": np.zeros(3, np.float32), "x": np.zeros((4, 3), np.float32), "y": np.zeros((5, 3), np.float32)}
     with pytest.raises(sw.InvalidInputError, match="different lengths"):
         sw.from_onnx(scan_model(feeds, ["s_final"]))
+
+
+def scan_reading_outer_model(w_shape, w_known):
+    """Scan whose body multiplies its state by the outer value w (an initializer, or
+    the graph input w read nowhere else)."""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s", "w"], ["sw"]), helper.make_node("Add", ["sw", "x_t"], ["s_out"])], "body",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, w_shape) for n in ("s", "x_t")],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, w_shape)])
+    node = helper.make_node("Scan", ["s0", "x"], ["s_final"], body=body, num_scan_inputs=1)
+    inputs = [helper.make_tensor_value_info("s0", TensorProto.FLOAT, w_shape),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, [3] + list(w_shape))]
+    w = rand(np.random.default_rng(52), *w_shape, low=0.5, high=1.0)
+    if not w_known:
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, w_shape))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("s_final", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w")] if w_known else [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model, w
+
+
+@pytest.mark.parametrize("w_known", [False, True])
+def test_scan_body_reads_outer_values(device, w_known):
+    rng = np.random.default_rng(53)
+    shape = (40, 40)  # a known w this large becomes one module constant, not one a step
+    model, w = scan_reading_outer_model(shape, w_known)
+    feeds = {"s0": rand(rng, *shape), "x": rand(rng, 3, *shape)}
+    if not w_known:
+        feeds["w"] = w
+    text = str(sw.from_onnx(model))
+    assert len(re.findall(r"^const ", text, re.M)) == (1 if w_known else 0)
+    check(model, feeds, device)
