@@ -3,6 +3,7 @@ Identity), Transpose, Concat, Pad, and the ops of shape subgraphs (Constant,
 Shape, Gather, Cast), which fold at import."""
 
 import numpy as np
+import onnx
 from onnx import helper
 
 from ...errors import InvalidInputError
@@ -995,6 +996,8 @@ def _constant_of_shape_fold(ctx, node, shape):
     if any(d < 0 for d in dims):
         raise node.invalid(f"shape {dims} has a negative extent")
     value = node.attr("value")
+    if value is not None and not isinstance(value, onnx.TensorProto):
+        raise node.invalid(f"attribute 'value' is {type(value).__name__}; a tensor is expected")
     fill = np.zeros(1, np.float32) if value is None else tensor_value(value, f"{node.describe()}: attribute 'value'")
     fill = np.asarray(fill).reshape(-1)
     if fill.size != 1:
