@@ -602,3 +602,12 @@ def test_resize_of_a_known_tensor_folds(case, device):
     model = model_of([resize, helper.make_node("Add", ["r", "x"], ["y"])], [("x", out_shape, "float32")],
                      [("y", None, "float32")], known, opset)
     check(model, {"x": sample(out_shape)}, device, kernels=1)
+
+
+def test_split_parts_nothing_reads_cost_nothing(device):
+    x = sample((3, 6))
+    nodes = [helper.make_node("Split", ["x", "split"], ["a", "b", "c"], axis=1),
+             helper.make_node("Relu", ["b"], ["y"])]
+    model = model_of(nodes, [("x", x.shape, "float32")], [("y", None, "float32")],
+                     [("split", np.array([1, 2, 3], np.int64))])
+    check(model, {"x": x}, device, kernels=2)  # b's copy and the Relu

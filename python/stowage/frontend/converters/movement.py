@@ -396,11 +396,14 @@ def _split_parts(ctx, node, x):
     shape = ctx.shape(x)
     axis, sizes = _split_sizes(ctx, node, shape)
     parts, offset = [], 0
-    for size in sizes:
+    for i, size in enumerate(sizes):
         ranges = [(0, 1, d) for d in shape]
         ranges[axis] = (offset if size else 0, 1, size)
-        parts.append(take_ranges(ctx, node, x, ranges))
         offset += size
+        if not isinstance(x, np.ndarray) and not node.output_used(i, ctx.graph):
+            parts.append(None)  # nothing reads it: no copy
+            continue
+        parts.append(take_ranges(ctx, node, x, ranges))
     return tuple(parts)
 
 
