@@ -12,6 +12,7 @@ from stowage.frontend import registry
 
 # case name -> why Stowage fails it (kept to what is really missing).
 KNOWN_FAILURES = {
+    "test_scan_sum": "Scan of opset 8 (the batched form) is not supported",
 }
 
 _REGISTERED = set(registry.op_types())

@@ -73,6 +73,9 @@ def upgraded(model):
     and onnx's converter manages; else as it is (its converters then decide)."""
     if default_opset(model) >= UPGRADE_BELOW:
         return model
+    if default_opset(model) < 9 and any(n.op_type == "Scan" for n in model.graph.node):
+        # onnx's adapter to Scan-9 drops the batch axis from the graph's declared inputs
+        raise UnsupportedError("Scan of opset 8 (the batched form) is not supported")
     from onnx import version_converter
 
     try:
