@@ -521,3 +521,19 @@ def test_scan_body_reads_outer_values(device, w_known):
     text = str(sw.from_onnx(model))
     assert len(re.findall(r"^const ", text, re.M)) == (1 if w_known else 0)
     check(model, feeds, device)
+
+
+def test_scan_of_opset_8_refused():
+    """The batched Scan of opset 8 (onnx's upgrade of it changes the declared inputs)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x_t"], ["s_out"])], "body",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("s", "x_t")],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2])])
+    node = helper.make_node("Scan", ["", "s0", "x"], ["s_final"], body=body, num_scan_inputs=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [1, 2]),
+                                            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2])],
+                              [helper.make_tensor_value_info("s_final", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 4
+    with pytest.raises(sw.UnsupportedError, match="Scan of opset 8"):
+        sw.from_onnx(model)
