@@ -537,3 +537,20 @@ def test_scan_of_opset_8_refused():
     model.ir_version = 4
     with pytest.raises(sw.UnsupportedError, match="Scan of opset 8"):
         sw.from_onnx(model)
+
+
+def test_swiglu_texture(device):
+    """In texture mode SwiGLU reads the images two Convs leave as buffers."""
+    rng = np.random.default_rng(33)
+    x = rand(rng, 1, 3, 5, 5)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["X", "Wa"], ["A"]), helper.make_node("Conv", ["X", "Wb"], ["B"]),
+         helper.make_node("SwiGLU", ["A", "B"], ["Y"], alpha=1.5)],
+        "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rand(rng, 6, 3, 1, 1), "Wa"), numpy_helper.from_array(rand(rng, 6, 3, 1, 1), "Wb")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+    model.ir_version = 13
+    names = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model, texture=True)))
+    assert names.count("stowage_image_to_nchw") == 2 and "stowage_swiglu" in names
+    check(model, {"X": x}, device, texture=True, evaluator="reference")
