@@ -537,3 +537,28 @@ def test_the_command_reports_errors_in_one_line(tmp_path):
                            str(tmp_path / "o.stw")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("stowage-import: error: ")
+
+
+def test_an_old_model_is_upgraded_only_where_a_converter_is_missing():
+    # LRN-1 has a converter at its own schema; Relu-1 (consumed_inputs) has none, so
+    # a model with it is converted to opset 13 first.
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    old = make_model([relu], [("x", (2, 3))], ("y", None), opset=5)
+    x = rand(2, 3)
+    exe = sw.compile(sw.from_onnx(old))
+    assert np.array_equal(sw.VirtualMachine(exe).invoke("main", x).numpy(), np.maximum(x, 0))
+
+
+def test_planned_concat_of_integer_producers_copies():
+    add = helper.make_node("Add", ["a", "one"], ["p"])
+    mul = helper.make_node("Mul", ["a", "two"], ["q"])
+    cat = helper.make_node("Concat", ["p", "q"], ["y"], axis=0)
+    graph = helper.make_graph(
+        [add, mul, cat], "g", [helper.make_tensor_value_info("a", TensorProto.INT64, (64,))],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, (128,))],
+        [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(2, np.int64), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    a = np.arange(64, dtype=np.int64)
+    got = sw.VirtualMachine(sw.compile(sw.from_onnx(model))).invoke("main", a).numpy()
+    assert np.array_equal(got, np.concatenate([a + 1, a * 2]))

@@ -404,14 +404,10 @@ def test_resize_scales_at_run_time(device):
 @pytest.mark.parametrize("mode, scales", [("nearest", [1, 1, 2, 3]), ("linear", [1, 1, 2, 1.5]),
                                           ("nearest", [1, 1, 0.5, 0.75])])
 @pytest.mark.parametrize("op, opset", [("Resize", 10), ("Upsample", 9), ("Upsample", 7)])
-def test_legacy_resize_and_upsample(op, opset, mode, scales, device, request):
+def test_legacy_resize_and_upsample(op, opset, mode, scales, device):
     x = sample((1, 2, 4, 4))
     if op == "Upsample" and min(scales) < 1:
         pytest.skip("Upsample only enlarges")
-    if mode == "linear" or min(scales) < 1:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "onnx's version converter (onnx_model.upgraded) turns these into Resize 13 with half_pixel coordinates; "
-            "ONNX Runtime keeps them asymmetric")))
     if opset == 7:
         model = single(op, x.shape, opset=opset, mode=mode, scales=[float(s) for s in scales])
     else:

@@ -18,7 +18,8 @@ import numpy as np
 from ..builder import Builder
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from .importer import DEFAULT_FOLD_LIMIT, Importer
-from .onnx_model import DEFAULT_MAX_MODEL_BYTES, graph_of, load_model, static_shape, upgraded
+from .onnx_model import DEFAULT_MAX_MODEL_BYTES, graph_of, load_model, needs_upgrade, static_shape, upgraded
+from .registry import all_supported
 
 
 def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, fold_limit=DEFAULT_FOLD_LIMIT,
@@ -35,7 +36,9 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
     the size of a model file read."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
-    proto = malformed_is_invalid(lambda: upgraded(load_model(model, max_model_bytes)))
+    proto = malformed_is_invalid(lambda: load_model(model, max_model_bytes))
+    if malformed_is_invalid(lambda: needs_upgrade(proto, all_supported)):
+        proto = malformed_is_invalid(lambda: upgraded(proto))
     graph = malformed_is_invalid(lambda: graph_of(proto))
     if graph.opset is None:
         raise InvalidInputError("the model imports no opset of the default ONNX domain")

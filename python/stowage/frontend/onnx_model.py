@@ -68,20 +68,45 @@ def default_opset(model):
     raise InvalidInputError("the model imports no opset of the default ONNX domain")
 
 
+def needs_upgrade(model, supported):
+    """Whether the model is older than UPGRADE_BELOW and `supported(graph)` says some
+    node's schema at its opset has no converter (only then is it converted: the
+    converters of older schemas keep their own semantics, e.g. Upsample's)."""
+    return default_opset(model) < UPGRADE_BELOW and not supported(graph_of(model))
+
+
 def upgraded(model):
-    """The model, converted to UPGRADE_TO when its default opset is below UPGRADE_BELOW
-    and onnx's converter manages; else as it is (its converters then decide)."""
-    if default_opset(model) >= UPGRADE_BELOW:
-        return model
+    """The model converted to UPGRADE_TO by onnx's converter when every attribute has
+    the type its schema declares (the converter can crash the process on an
+    attribute of another type); as it is otherwise (its converters then decide)."""
     if default_opset(model) < 9 and any(n.op_type == "Scan" for n in model.graph.node):
         # onnx's adapter to Scan-9 drops the batch axis from the graph's declared inputs
         raise UnsupportedError("Scan of opset 8 (the batched form) is not supported")
     from onnx import version_converter
 
+    if not attributes_match_schemas(model):
+        return model
     try:
         return version_converter.convert_version(model, UPGRADE_TO)
-    except Exception:  # the converter has no adapter for some op: import as it is
+    except Exception:  # malformed, or the converter has no adapter for some op
         return model
+
+
+def attributes_match_schemas(model):
+    """Whether every attribute of every default-domain node has its schema's type."""
+    opset = default_opset(model)
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, max_inclusive_version=opset)
+        except Exception:  # no such op at that opset
+            return False
+        for a in node.attribute:
+            declared = schema.attributes.get(a.name)
+            if declared is None or int(declared.type) != int(a.type):
+                return False
+    return True
 
 
 def graph_of(model):
@@ -100,7 +125,8 @@ def graph_of(model):
 
 
 def inferred_shapes(model):
-    """Value name -> shape, from ONNX's shape inference (fixed dims only)."""
+    """Value name -> shape of float32 values, from ONNX's shape inference (fixed dims
+    only; planned Concats are float32 buffers)."""
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference is a help here, not a requirement
@@ -108,6 +134,8 @@ def inferred_shapes(model):
     shapes = {}
     for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
         dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            continue
         if dims and all(d.HasField("dim_value") for d in dims):
             shapes[vi.name] = tuple(d.dim_value for d in dims)
     return shapes

@@ -123,6 +123,15 @@ def lookup(op_type, domain, opset):
                   f"supported: {', '.join(map(str, known))}")
 
 
+def all_supported(graph):
+    """Whether every node of `graph` has a converter for its schema at the graph's opsets."""
+    for node in graph.nodes:
+        opset = graph.opset_of(node.domain)
+        if opset is None or lookup(node.op_type, node.domain, opset)[0] is None:
+            return False
+    return True
+
+
 def check_supported(nodes, opset_of):
     """Raises one UnsupportedError naming every unsupported op of ``nodes``, each
     with its count and first node; ``opset_of(domain)`` gives the model's opset."""
