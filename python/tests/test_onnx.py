@@ -562,3 +562,29 @@ def test_planned_concat_of_integer_producers_copies():
     a = np.arange(64, dtype=np.int64)
     got = sw.VirtualMachine(sw.compile(sw.from_onnx(model))).invoke("main", a).numpy()
     assert np.array_equal(got, np.concatenate([a + 1, a * 2]))
+
+
+def test_external_initializers_beside_the_model_are_read_and_others_refused(tmp_path):
+    w = rand(4, 3)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 4))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 3))],
+                              [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.onnx.data",
+              size_threshold=0)
+    x = rand(2, 4)
+    got = sw.VirtualMachine(sw.compile(sw.from_onnx(tmp_path / "m.onnx"))).invoke("main", x).numpy()
+    assert relative_error(got, x @ w) < 1e-6
+    # A location that leaves the model's folder is refused before anything is read.
+    escaping = onnx.load(str(tmp_path / "m.onnx"), load_external_data=False)
+    escaping.graph.initializer[0].external_data[0].value = "../m.onnx.data"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "e.onnx").write_bytes(escaping.SerializeToString())
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.from_onnx(tmp_path / "sub" / "e.onnx")
+    assert str(e.value) == "initializer 'w': external data location '../m.onnx.data' is not a file name in the model's folder"
+    # From bytes no folder is known: refused.
+    with pytest.raises(sw.UnsupportedError):
+        sw.from_onnx(escaping.SerializeToString())

@@ -45,7 +45,50 @@ def load_model(model, max_bytes=DEFAULT_MAX_MODEL_BYTES):
         raise UnsupportedError(f"{path}: {size} bytes, above the limit of {max_bytes} (raise it with max_model_bytes)")
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
-    return parse_model(data, path)
+    model = parse_model(data, path)
+    load_external_initializers(model, path, max_bytes - size)
+    return model
+
+
+def load_external_initializers(model, path, budget):
+    """Reads the initializers the model keeps in files beside it (as PyTorch's dynamo
+    exporter writes them: `model.onnx.data`), into the model. Only regular files in
+    the model's own folder are read (no absolute path, no '..', no link out of it),
+    each range checked against the file's size, and at most `budget` bytes in all.
+    Tensors elsewhere (a Constant's attribute) stay refused."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    for tensor in model.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        where = f"initializer '{tensor.name}'"
+        entries = {e.key: e.value for e in tensor.external_data}
+        location = entries.get("location", "")
+        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+            raise InvalidInputError(f"{where}: external data location {location!r} is not a file name in the "
+                                    "model's folder")
+        file = os.path.realpath(os.path.join(folder, location))
+        if os.path.dirname(file) != folder and not file.startswith(folder + os.sep):
+            raise InvalidInputError(f"{where}: external data {location!r} lies outside the model's folder")
+        if not os.path.isfile(file):
+            raise FileError(f"{where}: external data file {location!r} is missing or not a regular file")
+        try:
+            offset = int(entries.get("offset", "0"))
+            length = int(entries["length"]) if "length" in entries else os.path.getsize(file) - offset
+        except ValueError:
+            raise InvalidInputError(f"{where}: external data offset or length is not an integer") from None
+        file_size = os.path.getsize(file)
+        if offset < 0 or length < 0 or offset > file_size or length > file_size - offset:
+            raise InvalidInputError(f"{where}: bytes [{offset}, {offset} + {length}) lie outside {location!r} "
+                                    f"({file_size} bytes)")
+        if length > budget:
+            raise UnsupportedError(f"{where}: the model's external data is above the limit of the model's "
+                                   "size (raise it with max_model_bytes)")
+        budget -= length
+        with open(file, "rb") as f:
+            f.seek(offset)
+            tensor.raw_data = f.read(length)
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
 
 
 def parse_model(data, where):
