@@ -144,7 +144,7 @@ def transformer(what):
     if what == "t5_encoder":  # T5's encoder (relative position buckets), small; last_hidden_state
         return tf.T5EncoderModel(tf.T5Config(d_model=256, d_kv=64, d_ff=688, num_layers=2, num_heads=4)), 0
     if what == "clip_text":  # CLIP's text tower (causal mask, pooling at the end token), small; pooler_output
-        return tf.CLIPTextModel(tf.CLIPTextConfig(**small)), 1
+        return tf.CLIPTextModel(tf.CLIPTextConfig(**small, max_position_embeddings=SEQ)), 1
     if what == "albert":  # ALBERT-base's sizes (one layer's weights shared); last_hidden_state
         return tf.AlbertModel(tf.AlbertConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072)), 0
     if what == "vit":  # ViT-tiny's sizes; logits

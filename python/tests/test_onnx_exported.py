@@ -62,11 +62,6 @@ def check(model, inputs, device, texture=False):
     return module
 
 
-def pending(what):
-    """Marks a test that needs an op or feature being added now (drop the mark once it passes)."""
-    return pytest.mark.xfail(reason=f"needs {what}", strict=False)
-
-
 def kernels(module):
     return module.text().count("call_kernel")
 
@@ -269,7 +264,6 @@ def test_erf_gelu(device):
 # ---- several outputs, float16 weights -------------------------------------------------
 
 
-@pending("models of several outputs (refused by the importer until its functions return several values)")
 def test_two_outputs(device):
     """Features and logits, as a detection or segmentation head's export returns both."""
     nodes = [
