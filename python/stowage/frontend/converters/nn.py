@@ -120,14 +120,20 @@ def conv3d_with_epilogue(ctx, group, x, weight, bias, geometry, residual, act, o
     return apply_activation_op(ob, y, act, out)
 
 
-def batch_norm_after(ctx, bn, y):
+def batch_norm_statistics(ctx, bn):
+    """The scale, bias, mean and variance (float64, flat) and epsilon of an inference-mode
+    BatchNormalization absorbed into the op before it; other modes are refused."""
     bn.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
     if bn.int_attr("training_mode", 0):
         raise bn.unsupported("training_mode=1 is not supported (inference only)")
     if bn.int_attr("spatial", 1) != 1:
         raise bn.unsupported("spatial=0 is not supported")
     scale, b, mean, var = (ctx.static(bn, i).astype(np.float64).reshape(-1) for i in range(1, 5))
-    return ctx.ob.batch_norm(y, scale, b, mean, var, float(bn.attr("epsilon", 1e-5)))
+    return scale, b, mean, var, float(bn.attr("epsilon", 1e-5))
+
+
+def batch_norm_after(ctx, bn, y):
+    return ctx.ob.batch_norm(y, *batch_norm_statistics(ctx, bn))
 
 
 def apply_activation_op(ob, y, act, out):
@@ -161,13 +167,8 @@ def window_out_shape(x_shape, w_shape, geometry):
 
 def fold_batch_norm(ctx, bn, weight, bias):
     """BatchNormalization after a convolution, folded into its weight and bias (in float64)."""
-    bn.check_attrs(("epsilon", "momentum", "spatial", "training_mode"))
-    if bn.int_attr("training_mode", 0):
-        raise bn.unsupported("training_mode=1 is not supported (inference only)")
-    if bn.int_attr("spatial", 1) != 1:
-        raise bn.unsupported("spatial=0 is not supported")
-    scale, b, mean, var = (ctx.static(bn, i).astype(np.float64).reshape(-1) for i in range(1, 5))
-    factor = scale / np.sqrt(var + float(bn.attr("epsilon", 1e-5)))
+    scale, b, mean, var, epsilon = batch_norm_statistics(ctx, bn)
+    factor = scale / np.sqrt(var + epsilon)
     return weight * factor[:, None, None, None], (bias - mean) * factor + b
 
 
