@@ -488,13 +488,7 @@ class MatrixOps(Core):
         if min(extents) < 1:
             raise InvalidInputError(f"{op}: the window {list(ws[2:])} (dilations {list(dilations)}) does not fit the "
                                     f"padded input {list(xs[2:])} (pads {list(pads)})")
-        out_shape = (n, k) + extents
-        shapes.check_elements(op, xs)
-        shapes.check_elements(op, out_shape)
-        x_var = self._buffer(op, "x", x)
-        w_var = w if isinstance(w, Var) else self._const(w)
-        bias_var = self._bias_operand(op, bias, k)
-        dst = self._dest(op, out, out_shape)
+        x_var, w_var, bias_var, dst = self._conv_operands(op, x, w, bias, (n, k) + extents, out)
         unit = self._unit("conv3d")
         geometry = (*ws[2:], *strides, *pads[:3], *dilations)
         taps, outputs, cg, kg = shapes.prod(ws[2:]), shapes.prod(extents), c // group, k // group
@@ -514,6 +508,17 @@ class MatrixOps(Core):
         self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var or w_var, dst, n, c, *xs[2:], k, *extents,
                      *geometry, group, int(bias is not None), grid=grid, local=local)
         return dst
+
+    def _conv_operands(self, op, x, w, bias, out_shape, out):
+        """The buffers a convolution kernel reads and writes: x, the weight w (a Var or
+        a numpy array, made a constant), the bias (or None) and the destination of
+        out_shape [N, K, ...], both shapes checked for the kernels' 32-bit indices."""
+        shapes.check_elements(op, self.shape_of(x))
+        shapes.check_elements(op, out_shape)
+        x_var = self._buffer(op, "x", x)
+        w_var = w if isinstance(w, Var) else self._const(w)
+        bias_var = self._bias_operand(op, bias, out_shape[1])
+        return x_var, w_var, bias_var, self._dest(op, out, out_shape)
 
     def _bias_operand(self, op, bias, k):
         """A bias [k] (a numpy array or a Var computed at run time) as a Var, or None."""
@@ -563,13 +568,7 @@ class MatrixOps(Core):
                         zip(xs[2:], strides, output_padding, dilations, ws[2:], pads[:rank], pads[rank:]))
         if min(extents) < 1:
             raise InvalidInputError(f"{op}: pads {list(pads)} leave an empty output ({list(extents)})")
-        out_shape = (n, k) + extents
-        shapes.check_elements(op, xs)
-        shapes.check_elements(op, out_shape)
-        x_var = self._buffer(op, "x", x)
-        w_var = w if isinstance(w, Var) else self._const(w)
-        bias_var = self._bias_operand(op, bias, k)
-        dst = self._dest(op, out, out_shape)
+        x_var, w_var, bias_var, dst = self._conv_operands(op, x, w, bias, (n, k) + extents, out)
         lead = 3 - rank
 
         def three(values, fill):
