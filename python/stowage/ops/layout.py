@@ -7,7 +7,6 @@ from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
 from .core import DTYPE_CODES, Core
-from .pooling import _axis
 
 
 class LayoutOps(Core):
@@ -92,7 +91,7 @@ class LayoutOps(Core):
         op = "concat_slices"
         parts = [tuple(int(d) for d in s) for s in shapes_in]
         out_shape = _concat_shape(op, parts, axis)
-        axis = _axis(op, axis, len(out_shape))
+        axis = shapes.axis(op, axis, len(out_shape))
         if self.texture or shapes.prod(out_shape[:axis]) != 1:
             return None
         offsets, offset = [], 0
@@ -108,7 +107,7 @@ class LayoutOps(Core):
         op = "concat"
         parts = [self.shape_of(x) for x in inputs]
         out_shape = _concat_shape(op, parts, axis)
-        axis = _axis(op, axis, len(out_shape))
+        axis = shapes.axis(op, axis, len(out_shape))
         if all(not isinstance(x, Var) for x in inputs):
             return self._deliver_known(op, np.concatenate([_known(x) for x in inputs], axis), out)
         dtype = _common_dtype(op, inputs)
@@ -247,7 +246,7 @@ def _concat_shape(op, parts, axis):
     if not parts:
         raise InvalidInputError(f"{op}: no inputs")
     rank = len(parts[0])
-    axis = _axis(op, axis, rank)
+    axis = shapes.axis(op, axis, rank)
     for i, part in enumerate(parts):
         if len(part) != rank or any(a != b for d, (a, b) in enumerate(zip(part, parts[0])) if d != axis):
             raise InvalidInputError(f"{op}: input {i} has shape {list(part)}, input 0 {list(parts[0])}: only "

@@ -165,10 +165,8 @@ class MovementOps(Core):
     def gather(self, data, indices, axis=0):
         """numpy's take(data, indices, axis), negative indices from the end."""
         op = "gather"
-        data = self._data(op, "data", data)
-        indices = self._indices(op, "indices", indices)
-        shape, ishape = self.shape_of(data), self.shape_of(indices)
-        axis = _axis(op, axis, len(shape))
+        data, indices, shape, ishape = self._indexed(op, data, indices)
+        axis = shapes.axis(op, axis, len(shape))
         out_shape = shape[:axis] + ishape + shape[axis + 1:]
         dst = self._new_buffer(out_shape, data.dtype)
         outer, inner, count = shapes.prod(shape[:axis]), shapes.prod(shape[axis + 1:]), shapes.prod(ishape)
@@ -179,10 +177,8 @@ class MovementOps(Core):
 
     def gather_elements(self, data, indices, axis=0):
         op = "gather_elements"
-        data = self._data(op, "data", data)
-        indices = self._indices(op, "indices", indices)
-        shape, ishape = self.shape_of(data), self.shape_of(indices)
-        axis = _axis(op, axis, len(shape))
+        data, indices, shape, ishape = self._indexed(op, data, indices)
+        axis = shapes.axis(op, axis, len(shape))
         _check_elementwise_indices(op, shape, ishape, axis)
         dst = self._new_buffer(ishape, data.dtype)
         self._elements_launch("stowage_gather_elements", data, indices, dst, shape, ishape, axis)
@@ -204,9 +200,7 @@ class MovementOps(Core):
 
     def gather_nd(self, data, indices, batch_dims=0):
         op = "gather_nd"
-        data = self._data(op, "data", data)
-        indices = self._indices(op, "indices", indices)
-        shape, ishape = self.shape_of(data), self.shape_of(indices)
+        data, indices, shape, ishape = self._indexed(op, data, indices)
         b, k = _nd_geometry(op, shape, ishape, batch_dims)
         out_shape = ishape[:-1] + shape[b + k:]
         dst = self._new_buffer(out_shape, data.dtype)
@@ -220,6 +214,11 @@ class MovementOps(Core):
         self._launch(unit, "stowage_gather_nd", data, indices, table, dst, k, m, inner, shapes.prod(shape[b:]),
                      grid=grid, local=local)
         return dst
+
+    def _indexed(self, op, data, indices):
+        """data and its int32 or int64 indices as Vars, with their shapes."""
+        data, indices = self._data(op, "data", data), self._indices(op, "indices", indices)
+        return data, indices, self.shape_of(data), self.shape_of(indices)
 
     def _nd_table(self, shape, k):
         """(extent, element stride) of the first k dimensions of ``shape``."""
@@ -240,11 +239,9 @@ class MovementOps(Core):
         """ONNX's ScatterElements: a copy of data, then updates combined in at the
         positions of ``indices`` along ``axis``, in order."""
         op = "scatter_elements"
-        data = self._data(op, "data", data)
-        indices = self._indices(op, "indices", indices)
+        data, indices, shape, ishape = self._indexed(op, data, indices)
         updates = self._data(op, "updates", updates)
-        shape, ishape = self.shape_of(data), self.shape_of(indices)
-        axis = _axis(op, axis, len(shape))
+        axis = shapes.axis(op, axis, len(shape))
         _check_elementwise_indices(op, shape, ishape, axis)
         if self.shape_of(updates) != ishape or updates.dtype != data.dtype:
             raise InvalidInputError(f"{op}: updates must be {data.dtype} of the indices' shape {list(ishape)}")
@@ -270,10 +267,8 @@ class MovementOps(Core):
         """ONNX's ScatterND: a copy of data, then the rows of updates combined in at
         the positions of ``indices``, in order."""
         op = "scatter_nd"
-        data = self._data(op, "data", data)
-        indices = self._indices(op, "indices", indices)
+        data, indices, shape, ishape = self._indexed(op, data, indices)
         updates = self._data(op, "updates", updates)
-        shape, ishape = self.shape_of(data), self.shape_of(indices)
         _, k = _nd_geometry(op, shape, ishape, 0)
         want = ishape[:-1] + shape[k:]
         if self.shape_of(updates) != want or updates.dtype != data.dtype:
@@ -304,7 +299,7 @@ class MovementOps(Core):
         op = "resize"
         x_var = self._data(op, "x", x)
         shape = self.shape_of(x_var)
-        axis = _axis(op, axis, len(shape))
+        axis = shapes.axis(op, axis, len(shape))
         for name, value, table in (("mode", mode, RESIZE_COORDINATES), ("filter", filter, RESIZE_FILTERS),
                                    ("nearest", nearest, NEAREST_MODES)):
             if value not in table:
@@ -373,7 +368,7 @@ class MovementOps(Core):
         if shapes.prod(self.shape_of(values)) != 2:
             raise InvalidInputError(f"{op}: values must hold [off, on]")
         depth = int(depth)
-        axis = _axis(op, axis, len(shape) + 1)
+        axis = shapes.axis(op, axis, len(shape) + 1)
         out_shape = shape[:axis] + (depth,) + shape[axis:]
         dst = self._new_buffer(out_shape, values.dtype)
         outer, inner = shapes.prod(shape[:axis]), shapes.prod(shape[axis:])
@@ -412,13 +407,6 @@ class MovementOps(Core):
         grid, local = shapes.launch_3d(cols, rows, shapes.prod(shape[:-2]))
         self._launch(unit, "stowage_trilu", x_var, dst, rows, cols, k, int(bool(upper)), grid=grid, local=local)
         return dst
-
-
-def _axis(op, axis, rank):
-    axis = int(axis)
-    if not -rank <= axis < rank:
-        raise InvalidInputError(f"{op}: axis {axis} is outside [-{rank}, {rank})")
-    return axis % rank
 
 
 def _rank4(op, shape):

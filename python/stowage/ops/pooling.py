@@ -147,10 +147,3 @@ class PoolingOps(Core):
         self._launch(unit, "stowage_global_avg_pool", x_var, dst, shapes.prod(shape[2:]),
                      grid=(gap, shape[0] * shape[1]), local=(gap, 1))
         return dst
-
-
-def _axis(op, axis, rank):
-    axis = int(axis)
-    if not -rank <= axis < rank:
-        raise InvalidInputError(f"{op}: axis {axis} is outside [-{rank}, {rank})")
-    return axis % rank

@@ -99,12 +99,7 @@ def normalize_axes(op, axes, rank):
     """Axes in [0, rank), sorted, each once; None means every axis."""
     if axes is None:
         return tuple(range(rank))
-    out = []
-    for a in axes:
-        a = int(a)
-        if not -rank <= a < rank:
-            raise InvalidInputError(f"{op}: axis {a} is outside [-{rank}, {rank})")
-        out.append(a % rank)
+    out = [shapes.axis(op, a, rank) for a in axes]
     if len(set(out)) != len(out):
         raise InvalidInputError(f"{op}: axes {list(axes)} name an axis twice")
     return tuple(sorted(out))

@@ -29,6 +29,14 @@ def pow2_at_least(value):
     return p
 
 
+def axis(op, axis, rank):
+    """An ONNX axis in [-rank, rank) as one in [0, rank)."""
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise InvalidInputError(f"{op}: axis {axis} is outside [-{rank}, {rank})")
+    return axis % rank
+
+
 def check_elements(op, shape):
     """Kernels index with 32-bit ints: every tensor has fewer than 2^31 elements."""
     if prod(shape) > INT32_MAX:
