@@ -25,13 +25,14 @@ from .math import MathOps
 from .matrix import CONV_KERNELS, MatrixOps, conv_layer_key
 from .movement import MovementOps
 from .pooling import PoolingOps
+from .recurrent import RecurrentOps
 from .reduce import ReduceOps
 from .sampling import SamplingOps
 from .units import FAMILIES, Unit, kernel_dir
 
 
 class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, MovementOps, ReduceOps,
-               SamplingOps):
+               SamplingOps, RecurrentOps):
     """Emits operators into ``function`` of ``builder``.
 
     ``texture``: keep 4-D activations in NCHW4c images (``global.texture``) where a

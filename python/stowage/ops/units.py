@@ -33,6 +33,7 @@ FAMILIES = (
     "conv3d",
     "sampling",
     "sequence",
+    "recurrent",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
