@@ -297,23 +297,26 @@ def normalized(x, axes, eps, rms=False, std_plus_eps=False):
     return (x - mean) * inv, mean, inv
 
 
-def fold_layer_norm(ctx, node, x, scale, bias=None):
+def check_last_axes_norm(node, rank):
+    """The checks Layer- and RMSNormalization share; the first normalized axis."""
     node.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(node)
+    return checked_axis(node, rank)
+
+
+def fold_layer_norm(ctx, node, x, scale, bias=None):
     x = wide(x)
+    axis = check_last_axes_norm(node, x.ndim)
     ctx.check_fold(node, x.shape)
-    axis = checked_axis(node, x.ndim)
     y, mean, inv = normalized(x, tuple(range(axis, x.ndim)), float(node.attr("epsilon", 1e-5)))
     y = y * wide(scale) + (0.0 if bias is None else wide(bias))
     return tuple(np.asarray(v, np.float32) for v in (y, mean, inv))
 
 
 def fold_rms_norm(ctx, node, x, scale):
-    node.check_attrs(("axis", "epsilon", "stash_type"))
-    check_stash_type(node)
     x = wide(x)
+    axis = check_last_axes_norm(node, x.ndim)
     ctx.check_fold(node, x.shape)
-    axis = checked_axis(node, x.ndim)
     y = normalized(x, tuple(range(axis, x.ndim)), float(node.attr("epsilon", 1e-5)), rms=True)[0]
     return (y * wide(scale)).astype(np.float32)
 
@@ -402,14 +405,9 @@ def check_stash_type(node):
 @register("LayerNormalization", versions=(17,), fold=fold_layer_norm)
 @names_node
 def layer_norm(ctx, node):
-    node.check_attrs(("axis", "epsilon", "stash_type"))
-    check_stash_type(node)
     x = ctx.tensor(node, 0)
+    axis = check_last_axes_norm(node, len(ctx.shape(x)))
     stats = node.output_used(1, ctx.graph) or node.output_used(2, ctx.graph)
-    rank = len(ctx.shape(x))
-    axis = node.int_attr("axis", -1)
-    if not -rank <= axis < rank:
-        raise node.invalid(f"axis {axis} out of range for rank {rank}")
     result = ctx.ob.layer_norm(x, float_input(ctx, node, 1),
                                float_input(ctx, node, 2), axis=axis, epsilon=float(node.attr("epsilon", 1e-5)),
                                stats=stats)
@@ -421,13 +419,8 @@ def layer_norm(ctx, node):
 @register("RMSNormalization", versions=(23,), fold=fold_rms_norm)
 @names_node
 def rms_norm(ctx, node):
-    node.check_attrs(("axis", "epsilon", "stash_type"))
-    check_stash_type(node)
     x = ctx.tensor(node, 0)
-    rank = len(ctx.shape(x))
-    axis = node.int_attr("axis", -1)
-    if not -rank <= axis < rank:
-        raise node.invalid(f"axis {axis} out of range for rank {rank}")
+    axis = check_last_axes_norm(node, len(ctx.shape(x)))
     return ctx.ob.layer_norm(x, float_input(ctx, node, 1), None, axis=axis,
                              epsilon=float(node.attr("epsilon", 1e-5)), rms=True)
 
