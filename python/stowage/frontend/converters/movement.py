@@ -485,10 +485,7 @@ def _depth_to_space_fold(ctx, node, x):
 @register("DepthToSpace", versions=(1, 11, 13, 28), fold=_depth_to_space_fold, types=ALL_TYPES,
           fuses="one strided copy")
 def depth_to_space(ctx, node):
-    node.check_attrs(("blocksize", "mode"))
-    b, mode = _block_mode(node)
-    x = ctx.tensor(node, 0)
-    return _library(node, lambda: ctx.ob.depth_to_space(x, b, mode))
+    return _block_rearrangement(ctx, node, "depth_to_space")
 
 
 def _space_to_depth_fold(ctx, node, x):
@@ -504,10 +501,15 @@ def _space_to_depth_fold(ctx, node, x):
 @register("SpaceToDepth", versions=(1, 13, 28), fold=_space_to_depth_fold, types=ALL_TYPES,
           fuses="one strided copy")
 def space_to_depth(ctx, node):
+    return _block_rearrangement(ctx, node, "space_to_depth")
+
+
+def _block_rearrangement(ctx, node, method):
+    """DepthToSpace or SpaceToDepth at run time: the library's ``method`` of that name."""
     node.check_attrs(("blocksize", "mode"))
     b, mode = _block_mode(node)
     x = ctx.tensor(node, 0)
-    return _library(node, lambda: ctx.ob.space_to_depth(x, b, mode))
+    return _library(node, lambda: getattr(ctx.ob, method)(x, b, mode))
 
 
 # ---- gathers and scatters ------------------------------------------------------------
