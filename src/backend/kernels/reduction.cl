@@ -63,29 +63,30 @@
 #define COMBINE_MIN 2
 #define COMBINE_PROD 3
 
+// Where row r = o * inner + i of [outer, n, inner] starts: x[(o * n + j) * inner + i] is its value j.
+static int row_start(int row, int n, int inner) {
+  const int o = row / inner, i = row - o * inner;
+  return o * n * inner + i;
+}
+
 // ---- fixed-order tree reductions over a work-group's partial values ----------
 
-static float row_sum(__local float* p, int t) {
+// The sum, or with take_max the maximum (fmax: NaN skipped), of p[0 .. ROW_LOCAL);
+// every work-item of the work-group calls it.
+static float row_tree(__local float* p, int t, int take_max) {
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int step = ROW_LOCAL / 2; step > 0; step >>= 1) {
-    if (t < step) p[t] += p[t + step];
+    if (t < step) p[t] = take_max ? fmax(p[t], p[t + step]) : p[t] + p[t + step];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const float r = p[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  barrier(CLK_LOCAL_MEM_FENCE);  // p is reused next
   return r;
 }
 
-static float row_max(__local float* p, int t) {
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int step = ROW_LOCAL / 2; step > 0; step >>= 1) {
-    if (t < step) p[t] = fmax(p[t], p[t + step]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const float r = p[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+static float row_sum(__local float* p, int t) { return row_tree(p, t, 0); }
+
+static float row_max(__local float* p, int t) { return row_tree(p, t, 1); }
 
 static int row_min_int(__local int* p, int t) {
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -114,8 +115,7 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_sof
   __local float partial[ROW_LOCAL];
   __local int first[ROW_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   const float best = row_maximum(x, base, n, inner, partial, t);
   // Every barrier is reached by the whole work-group whatever the mode (PoCL needs
   // them outside of branches); only the loops depend on it.
@@ -145,8 +145,7 @@ __kernel void stowage_softmax_rows(__global const float* x, __global float* y, i
                                    int mode) {
   const int row = get_global_id(0);
   if (row >= rows) return;
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   float best = -INFINITY;
   int arg = 0;
   for (int j = 0; j < n; ++j) {
@@ -237,8 +236,7 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_red
                                                                                     int post) {
   __local stowage_t partial[ROW_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   float shift = 0.0f;
 #if STOWAGE_T_IS_FLOAT
   // The maximum for log-sum-exp; the barriers run whatever pre is (see stowage_softmax).
@@ -259,8 +257,7 @@ __kernel void stowage_reduce_rows(__global const stowage_t* x, __global stowage_
                                   int op, int pre, int post) {
   const int row = get_global_id(0);
   if (row >= rows) return;
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   float shift = 0.0f;
 #if STOWAGE_T_IS_FLOAT
   if (pre == 3) {
@@ -292,8 +289,7 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_arg
   __local stowage_t value[ROW_LOCAL];
   __local int index[ROW_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   stowage_t best = (stowage_t)0;
   int at = n;
   for (int j = t; j < n; j += ROW_LOCAL) {
@@ -317,8 +313,7 @@ __kernel void stowage_arg_reduce_rows(__global const stowage_t* x, __global long
                                       int op, int select_last) {
   const int row = get_global_id(0);
   if (row >= rows) return;
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   stowage_t best = (stowage_t)0;
   int at = n;
   for (int j = 0; j < n; ++j) {
@@ -352,8 +347,7 @@ __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_nor
     int flags) {
   __local float partial[ROW_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   float mean = 0.0f, inv;
   float sum = 0.0f;
   if (mode == 0 || mode == 4)  // the barriers run in every mode (see stowage_softmax)
@@ -384,8 +378,7 @@ __kernel void stowage_normalize_rows(__global const float* x, __global const flo
                                      float eps, int mode, int flags) {
   const int row = get_global_id(0);
   if (row >= rows) return;
-  const int o = row / inner, i = row - o * inner;
-  const int base = o * n * inner + i;
+  const int base = row_start(row, n, inner);
   float mean = 0.0f;
   if (mode == 0 || mode == 4) {
     for (int j = 0; j < n; ++j) mean += x[base + j * inner];
