@@ -33,22 +33,88 @@
 #define ATTN_QK_OUT 4
 #define ATTN_KV_LENGTHS 8
 
-inline float stowage_attention_bias(__global const stowage_t* mask, long mask_row, int j, int mask_len, int pos,
-                                    int valid, int left, int right, int flags) {
+// What query row (b, h, i) needs to bias its keys: where it reads the mask, how many
+// keys it sees (those past kv_lengths[b] are padding) and where its causal frontier
+// and window sit.
+typedef struct {
+  long mask_row;
+  int valid, pos;
+} stowage_attention_row_t;
+
+inline stowage_attention_row_t stowage_attention_row(__global const long* kv_lengths, int b, int h, int i, int S,
+                                                     int L, int mask_b, int mask_h, int mask_s, int offset,
+                                                     int flags) {
+  stowage_attention_row_t r;
+  r.mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
+  r.valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;
+  r.pos = i + ((flags & ATTN_KV_LENGTHS) ? r.valid - S : offset);
+  return r;
+}
+
+inline float stowage_attention_bias(__global const stowage_t* mask, stowage_attention_row_t r, int j, int mask_len,
+                                    int left, int right, int flags) {
   float bias = 0.0f;
-  if (j >= valid) return -INFINITY;
+  if (j >= r.valid) return -INFINITY;
   if (flags & ATTN_MASK) {
     if (j >= mask_len) return -INFINITY;
 #if STOWAGE_T == STOWAGE_DT_BOOL
-    if (!mask[mask_row + j]) return -INFINITY;
+    if (!mask[r.mask_row + j]) return -INFINITY;
 #else
-    bias = (float)mask[mask_row + j];
+    bias = (float)mask[r.mask_row + j];
 #endif
   }
-  if ((flags & ATTN_CAUSAL) && j > pos) return -INFINITY;
-  if (left >= 0 && pos - j > left) return -INFINITY;
-  if (right >= 0 && j - pos > right) return -INFINITY;
+  if ((flags & ATTN_CAUSAL) && j > r.pos) return -INFINITY;
+  if (left >= 0 && r.pos - j > left) return -INFINITY;
+  if (right >= 0 && j - r.pos > right) return -INFINITY;
   return bias;
+}
+
+// A raw score q . k scaled, then softcapped when softcap > 0.
+inline float stowage_attention_scaled(float s, float scale, float softcap) {
+  s *= scale;
+  return softcap > 0.0f ? softcap * tanh(s / softcap) : s;
+}
+
+// The three passes over a probs row's keys first, first + step, ... < L (one
+// work-item's share of the row). Scores: probs = s + bias (qk_out takes s or s + bias
+// at qk_mode 0 to 2); *top and *top_bias rise to the largest value and bias seen.
+inline void stowage_attention_scores(__global const float* qk, __global const stowage_t* mask, __global float* probs,
+                                     __global float* qk_out, long base, int first, int step, int L,
+                                     stowage_attention_row_t r, int mask_len, int left, int right, float scale,
+                                     float softcap, int qk_mode, int flags, float* top, float* top_bias) {
+  for (int j = first; j < L; j += step) {
+    const float s = stowage_attention_scaled(qk[base + j], scale, softcap);
+    const float bias = stowage_attention_bias(mask, r, j, mask_len, left, right, flags);
+    const float v = s + bias;
+    if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
+    probs[base + j] = v;
+    *top = fmax(*top, v);
+    *top_bias = fmax(*top_bias, bias);
+  }
+}
+
+// Exponentials: probs = exp(v - shift), 0 in a row masked everywhere; returns their sum
+// in key order. Each work-item rereads only what it wrote.
+inline float stowage_attention_exps(__global float* probs, long base, int first, int step, int L, int masked,
+                                    float shift) {
+  float sum = 0.0f;
+  for (int j = first; j < L; j += step) {
+    const float e = masked ? 0.0f : exp(probs[base + j] - shift);
+    probs[base + j] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+// Normalization: probs *= inv (qk_out takes them at qk_mode 3).
+inline void stowage_attention_normalize(__global float* probs, __global float* qk_out, long base, int first, int step,
+                                        int L, float inv, int qk_mode, int flags) {
+  for (int j = first; j < L; j += step) {
+    const float p = probs[base + j] * inv;
+    probs[base + j] = p;
+    if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
+  }
 }
 
 __kernel void stowage_attention_probs(__global const float* qk, __global const stowage_t* mask,
@@ -60,35 +126,16 @@ __kernel void stowage_attention_probs(__global const float* qk, __global const s
   if (row >= B * H * S) return;
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long base = (long)row * L;
-  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
-  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
+  const stowage_attention_row_t r =
+      stowage_attention_row(kv_lengths, b, h, i, S, L, mask_b, mask_h, mask_s, offset, flags);
   float top = -INFINITY, top_bias = -INFINITY;
-  for (int j = 0; j < L; ++j) {
-    float s = qk[base + j] * scale;
-    if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
-    const float v = s + bias;
-    if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
-    if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
-    probs[base + j] = v;
-    top = fmax(top, v);
-    top_bias = fmax(top_bias, bias);
-  }
+  stowage_attention_scores(qk, mask, probs, qk_out, base, 0, 1, L, r, mask_len, left, right, scale, softcap, qk_mode,
+                           flags, &top, &top_bias);
   const int masked = top_bias == -INFINITY;
   const float shift = top == -INFINITY ? 0.0f : top;
-  float sum = 0.0f;
-  for (int j = 0; j < L; ++j) {
-    const float e = masked ? 0.0f : exp(probs[base + j] - shift);
-    probs[base + j] = e;
-    sum += e;
-  }
+  const float sum = stowage_attention_exps(probs, base, 0, 1, L, masked, shift);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  for (int j = 0; j < L; ++j) {
-    const float p = probs[base + j] * inv;
-    probs[base + j] = p;
-    if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
-  }
+  stowage_attention_normalize(probs, qk_out, base, 0, 1, L, inv, qk_mode, flags);
 }
 
 /* Combines partial[0 .. ATTN_LOCAL) into partial[0] (maximum or sum) in a fixed
@@ -113,40 +160,20 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   const int t = get_local_id(0), row = get_group_id(0);
   const int i = row % S, h = (row / S) % H, b = row / (S * H);
   const long base = (long)row * L;
-  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
-  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
+  const stowage_attention_row_t r =
+      stowage_attention_row(kv_lengths, b, h, i, S, L, mask_b, mask_h, mask_s, offset, flags);
   float top = -INFINITY, top_bias = -INFINITY;
-  for (int j = t; j < L; j += ATTN_LOCAL) {
-    float s = qk[base + j] * scale;
-    if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-    const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
-    const float v = s + bias;
-    if ((flags & ATTN_QK_OUT) && qk_mode < 2) qk_out[base + j] = s;
-    if ((flags & ATTN_QK_OUT) && qk_mode == 2) qk_out[base + j] = v;
-    probs[base + j] = v;
-    top = fmax(top, v);
-    top_bias = fmax(top_bias, bias);
-  }
+  stowage_attention_scores(qk, mask, probs, qk_out, base, t, ATTN_LOCAL, L, r, mask_len, left, right, scale, softcap,
+                           qk_mode, flags, &top, &top_bias);
   partial[t] = top;
   top = stowage_attention_combine(partial, t, 1);
   partial[t] = top_bias;
   const int masked = stowage_attention_combine(partial, t, 1) == -INFINITY;
   const float shift = top == -INFINITY ? 0.0f : top;
-  float sum = 0.0f;
-  for (int j = t; j < L; j += ATTN_LOCAL) {  // each work-item rereads only what it wrote
-    const float e = masked ? 0.0f : exp(probs[base + j] - shift);
-    probs[base + j] = e;
-    sum += e;
-  }
-  partial[t] = sum;
-  sum = stowage_attention_combine(partial, t, 0);
+  partial[t] = stowage_attention_exps(probs, base, t, ATTN_LOCAL, L, masked, shift);
+  const float sum = stowage_attention_combine(partial, t, 0);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  for (int j = t; j < L; j += ATTN_LOCAL) {
-    const float p = probs[base + j] * inv;
-    probs[base + j] = p;
-    if ((flags & ATTN_QK_OUT) && qk_mode == 3) qk_out[base + j] = p;
-  }
+  stowage_attention_normalize(probs, qk_out, base, t, ATTN_LOCAL, L, inv, qk_mode, flags);
 }
 
 // stowage_attention_fused: the whole of Attention for one query row (b, h, i) per
@@ -187,9 +214,8 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   const long kv = (long)b * (H / group) + h / group;  // the kv head this q head reads
   const __global float* kr = k + kv * L * D;
   const __global float* vr = v + kv * L * Dv;
-  const long mask_row = (long)b * mask_b + (long)h * mask_h + (long)i * mask_s;
-  const int valid = (flags & ATTN_KV_LENGTHS) ? (int)kv_lengths[b] : L;  // keys past it are padding
-  const int pos = i + ((flags & ATTN_KV_LENGTHS) ? valid - S : offset);
+  const stowage_attention_row_t r =
+      stowage_attention_row(kv_lengths, b, h, i, S, L, mask_b, mask_h, mask_s, offset, flags);
   for (int d = t; d < D; d += ATTN_LOCAL) qs[d] = q[(long)row * D + d];
   barrier(CLK_LOCAL_MEM_FENCE);
   float acc[ATTN_DV_ITEMS];
@@ -210,11 +236,9 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
     }
     float value = -INFINITY;
     if (j < L) {
-      s *= scale;
-      if (softcap > 0.0f) s = softcap * tanh(s / softcap);
-      const float bias = stowage_attention_bias(mask, mask_row, j, mask_len, pos, valid, left, right, flags);
+      const float bias = stowage_attention_bias(mask, r, j, mask_len, left, right, flags);
       top_bias = fmax(top_bias, bias);
-      value = s + bias;
+      value = stowage_attention_scaled(s, scale, softcap) + bias;
     }
     partial[t] = value;
     const float block_max = stowage_attention_combine(partial, t, 1);
