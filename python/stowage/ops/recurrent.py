@@ -196,7 +196,7 @@ class RecurrentOps:
         flags = (_CLIP if clip is not None else 0) | (_LINEAR_BEFORE_RESET if linear_before_reset else 0) | (
             _INPUT_FORGET if input_forget else 0) | (_WRITE_Y if outputs[0] else 0)
         args = {}
-        for name, value, flag in (("r", r, 0), ("bias", bias, _BIAS), ("h0", initial_h, _H0), ("c0", initial_c, _C0),
+        for name, value, flag in (("bias", bias, _BIAS), ("h0", initial_h, _H0), ("c0", initial_c, _C0),
                                   ("peep", peepholes, _PEEPHOLES)):
             if value is not None:
                 args[name] = self._buffer(op, name, value)
@@ -221,7 +221,7 @@ class RecurrentOps:
         local = min(_LOCAL, shapes.pow2_at_least(hidden))
         unit = self._unit("recurrent")
         lens = args["lens"] if "lens" in args else self.constant(np.zeros(1, np.int32))  # an int buffer, unread
-        head = (xw, args["r"], pick("bias"), lens, pick("h0"))
+        head = (xw, self._recurrence_transposed(op, r), pick("bias"), lens, pick("h0"))
         y_arg = scratch if y is None else y
         if is_lstm:
             self._launch(unit, "stowage_lstm_sequence", *head, pick("c0"), pick("peep"), acts_var, y_arg, yh, yc,
@@ -245,6 +245,13 @@ class RecurrentOps:
         x2 = self.reshape(self._buffer(op, "x", x), (rows, size))
         w2 = np.asarray(w, np.float32).reshape(width, size) if not isinstance(w, Var) else self.reshape(w, (width, size))
         return self.gemm(x2, w2, trans_b=True)
+
+    def _recurrence_transposed(self, op, r):
+        """R as (dirs, H, G * H): the kernels' work-items, one a unit, read neighbouring
+        addresses."""
+        if not isinstance(r, Var):
+            return self._const(np.asarray(r, np.float32).transpose(0, 2, 1))
+        return self.transpose(self._buffer(op, "r", r), (0, 2, 1))
 
     def _lengths(self, op, lens):
         """sequence_lens as an int32 tensor."""

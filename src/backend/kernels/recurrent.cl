@@ -16,7 +16,7 @@
 // direction starts at len - 1. Y is written at y[t * yt + d * yd + b * yb + j]
 // when flags has RNN_WRITE_Y; states (h0, c0, yh, yc) at [d * sd + b * sb + j].
 //
-// r: (dirs, G * H, H); bias: (dirs, 2 * G * H) = Wb then Rb; peep: (dirs, 3 * H)
+// rt: R transposed, (dirs, H, G * H); bias: (dirs, 2 * G * H) = Wb then Rb; peep: (dirs, 3 * H)
 // (i, o, f); acts: (dirs, 3, 3) = per activation (f, g, h) its code (the epilogue's,
 // or RNN_ACT_AFFINE, RNN_ACT_SCALED_TANH), alpha and beta. Inputs a kernel does not
 // read (no bias...) are any buffer with their flag clear.
@@ -49,9 +49,11 @@ inline float rnn_clip(float v, int flags, float clip) {
   return v > clip ? clip : (v < -clip ? -clip : v);
 }
 
-inline float rnn_dot(__global const float* h, __global const float* row, int n) {
+// h . column u of R^T (rt: (H, G * H) of one direction): neighbouring units read
+// neighbouring addresses.
+inline float rnn_dot(__global const float* h, __global const float* rt, int u, int n, int gh) {
   float sum = 0.0f;
-  for (int k = 0; k < n; ++k) sum = fma(h[k], row[k], sum);
+  for (int k = 0; k < n; ++k) sum = fma(h[k], rt[k * gh + u], sum);
   return sum;
 }
 
@@ -78,7 +80,7 @@ inline void rnn_finish(__global float* y, __global float* yh, __global const flo
   }
 }
 
-__kernel void stowage_rnn_sequence(__global const float* xw, __global const float* r, __global const float* bias,
+__kernel void stowage_rnn_sequence(__global const float* xw, __global const float* rt, __global const float* bias,
                                    __global const int* lens, __global const float* h0, __global const float* acts,
                                    __global float* y, __global float* yh, __global float* scratch, int steps,
                                    int batch, int hidden, int dirs, int reverse, int xt, int xb, int yt, int yd, int yb,
@@ -88,7 +90,7 @@ __kernel void stowage_rnn_sequence(__global const float* xw, __global const floa
   const int so = d * sd + b * sb;
   __global float* hp = scratch + (d * batch + b) * hidden;
   __global float* hn = scratch + ((dirs + d) * batch + b) * hidden;
-  __global const float* rd = r + d * gh * hidden;
+  __global const float* rd = rt + d * hidden * gh;
   __global const float* act = acts + d * 9;
   for (int j = lid; j < hidden; j += nl) hp[j] = (flags & RNN_H0) ? h0[so + j] : 0.0f;
   barrier(CLK_GLOBAL_MEM_FENCE);
@@ -96,7 +98,7 @@ __kernel void stowage_rnn_sequence(__global const float* xw, __global const floa
     const int t = backward ? len - 1 - s : s;
     __global const float* xrow = xw + (t * xt + b * xb) * dirs * gh + d * gh;
     for (int j = lid; j < hidden; j += nl) {
-      const float v = xrow[j] + rnn_dot(hp, rd + j * hidden, hidden) + rnn_bias(bias, flags, d, gh, j);
+      const float v = xrow[j] + rnn_dot(hp, rd, j, hidden, gh) + rnn_bias(bias, flags, d, gh, j);
       const float h = rnn_activate(act, rnn_clip(v, flags, clip));
       hn[j] = h;
       if (flags & RNN_WRITE_Y) y[t * yt + d * yd + b * yb + j] = h;
@@ -111,7 +113,7 @@ __kernel void stowage_rnn_sequence(__global const float* xw, __global const floa
 
 // GRU, gates z, r, h. Without linear_before_reset the candidate reads (r (.) h_{t-1})
 // R_h^T, every unit's r: a first pass writes r (.) h_{t-1} to `scratch`'s third part.
-__kernel void stowage_gru_sequence(__global const float* xw, __global const float* r, __global const float* bias,
+__kernel void stowage_gru_sequence(__global const float* xw, __global const float* rt, __global const float* bias,
                                    __global const int* lens, __global const float* h0, __global const float* acts,
                                    __global float* y, __global float* yh, __global float* scratch, int steps,
                                    int batch, int hidden, int dirs, int reverse, int xt, int xb, int yt, int yd, int yb,
@@ -122,7 +124,7 @@ __kernel void stowage_gru_sequence(__global const float* xw, __global const floa
   __global float* hp = scratch + (d * batch + b) * hidden;
   __global float* hn = scratch + ((dirs + d) * batch + b) * hidden;
   __global float* rh = scratch + ((2 * dirs + d) * batch + b) * hidden;
-  __global const float* rd = r + d * gh * hidden;
+  __global const float* rd = rt + d * hidden * gh;
   __global const float* f = acts + d * 9;
   __global const float* g = f + 3;
   for (int j = lid; j < hidden; j += nl) hp[j] = (flags & RNN_H0) ? h0[so + j] : 0.0f;
@@ -133,24 +135,24 @@ __kernel void stowage_gru_sequence(__global const float* xw, __global const floa
     if (!linear) {
       for (int j = lid; j < hidden; j += nl) {
         const int u = hidden + j;
-        const float vr = xrow[u] + rnn_dot(hp, rd + u * hidden, hidden) + rnn_bias(bias, flags, d, gh, u);
+        const float vr = xrow[u] + rnn_dot(hp, rd, u, hidden, gh) + rnn_bias(bias, flags, d, gh, u);
         rh[j] = rnn_activate(f, rnn_clip(vr, flags, clip)) * hp[j];
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
     for (int j = lid; j < hidden; j += nl) {
       const int uz = j, ur = hidden + j, uh = 2 * hidden + j;
-      const float vz = xrow[uz] + rnn_dot(hp, rd + uz * hidden, hidden) + rnn_bias(bias, flags, d, gh, uz);
+      const float vz = xrow[uz] + rnn_dot(hp, rd, uz, hidden, gh) + rnn_bias(bias, flags, d, gh, uz);
       const float z = rnn_activate(f, rnn_clip(vz, flags, clip));
       float vh;
       if (linear) {
-        const float vr = xrow[ur] + rnn_dot(hp, rd + ur * hidden, hidden) + rnn_bias(bias, flags, d, gh, ur);
+        const float vr = xrow[ur] + rnn_dot(hp, rd, ur, hidden, gh) + rnn_bias(bias, flags, d, gh, ur);
         const float rg = rnn_activate(f, rnn_clip(vr, flags, clip));
         const float wb = (flags & RNN_BIAS) ? bias[d * 2 * gh + uh] : 0.0f;
         const float rb = (flags & RNN_BIAS) ? bias[d * 2 * gh + gh + uh] : 0.0f;
-        vh = xrow[uh] + wb + rg * (rnn_dot(hp, rd + uh * hidden, hidden) + rb);
+        vh = xrow[uh] + wb + rg * (rnn_dot(hp, rd, uh, hidden, gh) + rb);
       } else {
-        vh = xrow[uh] + rnn_dot(rh, rd + uh * hidden, hidden) + rnn_bias(bias, flags, d, gh, uh);
+        vh = xrow[uh] + rnn_dot(rh, rd, uh, hidden, gh) + rnn_bias(bias, flags, d, gh, uh);
       }
       const float candidate = rnn_activate(g, rnn_clip(vh, flags, clip));
       const float h = (1.0f - z) * candidate + z * hp[j];
@@ -166,7 +168,7 @@ __kernel void stowage_gru_sequence(__global const float* xw, __global const floa
 }
 
 // LSTM, gates i, o, f, c; the cell state stays in yc (unit j only ever reads its own).
-__kernel void stowage_lstm_sequence(__global const float* xw, __global const float* r, __global const float* bias,
+__kernel void stowage_lstm_sequence(__global const float* xw, __global const float* rt, __global const float* bias,
                                     __global const int* lens, __global const float* h0, __global const float* c0,
                                     __global const float* peep, __global const float* acts, __global float* y,
                                     __global float* yh, __global float* yc, __global float* scratch, int steps,
@@ -178,7 +180,7 @@ __kernel void stowage_lstm_sequence(__global const float* xw, __global const flo
   __global float* hp = scratch + (d * batch + b) * hidden;
   __global float* hn = scratch + ((dirs + d) * batch + b) * hidden;
   __global float* cell = yc + so;
-  __global const float* rd = r + d * gh * hidden;
+  __global const float* rd = rt + d * hidden * gh;
   __global const float* pd = peep + d * 3 * hidden;
   __global const float* f = acts + d * 9;
   __global const float* g = f + 3;
@@ -195,20 +197,20 @@ __kernel void stowage_lstm_sequence(__global const float* xw, __global const flo
       const int ui = j, uo = hidden + j, uf = 2 * hidden + j, uc = 3 * hidden + j;
       const float prev = cell[j];
       const int peeps = flags & RNN_PEEPHOLES;
-      float vi = xrow[ui] + rnn_dot(hp, rd + ui * hidden, hidden) + rnn_bias(bias, flags, d, gh, ui);
+      float vi = xrow[ui] + rnn_dot(hp, rd, ui, hidden, gh) + rnn_bias(bias, flags, d, gh, ui);
       if (peeps) vi += pd[j] * prev;
       const float ig = rnn_activate(f, rnn_clip(vi, flags, clip));
       float fg;
       if (flags & RNN_INPUT_FORGET) {
         fg = 1.0f - ig;
       } else {
-        float vf = xrow[uf] + rnn_dot(hp, rd + uf * hidden, hidden) + rnn_bias(bias, flags, d, gh, uf);
+        float vf = xrow[uf] + rnn_dot(hp, rd, uf, hidden, gh) + rnn_bias(bias, flags, d, gh, uf);
         if (peeps) vf += pd[2 * hidden + j] * prev;
         fg = rnn_activate(f, rnn_clip(vf, flags, clip));
       }
-      const float vc = xrow[uc] + rnn_dot(hp, rd + uc * hidden, hidden) + rnn_bias(bias, flags, d, gh, uc);
+      const float vc = xrow[uc] + rnn_dot(hp, rd, uc, hidden, gh) + rnn_bias(bias, flags, d, gh, uc);
       const float c = fg * prev + ig * rnn_activate(g, rnn_clip(vc, flags, clip));
-      float vo = xrow[uo] + rnn_dot(hp, rd + uo * hidden, hidden) + rnn_bias(bias, flags, d, gh, uo);
+      float vo = xrow[uo] + rnn_dot(hp, rd, uo, hidden, gh) + rnn_bias(bias, flags, d, gh, uo);
       if (peeps) vo += pd[hidden + j] * c;
       const float h = rnn_activate(f, rnn_clip(vo, flags, clip)) * rnn_activate(ha, c);
       cell[j] = c;
