@@ -65,6 +65,8 @@ def _activations(node, cell, dirs):
     if names is None:
         names = list(DEFAULT_ACTIVATIONS[cell]) * dirs
     names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    if cell == "rnn" and dirs == 1 and len(names) == 2 and names[0].lower() == names[1].lower():
+        names = names[:1]  # RNN's schema default is [Tanh, Tanh] for any direction; ONNX Runtime takes the first
     if len(names) != count * dirs:
         raise node.invalid(f"activations {names}: {count * dirs} are expected ({count} a direction)")
     alphas = [float(v) for v in node.attr("activation_alpha", ())]
