@@ -13,49 +13,29 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import stowage as sw
-
-ort = pytest.importorskip("onnxruntime")
+from onnx_testing import (assert_matches, onnx_model, reference_outputs, relative_error, stowage_outputs,
+                          tensor_info)
 
 
 def make_model(nodes, inputs, output, initializers=(), opset=13):
     """A model of `nodes`; inputs and output as (name, shape) of float32."""
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(output[0], TensorProto.FLOAT, output[1])],
-        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model
+    return onnx_model(nodes, [tensor_info(n, np.float32, s) for n, s in inputs],
+                      [tensor_info(output[0], np.float32, output[1])], initializers, opset)
 
 
 def reference(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
-
-
-def relative_error(got, want):
-    scale = max(float(np.max(np.abs(want))), 1e-30)
-    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
-
-
-_executables = {}
+    return reference_outputs(model, feeds)[0]
 
 
 def run(model, feeds, device, texture=False, target="opencl"):
-    exe = sw.compile(sw.from_onnx(model, texture=texture, target=target), target=target)
-    vm = sw.VirtualMachine(exe, device=device)
-    inputs = [feeds[i.name] for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
-    return vm.invoke("main", *inputs).numpy(), vm
+    outputs, _, vm = stowage_outputs(model, feeds, device, texture, target)
+    return outputs[0], vm
 
 
 def check(model, feeds, device, texture=False, tolerance=1e-4, target="opencl"):
     want = reference(model, feeds)
     got, vm = run(model, feeds, device, texture, target)
-    assert got.shape == want.shape
-    assert relative_error(got, want) <= tolerance, relative_error(got, want)
+    assert_matches(got, want, tolerance)
     return vm
 
 
