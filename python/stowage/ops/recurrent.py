@@ -45,6 +45,17 @@ def parse_cell_activation(op, activation):
     return parse_activation(op, activation)
 
 
+def cell_activations(op, cell, activations, dirs):
+    """Per direction, the (code, alpha, beta) of each activation of ``cell``, padded to
+    3 (the kernels' layout); ``activations`` None: ONNX's defaults."""
+    count = CELL_ACTIVATIONS[cell]
+    if activations is None:
+        activations = [DEFAULT_ACTIVATIONS[cell]] * dirs
+    if len(activations) != dirs or any(len(a) != count for a in activations):
+        raise InvalidInputError(f"{op}: activations {activations!r}; {dirs} lists of {count} are expected")
+    return [[parse_cell_activation(op, a) for a in per] + [(0, 0.0, 0.0)] * (3 - count) for per in activations]
+
+
 def _activate(values, act):
     code, a, b = act
     if code == EXTRA_ACTIVATIONS["affine"]:
@@ -182,7 +193,7 @@ class RecurrentOps:
         steps, batch, size, hidden = recurrent_geometry(
             op, cell, *(shape(v) for v in (x, w, r, bias, sequence_lens, initial_h, initial_c, peepholes)),
             dirs=dirs, layout=layout, hidden=hidden_size)
-        acts = self._cell_activations(op, cell, activations, dirs)
+        acts = cell_activations(op, cell, activations, dirs)
         y_shape, state_shape = output_shapes(steps, batch, hidden, dirs, layout)
         g = CELL_GATES[cell]
         for s in (y_shape, (steps * batch, dirs * g * hidden), (dirs * g * hidden, hidden)):
@@ -231,15 +242,6 @@ class RecurrentOps:
                          grid=(local, batch, dirs), local=(local, 1, 1))
         return y, (yh if outputs[1] else None), (yc if is_lstm and outputs[2] else None)
 
-    def _cell_activations(self, op, cell, activations, dirs):
-        """Per direction, the (code, alpha, beta) of each activation, padded to 3."""
-        count = CELL_ACTIVATIONS[cell]
-        if activations is None:
-            activations = [DEFAULT_ACTIVATIONS[cell]] * dirs
-        if len(activations) != dirs or any(len(a) != count for a in activations):
-            raise InvalidInputError(f"{op}: activations {activations!r}; {dirs} lists of {count} are expected")
-        return [[parse_cell_activation(op, a) for a in per] + [(0, 0.0, 0.0)] * (3 - count) for per in activations]
-
     def _input_projection(self, op, x, w, rows, size, width):
         """X W^T for every step, direction and gate: (rows, width)."""
         x2 = self.reshape(self._buffer(op, "x", x), (rows, size))
@@ -265,5 +267,5 @@ class RecurrentOps:
         return lens if lens.dtype == "int32" else self.cast(lens, "int32")
 
 
-__all__ = ["RecurrentOps", "numpy_recurrent", "recurrent_geometry", "output_shapes", "parse_cell_activation",
+__all__ = ["RecurrentOps", "numpy_recurrent", "cell_activations", "recurrent_geometry", "output_shapes", "parse_cell_activation",
            "CELL_GATES", "CELL_ACTIVATIONS", "DEFAULT_ACTIVATIONS", "DIRECTIONS"]

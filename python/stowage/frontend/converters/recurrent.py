@@ -4,8 +4,8 @@ kernel walking the sequence)."""
 
 import numpy as np
 
-from ...ops.recurrent import (CELL_ACTIVATIONS, DEFAULT_ACTIVATIONS, DIRECTIONS, numpy_recurrent, output_shapes,
-                              parse_cell_activation, recurrent_geometry)
+from ...ops.recurrent import (CELL_ACTIVATIONS, DEFAULT_ACTIVATIONS, DIRECTIONS, cell_activations, numpy_recurrent,
+                              output_shapes, recurrent_geometry)
 from ..registry import register
 
 # ONNX's activation names (lower case, as ONNX Runtime compares them) -> the library's,
@@ -144,8 +144,7 @@ def _fold(cell):
         values[4] = _known_lengths(node, values[4], steps)
         dirs = 2 if options["direction"] == "bidirectional" else 1
         ctx.check_fold(node, output_shapes(steps, batch, hidden, dirs, options["layout"])[0], np.float32)
-        acts = [[parse_cell_activation(cell, a) for a in per] + [(0, 0.0, 0.0)] * (3 - len(per))
-                for per in options.pop("activations")]
+        acts = cell_activations(node.op_type, cell, options.pop("activations"), dirs)
         options.pop("hidden_size")
         return _outputs(node, numpy_recurrent(cell, *values, acts=acts, **options))
 
