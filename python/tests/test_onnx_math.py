@@ -3,70 +3,36 @@ by a Conv), unary functions, binary ops with broadcasting on every element type,
 Where, CastLike, variadic Min/Max/Sum/Mean, folding of shape subgraphs at import,
 and x * sigmoid(x) fused."""
 
-import re
-
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import stowage as sw
-
-ort = pytest.importorskip("onnxruntime")
-
-ONNX_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
-              np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL,
-              np.dtype(np.uint8): TensorProto.UINT8}
+from onnx_testing import assert_matches, onnx_model, onnx_type, reference_outputs, stowage_outputs, tensor_info
+from onnx_testing import call_kernels as kernels
 
 
 def make_model(nodes, inputs, output_type=np.float32, initializers=(), opset=13, output="y"):
     """A model of `nodes` whose inputs are the arrays of `inputs` ({name: array}) and
     whose output `output` has element type `output_type` (shape left to inference)."""
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info(n, ONNX_TYPES[a.dtype], a.shape) for n, a in inputs.items()],
-        [helper.make_tensor_value_info(output, ONNX_TYPES[np.dtype(output_type)], None)],
-        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10 if opset >= 21 else 8
-    return model
+    return onnx_model(nodes, [tensor_info(n, a.dtype, a.shape) for n, a in inputs.items()],
+                      [tensor_info(output, output_type, None)], initializers, opset, 10 if opset >= 21 else 8)
 
 
 def reference(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return reference_outputs(model, feeds)[0]
 
 
 def run(model, feeds, device, texture=False):
-    exe = sw.compile(sw.from_onnx(model, texture=texture))
-    vm = sw.VirtualMachine(exe, device=device)
-    args = [feeds[i.name] for i in model.graph.input]  # a bool tensor is passed as uint8 0/1
-    return vm.invoke("main", *[a.astype(np.uint8) if a.dtype == np.bool_ else a for a in args]).numpy()
+    return stowage_outputs(model, feeds, device, texture)[0][0]
 
 
 def check(model, feeds, device, texture=False):
-    """Stowage's result equals ONNX Runtime's: exactly for integers and bools, else
-    within 1e-4 of the largest output."""
+    """Stowage's result equals ONNX Runtime's (onnx_testing.assert_matches)."""
     want = reference(model, feeds)
     got = run(model, feeds, device, texture)
-    assert got.shape == want.shape
-    if want.dtype == np.bool_:
-        np.testing.assert_array_equal(got.astype(bool), want)
-    elif np.issubdtype(want.dtype, np.integer):
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
-    else:
-        finite = np.isfinite(want)
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-        np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
-        scale = max(float(np.max(np.abs(want[finite]), initial=0)), 1e-30)
-        assert float(np.max(np.abs(got[finite] - want[finite]), initial=0)) / scale <= 1e-4
+    assert_matches(got, want)
     return got
-
-
-def kernels(model, texture=False):
-    """The call_kernels of the imported module's text, by kernel name."""
-    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model, texture=texture)))
 
 
 def rand(rng, *shape, low=-3.0, high=3.0):
@@ -482,14 +448,10 @@ def test_fold_of_integer_division_truncates():
     np.testing.assert_array_equal(sw.VirtualMachine(exe).invoke("main").numpy(), reference(model, {}))
 
 
-ONNX_TO = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
-           np.bool_: TensorProto.BOOL}
-
-
 @pytest.mark.parametrize("source,target", CASTS[:6], ids=str)
 def test_cast_at_run_time(device, source, target):
     x = np.array([[-2.7, -0.5, 0.0, 0.4, 1.0, 3.9]], np.float32).astype(source)
-    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=ONNX_TO[target])], {"x": x}, output_type=target)
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=onnx_type(target))], {"x": x}, output_type=target)
     check(model, {"x": x}, device)
 
 
