@@ -124,9 +124,9 @@ def test_known_weights_without_bias_or_states(device, op):
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 def test_hidden_wider_than_a_work_group(device, op):
-    """80 units: each work-item of the 64 sharing a row computes one or two of them."""
+    """150 units: each work-item of the 128 sharing a row computes one or two of them."""
     rng = np.random.default_rng(3)
-    feeds = layer_feeds(rng, op, steps=3, batch=2, size=4, hidden=80)
+    feeds = layer_feeds(rng, op, steps=3, batch=2, size=4, hidden=150)
     feeds["R"] *= 0.2
     check(layer_model(op, feeds), feeds, device)
 

@@ -28,7 +28,7 @@ EXTRA_ACTIVATIONS = {"affine": 100, "scaledtanh": 101}
 
 # Flags of recurrent.cl.
 _BIAS, _LENS, _H0, _C0, _PEEPHOLES, _WRITE_Y, _CLIP, _LINEAR_BEFORE_RESET, _INPUT_FORGET = (1 << i for i in range(9))
-_LOCAL = 64  # work-items sharing one (batch row, direction)
+_LOCAL = 128  # work-items sharing one (batch row, direction): the library's usual limit (shapes.launch_3d)
 
 
 def parse_cell_activation(op, activation):
