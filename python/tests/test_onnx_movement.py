@@ -7,11 +7,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import stowage as sw
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
-ort = pytest.importorskip("onnxruntime")
-
-ONNX_TYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
-              "bool": TensorProto.BOOL}
 rng = np.random.default_rng(7)
 
 
@@ -25,14 +22,8 @@ def sample(shape, dtype="float32"):
 
 def model_of(nodes, inputs, outputs, initializers=(), opset=13):
     """inputs and outputs: (name, shape, dtype name); initializers: (name, array)."""
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t in inputs],
-        [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t in outputs],
-        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model
+    return onnx_model(nodes, [tensor_info(n, t, s) for n, s, t in inputs],
+                      [tensor_info(n, t, s) for n, s, t in outputs], initializers, opset)
 
 
 def single(op, x_shape, dtype="float32", inputs=(), initializers=(), opset=13, out_dtype=None, **attrs):
@@ -47,38 +38,17 @@ def single(op, x_shape, dtype="float32", inputs=(), initializers=(), opset=13, o
 def reference(model, feeds, onnx_reference=False):
     """ONNX Runtime's outputs, or ONNX's reference evaluator's (where ONNX Runtime
     departs from the specification)."""
-    if onnx_reference:
-        from onnx.reference import ReferenceEvaluator
-
-        return ReferenceEvaluator(model).run(None, feeds)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
-def run_stowage(model, feeds, device, texture=False):
-    module = sw.from_onnx(model, texture=texture)
-    vm = sw.VirtualMachine(sw.compile(module), device=device)
-    known = {t.name for t in model.graph.initializer}
-    args = [feeds[i.name].astype(np.uint8) if feeds[i.name].dtype == bool else feeds[i.name]
-            for i in model.graph.input if i.name not in known]
-    result = vm.invoke("main", *args)
-    results = result if isinstance(result, (tuple, list)) else [result]
-    return [r.numpy() for r in results], module
+    return reference_outputs(model, feeds, "reference" if onnx_reference else "ort")
 
 
 def check(model, feeds, device, texture=False, kernels=None, onnx_reference=False):
     """Stowage's outputs equal ONNX Runtime's (exact for integers and bools, within
     1e-4 of the largest value for floats); ``kernels``: the expected call_kernel count."""
     want = reference(model, feeds, onnx_reference)
-    got, module = run_stowage(model, feeds, device, texture)
+    got, module, _ = stowage_outputs(model, feeds, device, texture)
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if w.dtype == np.float32:
-            scale = max(float(np.max(np.abs(w), initial=0.0)), 1e-30)
-            assert float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0)) / scale <= 1e-4
-        else:
-            np.testing.assert_array_equal(g, w.astype(g.dtype))
+        assert_matches(g, w)
     if kernels is not None:
         assert str(module).count("call_kernel") == kernels, str(module)
     return module
