@@ -151,9 +151,11 @@ def test_batchwise_layout(device, op, direction):
 
 
 def test_batchwise_layout_matches_the_transposed_sequence(device):
-    """Layout 1 computes what layout 0 computes over the transposed tensors."""
+    """Layout 1 computes what layout 0 computes over the transposed tensors, with
+    sequence_lens too (ONNX Runtime's layout 0 for the reference)."""
     rng = np.random.default_rng(6)
-    feeds = layer_feeds(rng, "LSTM", steps=3, batch=4, dirs=2, layout=1)
+    feeds = layer_feeds(rng, "LSTM", steps=3, batch=4, dirs=2, layout=1, peepholes=True)
+    feeds["sequence_lens"] = np.array([3, 1, 0, 2], np.int32)
     batchwise = run(layer_model("LSTM", feeds, layout=1, direction="bidirectional"), feeds, device)
     seqwise_feeds = dict(feeds)
     for name in ("X", "initial_h", "initial_c"):
