@@ -5,25 +5,18 @@ small models that cover their attributes, weights given at run time, and bad inp
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import stowage as sw
-
-ort = pytest.importorskip("onnxruntime")
-
-TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-         np.dtype(np.bool_): TensorProto.BOOL}
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
 
 def model_of(nodes, feeds, outputs, initializers=(), opset=13):
     """A model of `nodes` whose inputs are `feeds` (name -> array, their types) and
     outputs the names `outputs` (types left to inference)."""
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(n, TYPES[a.dtype], a.shape) for n, a in feeds.items()],
-        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
-        [numpy_helper.from_array(np.asarray(a), name) for name, a in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
+    model = onnx_model(nodes, [tensor_info(n, a.dtype, a.shape) for n, a in feeds.items()],
+                       [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs], initializers,
+                       opset, ir_version=10)
     return onnx.shape_inference.infer_shapes(model)
 
 
@@ -34,29 +27,15 @@ def node_model(op, feeds, attrs=None, initializers=(), opset=13, outputs=("y",),
 
 
 def expected(model, feeds, with_ort=True):
-    if with_ort:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return session.run(None, feeds)[0]
-    from onnx.reference import ReferenceEvaluator
-
-    return ReferenceEvaluator(model).run(None, feeds)[0]
+    return reference_outputs(model, feeds, "ort" if with_ort else "reference")[0]
 
 
 def stowage_run(model, feeds, device, texture=False):
-    vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model, texture=texture)), device=device)
-    args = [feeds[i.name] for i in model.graph.input]
-    return vm.invoke("main", *[a.astype(np.uint8) if a.dtype == np.bool_ else a for a in args]).numpy()  # bool: uint8
+    return stowage_outputs(model, feeds, device, texture)[0][0]
 
 
 def check(model, feeds, device, texture=False, with_ort=True):
-    want = expected(model, feeds, with_ort)
-    got = stowage_run(model, feeds, device, texture)
-    assert got.shape == want.shape
-    if want.dtype == np.int64:
-        np.testing.assert_array_equal(got, want)
-        return
-    scale = max(float(np.max(np.abs(want))), 1e-30)
-    assert float(np.max(np.abs(got.astype(np.float64) - want))) / scale <= 1e-4
+    assert_matches(stowage_run(model, feeds, device, texture), expected(model, feeds, with_ort))
 
 
 def rand(*shape, seed=0):
@@ -436,23 +415,11 @@ def test_exported_attention_with_a_boolean_causal_mask_and_where(texture, device
 
 def check_all_outputs(model, feeds, device, with_ort=True):
     """Every output of a model of several outputs against the reference."""
-    if with_ort:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        wants = session.run(None, feeds)
-    else:
-        from onnx.reference import ReferenceEvaluator
-
-        wants = ReferenceEvaluator(model).run(None, feeds)
-    vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model)), device=device)
-    gots = vm.invoke("main", *[feeds[i.name] for i in model.graph.input])
-    assert isinstance(gots, tuple) and len(gots) == len(wants)
+    wants = reference_outputs(model, feeds, "ort" if with_ort else "reference")
+    gots = stowage_outputs(model, feeds, device)[0]
+    assert len(gots) == len(wants)
     for got, want in zip(gots, wants):
-        got = got.numpy()
-        assert got.shape == want.shape
-        if want.dtype == np.int64:
-            np.testing.assert_array_equal(got, want)
-        else:
-            assert float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
+        assert_matches(got, want)
 
 
 def test_max_pool_values_and_indices_together(device):
