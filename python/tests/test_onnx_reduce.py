@@ -5,13 +5,11 @@ pool (alone and fused with a classifier's linear layer), and the refusals."""
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 import stowage as sw
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
-ort = pytest.importorskip("onnxruntime")
-
-ONNX_TYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64}
 rng = np.random.default_rng(18)
 
 
@@ -24,24 +22,19 @@ def model_of(nodes, inputs, outputs, initializers=(), opset=13):
     def info(name, like):
         dtype = like if isinstance(like, str) else str(like.dtype)
         shape = None if isinstance(like, str) else list(like.shape)
-        return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
+        return tensor_info(name, dtype, shape)
 
-    graph = helper.make_graph(nodes, "g", [info(n, a) for n, a in inputs], [info(n, d) for n, d in outputs],
-                              [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model
+    return onnx_model(nodes, [info(n, a) for n, a in inputs], [info(n, d) for n, d in outputs], initializers, opset,
+                      ir_version=10)
 
 
 def reference(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return reference_outputs(model, feeds)[0]
 
 
 def run(model, feeds, device, texture=False):
-    module = sw.from_onnx(model, texture=texture)
-    vm = sw.VirtualMachine(sw.compile(module), device=device)
-    return vm.invoke("main", *feeds.values()).numpy(), module, vm
+    outputs, module, vm = stowage_outputs(model, feeds, device, texture)
+    return outputs[0], module, vm
 
 
 def check(model, feeds, device, texture=False, tolerance=1e-4):
@@ -49,15 +42,7 @@ def check(model, feeds, device, texture=False, tolerance=1e-4):
     difference relative to the largest output; returns the module."""
     want = reference(model, feeds)
     got, module, vm = run(model, feeds, device, texture)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if want.dtype.kind != "f":
-        np.testing.assert_array_equal(got, want)
-    else:
-        assert np.array_equal(np.isinf(got), np.isinf(want))
-        finite = np.isfinite(want)
-        scale = max(float(np.max(np.abs(want[finite]), initial=0.0)), 1e-30)
-        error = float(np.max(np.abs(got[finite].astype(np.float64) - want[finite]), initial=0.0)) / scale
-        assert error <= tolerance, error
+    assert_matches(got, want, tolerance)
     return module, vm
 
 
