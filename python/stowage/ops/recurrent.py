@@ -163,6 +163,31 @@ def _cell_step(cell, xw, r, rb, h, c, peep, act, clip_fn, linear_before_reset, i
     return o * _activate(c, act[2]), c
 
 
+def _check_options(op, cell, direction, layout, clip, lstm_options, linear_before_reset):
+    """The number of directions, once the options are checked."""
+    if cell not in CELL_GATES:
+        raise InvalidInputError(f"recurrent: cell '{cell}'; one of {', '.join(CELL_GATES)} is expected")
+    if direction not in DIRECTIONS:
+        raise InvalidInputError(f"{op}: direction '{direction}'; one of {', '.join(DIRECTIONS)} is expected")
+    if layout not in (0, 1):
+        raise InvalidInputError(f"{op}: layout {layout}; 0 or 1 is expected")
+    if cell != "lstm" and lstm_options:
+        raise InvalidInputError(f"{op}: initial_c, peepholes and input_forget belong to LSTM")
+    if cell != "gru" and linear_before_reset:
+        raise InvalidInputError(f"{op}: linear_before_reset belongs to GRU")
+    if clip is not None and not (isinstance(clip, numbers.Real) and clip == clip):
+        raise InvalidInputError(f"{op}: clip {clip!r}; a number is expected")
+    return 2 if direction == "bidirectional" else 1
+
+
+def _strides(layout, steps, batch, hidden, dirs):
+    """recurrent.cl's strides: xw's rows (t, b), then in elements Y's (t, d, b) and the
+    states' (d, b)."""
+    if layout:
+        return 1, steps, dirs * hidden, hidden, steps * dirs * hidden, hidden, dirs * hidden
+    return batch, 1, dirs * batch * hidden, batch * hidden, hidden, batch * hidden, hidden
+
+
 class RecurrentOps:
     def recurrent(self, cell, x, w, r, bias=None, *, sequence_lens=None, initial_h=None, initial_c=None,
                   peepholes=None, direction="forward", layout=0, hidden_size=None, activations=None, clip=None,
@@ -175,77 +200,61 @@ class RecurrentOps:
         ``outputs``: which of Y, Y_h, Y_c to return (the others are None); Y_c is
         None but for LSTM."""
         op = cell
-        if cell not in CELL_GATES:
-            raise InvalidInputError(f"recurrent: cell '{cell}'; one of {', '.join(CELL_GATES)} is expected")
-        if direction not in DIRECTIONS:
-            raise InvalidInputError(f"{op}: direction '{direction}'; one of {', '.join(DIRECTIONS)} is expected")
-        if layout not in (0, 1):
-            raise InvalidInputError(f"{op}: layout {layout}; 0 or 1 is expected")
-        dirs = 2 if direction == "bidirectional" else 1
-        is_lstm = cell == "lstm"
-        if not is_lstm and (initial_c is not None or peepholes is not None or input_forget):
-            raise InvalidInputError(f"{op}: initial_c, peepholes and input_forget belong to LSTM")
-        if cell != "gru" and linear_before_reset:
-            raise InvalidInputError(f"{op}: linear_before_reset belongs to GRU")
-        if clip is not None and not (isinstance(clip, numbers.Real) and clip == clip):
-            raise InvalidInputError(f"{op}: clip {clip!r}; a number is expected")
-        shape = lambda v: None if v is None else self.shape_of(v)  # noqa: E731
+        dirs = _check_options(op, cell, direction, layout, clip, initial_c is not None or peepholes is not None
+                              or input_forget, linear_before_reset)
+        inputs = (x, w, r, bias, sequence_lens, initial_h, initial_c, peepholes)
         steps, batch, size, hidden = recurrent_geometry(
-            op, cell, *(shape(v) for v in (x, w, r, bias, sequence_lens, initial_h, initial_c, peepholes)),
-            dirs=dirs, layout=layout, hidden=hidden_size)
+            op, cell, *(None if v is None else self.shape_of(v) for v in inputs), dirs=dirs, layout=layout,
+            hidden=hidden_size)
         acts = cell_activations(op, cell, activations, dirs)
         y_shape, state_shape = output_shapes(steps, batch, hidden, dirs, layout)
-        g = CELL_GATES[cell]
-        for s in (y_shape, (steps * batch, dirs * g * hidden), (dirs * g * hidden, hidden)):
+        width = dirs * CELL_GATES[cell] * hidden  # xw's row: every direction's gates
+        for s in (y_shape, (steps * batch, width), (width, hidden)):
             shapes.check_elements(op, s)
-        inputs = (x, w, r, bias, sequence_lens, initial_h, initial_c, peepholes)
         if not any(isinstance(v, Var) for v in inputs):
             results = numpy_recurrent(cell, *inputs, direction=direction, layout=layout, acts=acts, clip=clip,
                                       linear_before_reset=linear_before_reset, input_forget=input_forget)
             return tuple(None if v is None or not want else self._const(v) for v, want in zip(results, outputs))
-        xw = self._input_projection(op, x, w, steps * batch, size, dirs * g * hidden)
+        xw = self._input_projection(op, x, w, steps * batch, size, width)
         flags = (_CLIP if clip is not None else 0) | (_LINEAR_BEFORE_RESET if linear_before_reset else 0) | (
             _INPUT_FORGET if input_forget else 0) | (_WRITE_Y if outputs[0] else 0)
-        args = {}
+        optional = {}  # the optional inputs given; the kernels read any buffer in place of the others
         for name, value, flag in (("bias", bias, _BIAS), ("h0", initial_h, _H0), ("c0", initial_c, _C0),
                                   ("peep", peepholes, _PEEPHOLES)):
             if value is not None:
-                args[name] = self._buffer(op, name, value)
+                optional[name] = self._buffer(op, name, value)
                 flags |= flag
+        pick = lambda name: optional.get(name, xw)  # noqa: E731
         if sequence_lens is not None:
-            args["lens"] = self._lengths(op, sequence_lens)
-            flags |= _LENS
+            lens, flags = self._lengths(op, sequence_lens), flags | _LENS
+        else:
+            lens = self.constant(np.zeros(1, np.int32))  # an int buffer, unread
         y = self._new_buffer(y_shape) if outputs[0] else None
         yh = self._new_buffer(state_shape)
-        yc = self._new_buffer(state_shape) if is_lstm else None
+        yc = self._new_buffer(state_shape) if cell == "lstm" else None
         scratch = self._new_buffer((3 if cell == "gru" else 2, dirs, batch, hidden))
         acts_var = self._const(np.asarray(acts, np.float32))
-        any_buffer = xw
-        pick = lambda name: args.get(name, any_buffer)  # noqa: E731
-        # Strides of Y and of the states (initial_h, Y_h, ...) in elements; rows of xw.
-        if layout:
-            yt, yd, yb, sd, sb, xt, xb = dirs * hidden, hidden, steps * dirs * hidden, hidden, dirs * hidden, 1, steps
-        else:
-            yt, yd, yb, sd, sb, xt, xb = dirs * batch * hidden, batch * hidden, hidden, batch * hidden, hidden, batch, 1
-        tail = (scratch, steps, batch, hidden, dirs, int(direction == "reverse"), xt, xb, yt, yd, yb, sd, sb, flags,
-                float(clip) if clip is not None else 0.0)
-        local = min(_LOCAL, shapes.pow2_at_least(hidden))
-        unit = self._unit("recurrent")
-        lens = args["lens"] if "lens" in args else self.constant(np.zeros(1, np.int32))  # an int buffer, unread
         head = (xw, self._recurrence_transposed(op, r), pick("bias"), lens, pick("h0"))
+        tail = (scratch, steps, batch, hidden, dirs, int(direction == "reverse"),
+                *_strides(layout, steps, batch, hidden, dirs), flags, 0.0 if clip is None else float(clip))
         y_arg = scratch if y is None else y
-        if is_lstm:
+        local = min(_LOCAL, shapes.pow2_at_least(hidden))
+        launch = {"grid": (local, batch, dirs), "local": (local, 1, 1)}
+        unit = self._unit("recurrent")
+        if cell == "lstm":
             self._launch(unit, "stowage_lstm_sequence", *head, pick("c0"), pick("peep"), acts_var, y_arg, yh, yc,
-                         *tail, grid=(local, batch, dirs), local=(local, 1, 1))
+                         *tail, **launch)
         else:
-            self._launch(unit, f"stowage_{cell}_sequence", *head, acts_var, y_arg, yh, *tail,
-                         grid=(local, batch, dirs), local=(local, 1, 1))
-        return y, (yh if outputs[1] else None), (yc if is_lstm and outputs[2] else None)
+            self._launch(unit, f"stowage_{cell}_sequence", *head, acts_var, y_arg, yh, *tail, **launch)
+        return y, (yh if outputs[1] else None), (yc if outputs[2] else None)
 
     def _input_projection(self, op, x, w, rows, size, width):
         """X W^T for every step, direction and gate: (rows, width)."""
         x2 = self.reshape(self._buffer(op, "x", x), (rows, size))
-        w2 = np.asarray(w, np.float32).reshape(width, size) if not isinstance(w, Var) else self.reshape(w, (width, size))
+        if isinstance(w, Var):
+            w2 = self.reshape(self._buffer(op, "w", w), (width, size))
+        else:
+            w2 = np.asarray(w, np.float32).reshape(width, size)
         return self.gemm(x2, w2, trans_b=True)
 
     def _recurrence_transposed(self, op, r):
