@@ -276,5 +276,5 @@ class RecurrentOps:
         return lens if lens.dtype == "int32" else self.cast(lens, "int32")
 
 
-__all__ = ["RecurrentOps", "numpy_recurrent", "cell_activations", "recurrent_geometry", "output_shapes", "parse_cell_activation",
-           "CELL_GATES", "CELL_ACTIVATIONS", "DEFAULT_ACTIVATIONS", "DIRECTIONS"]
+__all__ = ["RecurrentOps", "numpy_recurrent", "cell_activations", "recurrent_geometry", "output_shapes",
+           "parse_cell_activation", "CELL_GATES", "CELL_ACTIVATIONS", "DEFAULT_ACTIVATIONS", "DIRECTIONS"]
