@@ -12,49 +12,32 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import stowage as sw
-
-ort = pytest.importorskip("onnxruntime")
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
+from onnx_testing import call_kernels as kernels
 
 
 def make_model(node, inputs, outputs, opset, initializers=()):
     """A model of one node whose run-time inputs are `inputs` ({name: array}), known
     ones `initializers` ({name: array}) and whose graph outputs are `outputs` (float32)."""
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        [numpy_helper.from_array(np.asarray(a), n) for n, a in dict(initializers).items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10 if opset < 27 else 13
-    return model
+    return onnx_model([node], [tensor_info(n, np.float32, a.shape) for n, a in inputs.items()],
+                      [tensor_info(n, np.float32, None) for n in outputs], dict(initializers).items(), opset,
+                      10 if opset < 27 else 13)
 
 
 def reference(model, feeds, evaluator="ort"):
-    if evaluator == "ort":
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return session.run(None, feeds)[0]
-    return ReferenceEvaluator(model).run(None, feeds)[0]
+    return reference_outputs(model, feeds, evaluator)[0]
 
 
 def run(model, feeds, device, texture=False):
-    exe = sw.compile(sw.from_onnx(model, texture=texture))
-    vm = sw.VirtualMachine(exe, device=device)
-    return vm.invoke("main", *[feeds[i.name] for i in model.graph.input]).numpy()
+    return stowage_outputs(model, feeds, device, texture)[0][0]
 
 
 def check(model, feeds, device, texture=False, evaluator="ort"):
-    """Stowage's result is within 1e-4 of the largest of the reference's."""
+    """Stowage's result matches the reference's (onnx_testing.assert_matches)."""
     want = reference(model, feeds, evaluator)
     got = run(model, feeds, device, texture)
-    assert got.shape == want.shape
-    scale = max(float(np.max(np.abs(want), initial=0)), 1e-30)
-    assert float(np.max(np.abs(got - want), initial=0)) / scale <= 1e-4
+    assert_matches(got, want)
     return got
-
-
-def kernels(model):
-    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model)))
 
 
 def rand(rng, *shape, low=-2.0, high=2.0):
@@ -365,6 +348,13 @@ def test_swiglu_folds_and_refuses_broadcasting(device):
         sw.from_onnx(model)
 
 
+def check_grid_sample_alignments(x, grid, device, **attrs):
+    """GridSample of x at grid with align_corners 0 and 1."""
+    for align in (0, 1):
+        model, feeds = grid_sample_model(x, grid, align_corners=align, **attrs)
+        check(model, feeds, device)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 def test_grid_sample_far_positions(device, mode, padding):
@@ -372,9 +362,7 @@ def test_grid_sample_far_positions(device, mode, padding):
     rng = np.random.default_rng(9)
     x = rand(rng, 1, 2, 4, 3)
     grid = rand(rng, 1, 3, 8, 2, low=-12.0, high=12.0)
-    for align in (0, 1):
-        model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
-        check(model, feeds, device)
+    check_grid_sample_alignments(x, grid, device, mode=mode, padding_mode=padding)
 
 
 def test_grid_sample_integer_input_refused():
@@ -393,9 +381,7 @@ def test_grid_sample_image_of_one_row(device, mode, padding):
     """An axis of one pixel: align_corners maps all of [-1, 1] onto it."""
     rng = np.random.default_rng(16)
     x, grid = rand(rng, 1, 2, 1, 3), rand(rng, 1, 2, 5, 2, low=-1.5, high=1.5)
-    for align in (0, 1):
-        model, feeds = grid_sample_model(x, grid, mode=mode, padding_mode=padding, align_corners=align)
-        check(model, feeds, device)
+    check_grid_sample_alignments(x, grid, device, mode=mode, padding_mode=padding)
 
 
 @pytest.mark.parametrize("known", [False, True])
@@ -412,16 +398,11 @@ def test_grid_sample_grid_of_wrong_shape(known):
 
 def check_all(model, feeds, device):
     """Every graph output of Stowage's within 1e-4 of ONNX Runtime's largest value of it."""
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    wants = session.run(None, feeds)
-    exe = sw.compile(sw.from_onnx(model))
-    gots = sw.VirtualMachine(exe, device=device).invoke("main", *[feeds[i.name] for i in model.graph.input])
-    assert isinstance(gots, tuple) and len(gots) == len(wants)
+    wants = reference_outputs(model, feeds)
+    gots = stowage_outputs(model, feeds, device)[0]
+    assert len(gots) == len(wants)
     for got, want in zip(gots, wants):
-        got = got.numpy()
-        assert got.shape == want.shape
-        scale = max(float(np.max(np.abs(want), initial=0)), 1e-30)
-        assert float(np.max(np.abs(got - want), initial=0)) / scale <= 1e-4
+        assert_matches(got, want)
 
 
 def test_causal_conv_both_outputs(device):
