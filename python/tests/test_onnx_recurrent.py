@@ -182,6 +182,19 @@ def test_sequence_lengths(device, op, known):
     check(model, feeds, device)
 
 
+def test_sequence_lengths_int64_at_run_time(device):
+    """int64 lengths (ONNX types them int32) are read as int32."""
+    rng = np.random.default_rng(20)
+    feeds = layer_feeds(rng, "GRU", steps=4, batch=3)
+    feeds["sequence_lens"] = np.array([4, 1, 3], np.int32)
+    wants = reference(layer_model("GRU", feeds), feeds, "ort")
+    model = layer_model("GRU", feeds)
+    next(i for i in model.graph.input if i.name == "sequence_lens").type.tensor_type.elem_type = TensorProto.INT64
+    gots = run(model, dict(feeds, sequence_lens=feeds["sequence_lens"].astype(np.int64)), device)
+    for got, want in zip(gots, wants):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 def test_sequence_lengths_all_whole_read_nothing():
     """Lengths known to be the whole sequence are the same as none."""
     rng = np.random.default_rng(8)
