@@ -119,11 +119,20 @@ class MovementOps(Core):
         self._copy_strided(x_var, dst, dims, s_x, s_y, 0)
         return dst
 
+    def _blocks(self, op, x, block):
+        """DepthToSpace's and SpaceToDepth's x as a Var, its [N, C, H, W] and the block size."""
+        x_var = self._data(op, "x", x)
+        return x_var, _rank4(op, self.shape_of(x_var)), int(block)
+
+    def _rearranged(self, x_var, out_shape, dims, s_in):
+        """A new out_shape tensor whose elements, walked as `dims`, are x's at the strides s_in."""
+        dst = self._new_buffer(out_shape, x_var.dtype)
+        self._copy_strided(x_var, dst, dims, s_in, shapes.contiguous_strides(dims), 0)
+        return dst
+
     def depth_to_space(self, x, block, mode="DCR"):
         op = "depth_to_space"
-        x_var = self._data(op, "x", x)
-        n, c, h, w = _rank4(op, self.shape_of(x_var))
-        b = int(block)
+        x_var, (n, c, h, w), b = self._blocks(op, x, block)
         if b < 1 or c % (b * b):
             raise InvalidInputError(f"{op}: {c} channels do not split into blocks of {b}x{b}")
         co = c // (b * b)
@@ -135,16 +144,11 @@ class MovementOps(Core):
             s_in = (sx[0], sx[1], sx[4], sx[2], sx[5], sx[3])
         else:
             raise InvalidInputError(f"{op}: mode '{mode}' is neither DCR nor CRD")
-        dims = (n, co, h, b, w, b)  # y as [n, co, h, b1, w, b2]
-        dst = self._new_buffer((n, co, h * b, w * b), x_var.dtype)
-        self._copy_strided(x_var, dst, dims, s_in, shapes.contiguous_strides(dims), 0)
-        return dst
+        return self._rearranged(x_var, (n, co, h * b, w * b), (n, co, h, b, w, b), s_in)  # y as [n, co, h, b1, w, b2]
 
     def space_to_depth(self, x, block, mode="DCR"):
         op = "space_to_depth"
-        x_var = self._data(op, "x", x)
-        n, c, h, w = _rank4(op, self.shape_of(x_var))
-        b = int(block)
+        x_var, (n, c, h, w), b = self._blocks(op, x, block)
         if b < 1 or h % b or w % b:
             raise InvalidInputError(f"{op}: {h}x{w} does not split into blocks of {b}x{b}")
         sx = shapes.contiguous_strides((n, c, h // b, b, w // b, b))  # x as [n, c, ho, b1, wo, b2]
@@ -156,9 +160,7 @@ class MovementOps(Core):
             s_in = (sx[0], sx[1], sx[3], sx[5], sx[2], sx[4])
         else:
             raise InvalidInputError(f"{op}: mode '{mode}' is neither DCR nor CRD")
-        dst = self._new_buffer((n, c * b * b, h // b, w // b), x_var.dtype)
-        self._copy_strided(x_var, dst, dims, s_in, shapes.contiguous_strides(dims), 0)
-        return dst
+        return self._rearranged(x_var, (n, c * b * b, h // b, w // b), dims, s_in)
 
     # ---- gathers ----------------------------------------------------------------
 
