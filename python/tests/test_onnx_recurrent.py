@@ -8,12 +8,10 @@ import re
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from onnx import TensorProto, helper
+from onnx_testing import assert_matches, call_kernels, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
 import stowage as sw
-
-ort = pytest.importorskip("onnxruntime")
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 OUTPUTS = {"RNN": ["Y", "Y_h"], "GRU": ["Y", "Y_h"], "LSTM": ["Y", "Y_h", "Y_c"]}
@@ -55,18 +53,10 @@ def layer_model(op, feeds, outputs=None, opset=22, known=(), **attrs):
         node_outputs.pop()
     hidden = feeds["R"].shape[-1]
     node = helper.make_node(op, names, node_outputs, hidden_size=hidden, **attrs)
-
-    def info(name, a):
-        kind = TensorProto.INT32 if a.dtype == np.int32 else TensorProto.FLOAT
-        return helper.make_tensor_value_info(name, kind, a.shape)
-
-    graph = helper.make_graph(
-        [node], "g", [info(n, a) for n, a in feeds.items() if n not in known],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        [numpy_helper.from_array(a, n) for n, a in feeds.items() if n in known])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10 if opset >= 14 else 7
-    return model
+    return onnx_model([node], [tensor_info(n, a.dtype, a.shape) for n, a in feeds.items() if n not in known],
+                      [tensor_info(n, np.float32, None) for n in outputs],
+                      [(n, a) for n, a in feeds.items() if n in known], opset=opset,
+                      ir_version=10 if opset >= 14 else 7)
 
 
 def run_feeds(model, feeds):
@@ -74,16 +64,11 @@ def run_feeds(model, feeds):
 
 
 def reference(model, feeds, evaluator):
-    if evaluator == "ort":
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return session.run(None, run_feeds(model, feeds))
-    return ReferenceEvaluator(model).run(None, run_feeds(model, feeds))
+    return reference_outputs(model, run_feeds(model, feeds), evaluator)
 
 
 def run(model, feeds, device):
-    exe = sw.compile(sw.from_onnx(model))
-    results = sw.VirtualMachine(exe, device=device).invoke("main", *run_feeds(model, feeds).values())
-    return [r.numpy() for r in (results if isinstance(results, tuple) else (results,))]
+    return stowage_outputs(model, feeds, device)[0]
 
 
 def check(model, feeds, device, evaluator="ort"):
@@ -92,14 +77,8 @@ def check(model, feeds, device, evaluator="ort"):
     gots = run(model, feeds, device)
     assert len(gots) == len(wants)
     for got, want in zip(gots, wants):
-        assert got.shape == want.shape
-        scale = max(float(np.max(np.abs(want), initial=0)), 1e-30)
-        assert float(np.max(np.abs(got - want), initial=0)) / scale <= 1e-4
+        assert_matches(got, want)
     return gots
-
-
-def kernels(model):
-    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model)))
 
 
 # ---- directions, states, weights at run time or known --------------------------------
@@ -283,7 +262,7 @@ def test_a_whole_sequence_is_two_kernels(known):
     rng = np.random.default_rng(15)
     feeds = layer_feeds(rng, "LSTM", steps=64, batch=2, size=8, hidden=16, dirs=2)
     model = layer_model("LSTM", feeds, direction="bidirectional", known=known)
-    names = kernels(model)
+    names = call_kernels(model)
     assert len(names) == (2 if known else 3) and names[-1].startswith("stowage_lstm_sequence")
     tensors = re.findall(r"\bempty\(", str(sw.from_onnx(model)))
     assert len(tensors) <= (6 if known else 7)
@@ -299,7 +278,7 @@ def test_folds_known_inputs(device, op):
     feeds = layer_feeds(rng, op, dirs=2)
     feeds["sequence_lens"] = np.array([4, 3], np.int32)
     model = layer_model(op, feeds, known=tuple(feeds), direction="bidirectional", clip=0.8)
-    assert not any(k.startswith("stowage_" + op.lower()) for k in kernels(model))
+    assert not any(k.startswith("stowage_" + op.lower()) for k in call_kernels(model))
     wants = reference(model, {}, "ort")
     exe = sw.compile(sw.from_onnx(model))
     gots = sw.VirtualMachine(exe, device=device).invoke("main")
