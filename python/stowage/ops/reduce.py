@@ -295,11 +295,7 @@ class ReduceOps(Core):
         if len(shape) < 3:
             raise InvalidInputError(f"{op}: argument 'x': expected [N, C, spatial...], got shape {list(shape)}")
         _check_eps(op, epsilon)
-        c, n = shape[1], shapes.prod(shape[2:])
-        s = self._norm_param(op, "scale", scale, (c,))
-        b = self._norm_param(op, "bias", bias, (c,))
-        return self._normalize(op, self._buffer(op, "x", x), (shape[0] * c, n, 1), _MEAN_VAR, epsilon, s, b,
-                               period=c, div=max(n, 1))[0]
+        return self._channel_groups_norm(op, x, scale, bias, shape[1], 1, epsilon, per_channel=True)
 
     def group_norm(self, x, scale, bias, groups, *, epsilon=1e-5, per_channel=True):
         """GroupNormalization: scale and bias per channel (opset 21) or per group
@@ -309,12 +305,20 @@ class ReduceOps(Core):
         if len(shape) < 2:
             raise InvalidInputError(f"{op}: argument 'x': expected [N, C, ...], got shape {list(shape)}")
         _check_eps(op, epsilon)
-        c, spatial = shape[1], shapes.prod(shape[2:])
+        c = shape[1]
         groups = int(groups)
         if groups < 1 or c % groups:
             raise InvalidInputError(f"{op}: {c} channels do not split into {groups} groups")
-        n = c // groups * spatial
-        params = c if per_channel else groups
+        return self._channel_groups_norm(op, x, scale, bias, groups, c // groups, epsilon, per_channel)
+
+    def _channel_groups_norm(self, op, x, scale, bias, groups, group_size, epsilon, per_channel):
+        """Each image's `groups` groups of `group_size` channels normalized to mean 0 and
+        variance 1 (InstanceNormalization: a group per channel), then scale and bias per
+        channel or (not per_channel) per group."""
+        shape = self.shape_of(x)
+        spatial = shapes.prod(shape[2:])
+        n = group_size * spatial
+        params = shape[1] if per_channel else groups
         s = self._norm_param(op, "scale", scale, (params,))
         b = self._norm_param(op, "bias", bias, (params,))
         div = max(spatial if per_channel else n, 1)
