@@ -344,6 +344,11 @@ def pool_2d(ctx, x, dilations, pads):
     return None
 
 
+def window_2d(values):
+    """A pool's kernel or strides for the 2D kernels (a 1D pool's with height 1)."""
+    return (1,) * (2 - len(values)) + values
+
+
 def pool_result(ctx, node, x, y):
     """y of a 1D pool run as 2D back to [N, C, W]."""
     shape = ctx.shape(x)
@@ -375,7 +380,7 @@ def max_pool(ctx, node):
                                              out=ctx.out_for(node.outputs[0]))
         return (values, indices) if node.output_used(1, ctx.graph) else values
     x2, dilations2, pads2 = as_2d
-    y = ctx.ob.max_pool(x2, (1,) * (4 - len(kernel) - 2) + kernel, strides=(1,) * (4 - len(strides) - 2) + strides,
+    y = ctx.ob.max_pool(x2, window_2d(kernel), strides=window_2d(strides),
                         pads=pads2, dilations=dilations2, ceil_mode=ceil_mode, out=pool_out(ctx, node, x))
     return pool_result(ctx, node, x, y)
 
@@ -393,7 +398,7 @@ def avg_pool(ctx, node):
                                   ceil_mode=ceil_mode, count_include_pad=count_include_pad,
                                   out=ctx.out_for(node.outputs[0]))
     x2, _, pads2 = as_2d
-    y = ctx.ob.avg_pool(x2, (1,) * (4 - len(kernel) - 2) + kernel, strides=(1,) * (4 - len(strides) - 2) + strides,
+    y = ctx.ob.avg_pool(x2, window_2d(kernel), strides=window_2d(strides),
                         pads=pads2, count_include_pad=count_include_pad, ceil_mode=ceil_mode,
                         out=pool_out(ctx, node, x))
     return pool_result(ctx, node, x, y)
