@@ -289,22 +289,26 @@ class ReduceOps(Core):
         stat_shape = shape[:axis] + (1,) * len(norm_shape)
         return y, self._view(mean, stat_shape), self._view(inv, stat_shape)
 
+    def _channels_input(self, op, x, epsilon, spatial=False):
+        """The shape of a normalization's x, checked to be [N, C, ...] (with `spatial`, at
+        least one dimension more), and its epsilon checked."""
+        shape = self.shape_of(x)
+        if len(shape) < (3 if spatial else 2):
+            layout = "[N, C, spatial...]" if spatial else "[N, C, ...]"
+            raise InvalidInputError(f"{op}: argument 'x': expected {layout}, got shape {list(shape)}")
+        _check_eps(op, epsilon)
+        return shape
+
     def instance_norm(self, x, scale, bias, *, epsilon=1e-5):
         op = "instance_norm"
-        shape = self.shape_of(x)
-        if len(shape) < 3:
-            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, spatial...], got shape {list(shape)}")
-        _check_eps(op, epsilon)
+        shape = self._channels_input(op, x, epsilon, spatial=True)
         return self._channel_groups_norm(op, x, scale, bias, shape[1], 1, epsilon, per_channel=True)
 
     def group_norm(self, x, scale, bias, groups, *, epsilon=1e-5, per_channel=True):
         """GroupNormalization: scale and bias per channel (opset 21) or per group
         (``per_channel=False``, opset 18)."""
         op = "group_norm"
-        shape = self.shape_of(x)
-        if len(shape) < 2:
-            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, ...], got shape {list(shape)}")
-        _check_eps(op, epsilon)
+        shape = self._channels_input(op, x, epsilon)
         c = shape[1]
         groups = int(groups)
         if groups < 1 or c % groups:
@@ -371,10 +375,7 @@ class ReduceOps(Core):
         """BatchNormalization (inference) whose per-channel tensors may be computed
         at run time."""
         op = "batch_norm"
-        shape = self.shape_of(x)
-        if len(shape) < 2:
-            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, ...], got shape {list(shape)}")
-        _check_eps(op, epsilon)
+        shape = self._channels_input(op, x, epsilon)
         c = shape[1]
         params = [self._norm_param(op, arg, v, (c,))
                   for arg, v in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var))]
