@@ -28,11 +28,12 @@ from .pooling import PoolingOps
 from .recurrent import RecurrentOps
 from .reduce import ReduceOps
 from .sampling import SamplingOps
+from .scan import ScanOps
 from .units import FAMILIES, Unit, kernel_dir
 
 
 class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, MovementOps, ReduceOps,
-               SamplingOps, RecurrentOps):
+               SamplingOps, RecurrentOps, ScanOps):
     """Emits operators into ``function`` of ``builder``.
 
     ``texture``: keep 4-D activations in NCHW4c images (``global.texture``) where a

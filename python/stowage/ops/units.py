@@ -34,6 +34,7 @@ FAMILIES = (
     "sampling",
     "sequence",
     "recurrent",
+    "scan",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
