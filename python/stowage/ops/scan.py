@@ -24,9 +24,11 @@ def numpy_cumsum(x, axis, exclusive=False, reverse=False):
     if reverse:
         x = np.flip(x, axis)
     y = np.cumsum(x, axis=axis, dtype=x.dtype)
-    if exclusive:  # shift by one along the axis, a zero first
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.delete(y, -1, axis=axis)], axis=axis) \
-            if x.shape[axis] else y
+    if exclusive:  # shifted by one along the axis, a zero first
+        y = np.roll(y, 1, axis=axis)
+        first = [slice(None)] * y.ndim
+        first[axis] = slice(0, 1)
+        y[tuple(first)] = 0
     if reverse:
         y = np.flip(y, axis)
     return np.ascontiguousarray(y)
