@@ -147,7 +147,8 @@ def test_conv_transpose(x_shape, w_shape, attrs, device):
 @pytest.mark.parametrize("opset", [10, 13])
 @pytest.mark.parametrize("attrs", [{"output_shape": [8, 9]}, {"output_shape": [8, 10], "auto_pad": "SAME_UPPER"}])
 def test_conv_transpose_output_shape_pads_by_opset(opset, attrs, device):
-    """ConvTranspose-1 and -11 put the odd pad at opposite ends."""
+    """ConvTranspose-1's text puts the odd pad at the other end from -11's; ONNX Runtime
+    applies -11's rule at both, and so does the importer."""
     feeds = {"x": rand(1, 2, 4, 5)}
     model = node_model("ConvTranspose", feeds, dict(attrs, strides=[2, 2]), opset=opset,
                        initializers=[("w", rand(2, 3, 3, 3, seed=1))])

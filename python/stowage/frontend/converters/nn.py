@@ -229,9 +229,10 @@ def conv_transpose_pads(node, in_sizes, kernel, strides, dilations, output_paddi
         if len(pads) != 2 * rank or any(p < 0 for p in pads):
             raise node.invalid(f"pads {list(pads)} do not fit a {rank}D window (or are negative)")
         return pads, output_padding
-    # Which end takes the smaller half: SAME_UPPER's begin from ConvTranspose-11 on,
-    # every mode's but SAME_UPPER's in ConvTranspose-1 (the rule was reversed at 11).
-    small_first = (auto_pad == "SAME_UPPER") != (node.since == 1)
+    # Which end takes the smaller half: SAME_UPPER's begin. ConvTranspose-1's text
+    # states the reverse, but ONNX Runtime (the reference users compare with) applies
+    # this rule at every opset, and so does the version converter's model of it.
+    small_first = auto_pad == "SAME_UPPER"
     begins, ends = [], []
     for f, o in zip(full, output_shape):
         total = f - o
