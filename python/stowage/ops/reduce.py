@@ -3,8 +3,9 @@ InstanceNorm, GroupNorm, RMSNorm, LpNorm, MeanVarianceNorm, LRN, BatchNorm with
 run-time statistics), softmax and its relatives, ArgMax / ArgMin.
 
 Every row kernel of the "reduction" family (reduction.cl) sees its input as
-[outer, n, inner] and reduces the n values of each (outer, inner) row in one
-work-group, in a fixed order. A reduction over several axes runs one such stage per
+[outer, n, inner] and reduces the n values of each (outer, inner) row in a fixed
+order: in one work-group, or with its `_rows` twin in one work-item (short rows, or
+many rows of values far apart; see THIN_MAX_N below). A reduction over several axes runs one such stage per
 block of neighbouring reduced axes (extents of 1 dropped), the last block first:
 each stage's result is the next one's input, and the ops compose exactly (a mean
 of equal-sized means, a log-sum-exp of log-sum-exps, the L2 norm as a sum of
