@@ -13,7 +13,10 @@ planned activation bytes beside their sum without reuse, and import + compile se
 then how many files match within 1e-4, and the distinct failures with their models.
 
     python benchmarks/zoo.py [--models a,b] [--exporters torchscript,dynamo] [--device D]
-        [--texture] [--cache build/zoo] [--refresh] [--list]
+        [--texture] [--dynamic] [--cache build/zoo] [--refresh] [--list]
+
+With --dynamic the exports leave the batch (and a text model's sequence) open, as
+exports for serving do, and the import is given the inputs' shapes.
 
 Exports run niced in a child process each (the machine is shared); each check runs in
 a child too, so that one model's crash or hang is its row, not the end of the table. A
@@ -23,6 +26,7 @@ script says so and exits 0.
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -201,15 +205,32 @@ def picked(model, key, names=None):
 
 
 def export(name, exporter, path):
-    """Writes `path` (and the exporter's external data beside it, if any)."""
+    """Writes `path` (and the exporter's external data beside it, if any); an exporter
+    named "...-dynamic" leaves the batch (and a text model's sequence) open."""
     import warnings
 
     import torch
 
     warnings.filterwarnings("ignore")
     model, args, names = torch_model(name)
+    dynamo = exporter.startswith("dynamo")
+    extra = open_axes(model, args, names, dynamo) if exporter.endswith("-dynamic") else {}
     with torch.no_grad():
-        torch.onnx.export(model, args, path, input_names=names, dynamo=(exporter == "dynamo"))
+        torch.onnx.export(model, args, path, input_names=names, dynamo=dynamo, **extra)
+
+
+def open_axes(model, args, names, dynamo):
+    """The export's arguments that leave the batch (and a text model's sequence) open."""
+    import torch
+
+    axes = [(0, 1) if a.dtype == torch.int64 else (0,) for a in args]
+    if not dynamo:
+        return {"dynamic_axes": {n: {i: f"{n}_{i}" for i in a} for n, a in zip(names, axes)}}
+    shapes = tuple({i: torch.export.Dim.DYNAMIC for i in a} for a in axes)
+    parameters = inspect.signature(model.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):  # picked()'s forward(*args)
+        shapes = (shapes,)
+    return {"dynamic_shapes": shapes}
 
 
 def export_in_child(name, exporter, path, timeout):
@@ -304,7 +325,23 @@ def check(path, name, device, texture):
     other = session.run(None, {n: other_input(a) for n, a in feeds.items()})
     row["constant"] = max(relative_error(o, w) for o, w in zip(other, want)) < 1e-3
     row["status"] = "ok" if row["error"] <= TOLERANCE else "wrong values"
+    if row["status"] != "ok" and importlib.util.find_spec("torch") is not None:
+        row["float64"] = float64_errors(name, got, want)
     return row
+
+
+def float64_errors(name, got, want):
+    """Stowage's and ONNX Runtime's largest errors against PyTorch's model run in float64 on
+    the same weights and input: tells float32 rounding in a deep net from a wrong kernel."""
+    import torch
+
+    model, args, _ = torch_model(name)
+    with torch.no_grad():
+        out = model.double()(*[a.double() if a.is_floating_point() else a for a in args])
+    exact = [t.numpy() for t in (out if isinstance(out, (tuple, list)) else [out])]
+    if len(exact) != len(got):
+        return None
+    return max(map(relative_error, got, exact)), max(map(relative_error, want, exact))
 
 
 def other_input(array):
@@ -364,6 +401,8 @@ def print_table(rows, args):
         launches = "-" if r.get("launches") is None else str(r["launches"])
         seconds = "-" if r.get("seconds") is None else f"{r['seconds']:.1f}"
         status = short(r["status"]).replace("|", "/") + (" (constant output)" if r.get("constant") else "")
+        if r.get("float64"):
+            status += " (vs float64: Stowage {:.1e}, ORT {:.1e})".format(*r["float64"])
         print(f"| {name} | {exporter} | {status} | {error} | {launches} | "
               f"{mb(r.get('planned'))} | {mb(r.get('naive'))} | {seconds} |")
     exported = {k: r for k, r in rows.items() if not r["status"].startswith("export failed")}
@@ -401,6 +440,8 @@ def main():
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
     parser.add_argument("--device", default=None)
     parser.add_argument("--texture", action="store_true")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export with the batch (and sequence) left open; import with the inputs' shapes")
     parser.add_argument("--cache", default=os.path.join(REPO, "build", "zoo"))
     parser.add_argument("--refresh", action="store_true", help="export again, over the cached files")
     parser.add_argument("--timeout", type=int, default=900, help="seconds for one export or one check")
@@ -421,11 +462,19 @@ def main():
     if importlib.util.find_spec("torch") is None:
         print("zoo: torch is not installed here; nothing to export")
         return 0
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    try:
+        import stowage  # noqa: F401  (the checks run it in child processes)
+    except ImportError as e:
+        print(f"zoo: Stowage does not import here ({e})")
+        return 1
     names = [n for n in args.models.split(",") if n]
     args.exporters = [e for e in args.exporters.split(",") if e]
     unknown = [n for n in names if n not in MODELS] + [e for e in args.exporters if e not in EXPORTERS]
     if unknown:
         parser.error(f"unknown: {', '.join(unknown)} (see --list)")
+    if args.dynamic:
+        args.exporters = [e + "-dynamic" for e in args.exporters]
     os.makedirs(args.cache, exist_ok=True)
     rows = {}
     for name in names:
