@@ -235,8 +235,8 @@ TEST(KernelReader, SyntaxError) {
 // machine that runs the bytecode. The check runs before libclang reads anything.
 constexpr const char* kOnlyShippedHeaders =
     "is not allowed: a kernel may include only the headers Stowage ships, each as '#include <stowage/NAME>' on a "
-    "line of its own (<stowage/discontiguous.cl.h>, <stowage/epilogue.cl.h>, <stowage/grid6.cl.h>, "
-    "<stowage/image.cl.h>, <stowage/pooling.cl.h>, <stowage/slices.cl.h>)";
+    "line of its own (<stowage/discontiguous.cl.h>, <stowage/dtype.cl.h>, <stowage/epilogue.cl.h>, "
+    "<stowage/grid6.cl.h>, <stowage/image.cl.h>, <stowage/pooling.cl.h>, <stowage/slices.cl.h>)";
 
 TEST(KernelReader, HostHeadersAreRefused) {
   EXPECT_EQ(read_error("#include <stdio.h>\nkernel void k() {}\n"),
