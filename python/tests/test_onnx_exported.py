@@ -289,3 +289,20 @@ def test_float16_initializers(device):
     inits = [("w16", rand(16, 8).astype(np.float16)), ("b16", rand(8).astype(np.float16))]
     model = make_model(nodes, [("x", rand(4, 16))], ["y"], inits)
     check(model, [("x", rand(4, 16))], device)
+
+
+def test_softmax_nan_guard_of_a_fully_masked_row(device):
+    """The dynamo exporter's scaled_dot_product_attention: a boolean mask through Where(-inf),
+    Softmax, then Where(IsNaN(p), 0, p), which zeroes a row whose keys are all masked."""
+    keep = np.ones((4, 6), bool)
+    keep[1] = False  # this query sees no key: its softmax is NaN, the guard makes it 0
+    keep[2, 3:] = False
+    nodes = [
+        helper.make_node("Where", ["keep", "scores", "minus_inf"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "p"], ["y"]),
+    ]
+    inits = [("keep", keep), ("minus_inf", np.array(-np.inf, np.float32)), ("zero", np.array(0, np.float32))]
+    model = make_model(nodes, [("scores", rand(1, 2, 4, 6))], ["y"], inits, opset=18)
+    check(model, [("scores", rand(1, 2, 4, 6))], device)
