@@ -66,6 +66,7 @@ MODELS = {
     "inception_v3": ("torchvision", "inception_v3", "image"),
     "swin_t": ("torchvision", "swin_t", "image"),
     "maxvit_t": ("torchvision", "maxvit_t", "image"),
+    "vit_b_16": ("torchvision", "vit_b_16", "image"),
     "lraspp_mobilenet_v3_large": ("segmentation", "lraspp_mobilenet_v3_large", "image"),
     "deeplabv3_mobilenet_v3_large": ("segmentation", "deeplabv3_mobilenet_v3_large", "image"),
     "fcn_resnet50": ("segmentation", "fcn_resnet50", "image"),
@@ -215,6 +216,9 @@ def export(name, exporter, path):
     model, args, names = torch_model(name)
     dynamo = exporter.startswith("dynamo")
     extra = open_axes(model, args, names, dynamo) if exporter.endswith("-dynamic") else {}
+    # nn.MultiheadAttention's inference fast path (one fused aten op) has no ONNX form
+    # in the TorchScript exporter: export the plain path, as users are told to.
+    torch.backends.mha.set_fastpath_enabled(False)
     with torch.no_grad():
         torch.onnx.export(model, args, path, input_names=names, dynamo=dynamo, **extra)
 
