@@ -64,6 +64,12 @@ inline float rnn_bias(__global const float* bias, int flags, int d, int gh, int 
   return bd[u] + bd[gh + u];
 }
 
+// A gate's pre-activation for unit u: the input's projection, h R^T and both biases.
+inline float rnn_gate(__global const float* xrow, __global const float* h, __global const float* rt,
+                      __global const float* bias, int flags, int d, int gh, int hidden, int u) {
+  return xrow[u] + rnn_dot(h, rt, u, hidden, gh) + rnn_bias(bias, flags, d, gh, u);
+}
+
 // The row length of the batch row b (steps without lens).
 inline int rnn_length(__global const int* lens, int flags, int b, int steps) {
   return (flags & RNN_LENS) ? clamp(lens[b], 0, steps) : steps;
@@ -98,7 +104,7 @@ __kernel void stowage_rnn_sequence(__global const float* xw, __global const floa
     const int t = backward ? len - 1 - s : s;
     __global const float* xrow = xw + (t * xt + b * xb) * dirs * gh + d * gh;
     for (int j = lid; j < hidden; j += nl) {
-      const float v = xrow[j] + rnn_dot(hp, rd, j, hidden, gh) + rnn_bias(bias, flags, d, gh, j);
+      const float v = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, j);
       const float h = rnn_activate(act, rnn_clip(v, flags, clip));
       hn[j] = h;
       if (flags & RNN_WRITE_Y) y[t * yt + d * yd + b * yb + j] = h;
@@ -135,24 +141,24 @@ __kernel void stowage_gru_sequence(__global const float* xw, __global const floa
     if (!linear) {
       for (int j = lid; j < hidden; j += nl) {
         const int u = hidden + j;
-        const float vr = xrow[u] + rnn_dot(hp, rd, u, hidden, gh) + rnn_bias(bias, flags, d, gh, u);
+        const float vr = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, u);
         rh[j] = rnn_activate(f, rnn_clip(vr, flags, clip)) * hp[j];
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
     for (int j = lid; j < hidden; j += nl) {
       const int uz = j, ur = hidden + j, uh = 2 * hidden + j;
-      const float vz = xrow[uz] + rnn_dot(hp, rd, uz, hidden, gh) + rnn_bias(bias, flags, d, gh, uz);
+      const float vz = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, uz);
       const float z = rnn_activate(f, rnn_clip(vz, flags, clip));
       float vh;
       if (linear) {
-        const float vr = xrow[ur] + rnn_dot(hp, rd, ur, hidden, gh) + rnn_bias(bias, flags, d, gh, ur);
+        const float vr = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, ur);
         const float rg = rnn_activate(f, rnn_clip(vr, flags, clip));
         const float wb = (flags & RNN_BIAS) ? bias[d * 2 * gh + uh] : 0.0f;
         const float rb = (flags & RNN_BIAS) ? bias[d * 2 * gh + gh + uh] : 0.0f;
         vh = xrow[uh] + wb + rg * (rnn_dot(hp, rd, uh, hidden, gh) + rb);
       } else {
-        vh = xrow[uh] + rnn_dot(rh, rd, uh, hidden, gh) + rnn_bias(bias, flags, d, gh, uh);
+        vh = rnn_gate(xrow, rh, rd, bias, flags, d, gh, hidden, uh);
       }
       const float candidate = rnn_activate(g, rnn_clip(vh, flags, clip));
       const float h = (1.0f - z) * candidate + z * hp[j];
@@ -197,20 +203,20 @@ __kernel void stowage_lstm_sequence(__global const float* xw, __global const flo
       const int ui = j, uo = hidden + j, uf = 2 * hidden + j, uc = 3 * hidden + j;
       const float prev = cell[j];
       const int peeps = flags & RNN_PEEPHOLES;
-      float vi = xrow[ui] + rnn_dot(hp, rd, ui, hidden, gh) + rnn_bias(bias, flags, d, gh, ui);
+      float vi = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, ui);
       if (peeps) vi += pd[j] * prev;
       const float ig = rnn_activate(f, rnn_clip(vi, flags, clip));
       float fg;
       if (flags & RNN_INPUT_FORGET) {
         fg = 1.0f - ig;
       } else {
-        float vf = xrow[uf] + rnn_dot(hp, rd, uf, hidden, gh) + rnn_bias(bias, flags, d, gh, uf);
+        float vf = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, uf);
         if (peeps) vf += pd[2 * hidden + j] * prev;
         fg = rnn_activate(f, rnn_clip(vf, flags, clip));
       }
-      const float vc = xrow[uc] + rnn_dot(hp, rd, uc, hidden, gh) + rnn_bias(bias, flags, d, gh, uc);
+      const float vc = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, uc);
       const float c = fg * prev + ig * rnn_activate(g, rnn_clip(vc, flags, clip));
-      float vo = xrow[uo] + rnn_dot(hp, rd, uo, hidden, gh) + rnn_bias(bias, flags, d, gh, uo);
+      float vo = rnn_gate(xrow, hp, rd, bias, flags, d, gh, hidden, uo);
       if (peeps) vo += pd[hidden + j] * c;
       const float h = rnn_activate(f, rnn_clip(vo, flags, clip)) * rnn_activate(ha, c);
       cell[j] = c;
