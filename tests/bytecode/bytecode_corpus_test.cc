@@ -17,12 +17,7 @@ using testing::reseal;
 std::vector<uint8_t> example_file() { return write_bytecode(testing::make_add_mul_executable()); }
 
 // The reader's message for `file`, which it must refuse as invalid input.
-std::string refusal(const std::vector<uint8_t>& file) {
-  Expected<Executable> result = read_bytecode(file);
-  if (result) return "<accepted>";
-  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidInput) << result.error().message();
-  return result.error().message();
-}
+std::string refusal(const std::vector<uint8_t>& file) { return testing::refusal_message(file); }
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 

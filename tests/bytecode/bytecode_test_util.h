@@ -11,12 +11,23 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
 #include "stowage/bytecode/executable.h"
 #include "stowage/bytecode/instruction_codec.h"
 
 namespace stowage::testing {
+
+// The loader's message for a file it must refuse ("<accepted>" when it reads it);
+// a refusal must be of kind kInvalidInput.
+inline std::string refusal_message(const std::vector<uint8_t>& file) {
+  Expected<Executable> result = read_bytecode(file);
+  if (result) return "<accepted>";
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidInput) << result.error().message();
+  return result.error().message();
+}
 
 inline Instruction make_ins(Opcode op, std::vector<uint64_t> ops, std::vector<uint32_t> list = {}) {
   Instruction ins;

@@ -27,12 +27,7 @@ Executable make_tuple_executable() {
   return exe;
 }
 
-std::string refusal(const std::vector<uint8_t>& file) {
-  Expected<Executable> result = read_bytecode(file);
-  if (result) return "<accepted>";
-  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidInput) << result.error().message();
-  return result.error().message();
-}
+std::string refusal(const std::vector<uint8_t>& file) { return testing::refusal_message(file); }
 
 std::string refusal(const Executable& exe) { return refusal(write_bytecode(exe)); }
 
