@@ -9,7 +9,7 @@ arrays (or any DLPack producer) in and :class:`Tensor` objects out. Errors are
 
 import os
 
-from . import _stowage, errors
+from . import _files, _stowage, errors
 from .builder import Builder, Function, Var
 from .errors import (
     ExecutionError,
@@ -44,8 +44,7 @@ def _with_constants(module, constants):
     import numpy as np
 
     if isinstance(constants, (str, os.PathLike)):
-        with np.load(os.fspath(constants), allow_pickle=False) as npz:
-            constants = {name: npz[name] for name in npz.files}
+        constants = _read_npz(constants)
     if not isinstance(constants, dict):
         raise InvalidInputError(f"parse: argument 'constants': expected a dict or an .npz path, got {type(constants).__name__}")
     have = module.constants
@@ -72,32 +71,68 @@ def save_module(module, path, external_above=4096):
     sidecar = {
         name: array for name, array in module.constants.items() if array is not None and array.nbytes > external_above
     }
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
     written = [path]
-    if sidecar:
+    if sidecar:  # the data first: a text that names external data is never left without it
         npz = os.path.splitext(path)[0] + ".npz"
-        np.savez(npz, **sidecar)
+        _files.write_atomically(npz, lambda f: np.savez(f, **sidecar))
         written.append(npz)
+    _files.write_text(path, text)
     return written
+
+
+# The largest module text and constants file load_module reads (the text's limit is
+# stowc's for .stir files; the constants' that of a model file).
+MAX_TEXT_BYTES = 256 << 20
+MAX_CONSTANTS_BYTES = 2 << 30
+
+
+def _read_npz(path):
+    """The arrays of an .npz file of at most MAX_CONSTANTS_BYTES, its members' declared
+    sizes counted before any is read; one error naming the file for anything else."""
+    import zipfile
+
+    import numpy as np
+
+    name = os.fsdecode(os.fspath(path))
+    with _files.open_regular(path, MAX_CONSTANTS_BYTES, "constants file") as f:
+        try:
+            with zipfile.ZipFile(f) as archive:
+                declared = sum(info.file_size for info in archive.infolist())
+                if declared > MAX_CONSTANTS_BYTES:
+                    raise InvalidInputError(f"constants file '{name}': its arrays take {declared} bytes, above the "
+                                            f"limit of {MAX_CONSTANTS_BYTES}")
+            f.seek(0)
+            with np.load(f, allow_pickle=False) as npz:
+                return {key: npz[key] for key in npz.files}
+        except InvalidInputError:
+            raise
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile, MemoryError) as e:
+            raise InvalidInputError(f"constants file '{name}': not an .npz of arrays ({type(e).__name__}: {e})") \
+                from None
 
 
 def load_module(path):
     """Reads a module written by :func:`save_module` (the text, and the ``.npz``
     beside it when there is one)."""
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    data = _files.read_regular_file(path, MAX_TEXT_BYTES, "module text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInputError(f"module text '{path}': not UTF-8 ({e})") from None
     npz = os.path.splitext(path)[0] + ".npz"
     return parse(text, path, constants=npz if os.path.exists(npz) else None)
 
 
-def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None):
-    """An ONNX model (an ``onnx.ModelProto`` or a path) as a :class:`Module`; see
-    :func:`stowage.frontend.from_onnx`."""
+def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, fold_limit=None,
+              max_model_bytes=None):
+    """An ONNX model (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`;
+    see :func:`stowage.frontend.from_onnx` (``fold_limit`` and ``max_model_bytes``
+    left None keep its limits)."""
     from .frontend import from_onnx as convert
 
-    return convert(model, shapes=shapes, texture=texture, target=target, tuning=tuning)
+    limits = {k: v for k, v in (("fold_limit", fold_limit), ("max_model_bytes", max_model_bytes)) if v is not None}
+    return convert(model, shapes=shapes, texture=texture, target=target, tuning=tuning, **limits)
 
 
 def targets():

@@ -2,6 +2,7 @@
 
 import os
 
+from ._files import atomic_path
 from .errors import InvalidInputError
 
 
@@ -114,4 +115,5 @@ def plot_memory(executable, path, function=None):
         _draw_scope(ax, scope, layout["steps"], colors)
     fig.suptitle(f"memory of function '{layout['function']}'")
     fig.tight_layout()
-    fig.savefig(path, format=suffix[1:])
+    with atomic_path(path) as temp:
+        fig.savefig(temp, format=suffix[1:])

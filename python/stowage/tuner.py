@@ -31,8 +31,13 @@ import sys
 
 import numpy as np
 
+from ._files import read_regular_file, write_atomically, write_text
+from .errors import InvalidInputError
+
 CACHE_FORMAT = "stowage-tuning 1"
 DEFAULT_CACHE = "stowage-tuning.json"
+# The largest tuning cache or layers.json read (a layer's entry is about 200 bytes).
+MAX_CACHE_BYTES = 16 << 20
 
 
 class _Recorder(dict):
@@ -97,10 +102,10 @@ def export(models, out_dir, target="opencl-gpu"):
     for i, key in enumerate(keys):
         name = f"layer{i:03d}"
         compile_module(layer_module(key, target), target=target).save(os.path.join(out_dir, name + ".stw"))
-        np.save(os.path.join(out_dir, name + ".x.npy"), np.zeros(_geometry(key)["x"], np.float32))
+        x = np.zeros(_geometry(key)["x"], np.float32)
+        write_atomically(os.path.join(out_dir, name + ".x.npy"), lambda f, x=x: np.save(f, x))
         layers.append({"key": key, "file": name})
-    with open(os.path.join(out_dir, "layers.json"), "w") as f:
-        json.dump({"target": target, "layers": layers}, f, indent=1)
+    write_text(os.path.join(out_dir, "layers.json"), json.dumps({"target": target, "layers": layers}, indent=1))
     return layers
 
 
@@ -119,8 +124,7 @@ def _time(vm_run, path, function, x, device, repeat, reps):
 
 def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5):
     """Times each exported layer under each kernel; returns the cache's content."""
-    with open(os.path.join(in_dir, "layers.json"), encoding="utf-8") as f:
-        from_file = json.load(f)
+    from_file = _read_json(os.path.join(in_dir, "layers.json"), "layer list")
     entries, device_name = {}, None
     for layer in from_file["layers"]:
         path = os.path.join(in_dir, layer["file"] + ".stw")
@@ -137,15 +141,7 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5):
 
 def load(path):
     """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel}}."""
-    from .errors import FileError, InvalidInputError
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            cache = json.load(f)
-    except OSError as e:
-        raise FileError(f"tuning cache '{path}': {e.strerror}") from None
-    except ValueError as e:
-        raise InvalidInputError(f"tuning cache '{path}': not JSON ({e})") from None
+    cache = _read_json(path, "tuning cache")
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not isinstance(cache.get("layers"), dict):
         raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
     choices = {}
@@ -154,6 +150,15 @@ def load(path):
             raise InvalidInputError(f"tuning cache '{path}': layer '{key}' names no kernel")
         choices[key] = entry["kernel"]
     return {"layers": choices}
+
+
+def _read_json(path, what):
+    """A JSON file of at most MAX_CACHE_BYTES, regular (no FIFO or device), as its value."""
+    data = read_regular_file(path, MAX_CACHE_BYTES, what)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InvalidInputError(f"{what} '{os.fsdecode(path)}': not JSON ({type(e).__name__}: {e})") from None
 
 
 def print_table(cache, out=sys.stdout):
@@ -183,8 +188,7 @@ def main(argv=None):
         print(f"exported {len(layers)} layers to {args.paths[-1]}")
         return 0
     cache = time_layers(args.dir, args.vm_run, args.device)
-    with open(args.output, "w") as f:
-        json.dump(cache, f, indent=1)
+    write_text(args.output, json.dumps(cache, indent=1))
     print_table(cache)
     print(f"\nwrote {args.output}")
     return 0
