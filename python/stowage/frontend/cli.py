@@ -20,9 +20,20 @@ def parse_shape(text):
     if not sep or not name or not dims:
         raise InvalidInputError(f"--shape '{text}' is not NAME=D1xD2x...")
     try:
-        return name, tuple(int(d) for d in dims.split("x"))
+        shape = tuple(int(d) for d in dims.split("x"))
     except ValueError:
         raise InvalidInputError(f"--shape '{text}': '{dims}' is not extents joined by 'x'") from None
+    if any(d < 1 for d in shape):
+        raise InvalidInputError(f"--shape '{text}': extents must be >= 1")
+    return name, shape
+
+
+def _malformed():
+    """What onnx, protobuf and numpy raise on a malformed model."""
+    from google.protobuf.message import DecodeError
+    from onnx.checker import ValidationError
+
+    return (DecodeError, ValidationError, OverflowError, ZeroDivisionError, MemoryError, RecursionError)
 
 
 def main(argv=None):
@@ -42,6 +53,7 @@ def main(argv=None):
     from .. import compile as compile_module
     from .onnx import from_onnx
 
+    malformed = _malformed()
     try:
         shapes = dict(parse_shape(s) for s in args.shape) or None
         tuning = None
@@ -59,6 +71,10 @@ def main(argv=None):
     except StowageError as e:
         print(f"stowage-import: error: {e}", file=sys.stderr)
         return 2 if type(e).__name__ in ("VerifyError", "FileError") else 1
+    except malformed as e:
+        # from_onnx turns these into Stowage's errors; one that still escapes comes from the model
+        print(f"stowage-import: error: {args.model}: malformed model ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
     if args.report:
         for scope, figures in exe.memory_report.items():
             print(f"{scope}: {figures}")

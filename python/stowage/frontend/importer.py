@@ -112,7 +112,7 @@ class Importer:
         nbytes = count * np.dtype(dtype).itemsize
         if nbytes > self.fold_limit:
             raise node.unsupported(f"folding it at import would make {nbytes} bytes (shape {list(shape)}), above the "
-                                   f"limit of {self.fold_limit} (raise it with fold_limit)")
+                                   f"limit of {self.fold_limit} (raise it with fold_limit / --fold-limit)")
 
     def out_for(self, name):
         """Where the producer of `name` writes: its slice of a planned Concat, or None."""
@@ -169,7 +169,7 @@ class Importer:
                 raise type(e)(f"{group.main.describe()}: {e}") from None  # the library's: name the node
             except StowageError as e:  # a library error: name the node it came from
                 raise type(e)(f"{group.main.describe()}: {e}") from None
-            except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
+            except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError, RecursionError) as e:
                 # what a malformed file gives a converter (an attribute of another
                 # type, a list too short): one error naming the node
                 raise InvalidInputError(f"{group.main.describe()}: malformed ({type(e).__name__}: {e})") from None

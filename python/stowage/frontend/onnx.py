@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 
+from .._checks import integer
 from ..builder import Builder
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from .importer import DEFAULT_FOLD_LIMIT, Importer
@@ -36,6 +37,9 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
     the size of a model file read."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
+    for arg, value in (("fold_limit", fold_limit), ("max_model_bytes", max_model_bytes)):
+        if integer("from_onnx", arg, value) < 0:
+            raise InvalidInputError(f"from_onnx: argument '{arg}': {value} is negative")
     proto = malformed_is_invalid(lambda: load_model(model, max_model_bytes))
     if malformed_is_invalid(lambda: needs_upgrade(proto, all_supported)):
         proto = malformed_is_invalid(lambda: upgraded(proto))
@@ -90,12 +94,16 @@ def distinct_results(ob, f, params, results):
 
 
 def malformed_is_invalid(read):
-    """read(), with what protobuf and numpy raise on a malformed graph as one InvalidInputError."""
+    """read(), with what protobuf, onnx and numpy raise on a malformed graph as one InvalidInputError."""
+    from google.protobuf.message import DecodeError
+    from onnx.checker import ValidationError
+
     try:
         return read()
     except StowageError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError, RecursionError, DecodeError,
+            ValidationError) as e:
         raise InvalidInputError(f"malformed model ({type(e).__name__}: {e})") from None
     except MemoryError:
         raise UnsupportedError("the model needs more memory to import than there is") from None

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .._files import open_regular
 from ..errors import FileError, InvalidInputError, UnsupportedError
 from .graph import Graph, Input, Node
 
@@ -27,27 +28,73 @@ INPUT_TYPES = {
 
 
 def load_model(model, max_bytes=DEFAULT_MAX_MODEL_BYTES):
-    """An onnx.ModelProto from a ModelProto, bytes or a path; one clear error for anything else."""
+    """An onnx.ModelProto from a ModelProto, bytes or a path; one clear error for
+    anything else. A path must name a regular file of at most `max_bytes`, checked
+    before a byte is read; bytes are held to the same limit."""
     if isinstance(model, onnx.ModelProto):
+        refuse_external_data(model)
         return model
     if isinstance(model, (bytes, bytearray)):
-        return parse_model(bytes(model), "<bytes>")
+        if len(model) > max_bytes:
+            raise UnsupportedError(f"<bytes>: {len(model)} bytes, above the limit of {max_bytes} (raise it with "
+                                   "max_model_bytes)")
+        model = parse_model(bytes(model), "<bytes>")
+        refuse_external_data(model)
+        return model
     try:
         path = os.fspath(model)
     except TypeError:
         raise InvalidInputError(
-            f"from_onnx: argument 'model': expected an onnx.ModelProto or a path, got {type(model).__name__}"
+            f"from_onnx: argument 'model': expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}"
         ) from None
-    if not os.path.isfile(path):
-        raise FileError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a regular file")
-    size = os.path.getsize(path)
-    if size > max_bytes:
-        raise UnsupportedError(f"{path}: {size} bytes, above the limit of {max_bytes} (raise it with max_model_bytes)")
-    with open(path, "rb") as f:
+    with open_regular(path, max_bytes, "model", " (raise it with max_model_bytes / --max-model-bytes)") as f:
         data = f.read(max_bytes + 1)
-    model = parse_model(data, path)
-    load_external_initializers(model, path, max_bytes - size)
+    if len(data) > max_bytes:
+        raise FileError(f"model '{os.fsdecode(path)}': grew above the limit of {max_bytes} bytes while read")
+    model = parse_model(data, os.fsdecode(path))
+    refuse_external_data(model)
+    load_external_initializers(model, path, max_bytes - len(data))
     return model
+
+
+def refuse_external_data(model):
+    """Refuses a tensor that keeps its data in an external file anywhere but among
+    the main graph's initializers (which load_external_initializers reads, from the
+    model's folder only): a Constant's value, any tensor attribute, sparse tensors,
+    subgraphs' initializers and nodes, the model's local functions. Before this, a
+    Constant could pull a file of the machine that imports the model into it."""
+    for i, node in enumerate(model.graph.node):
+        _refuse_in_node(node, f"node {i} '{node.name}' ({node.op_type})")
+    for t in model.graph.sparse_initializer:
+        _refuse_sparse(t, f"sparse initializer '{t.values.name}'")
+    for function in model.functions:
+        for i, node in enumerate(function.node):
+            _refuse_in_node(node, f"function '{function.name}': node {i} '{node.name}' ({node.op_type})")
+
+
+def _refuse_in_graph(graph, where):
+    for t in graph.initializer:
+        refuse_external(t, f"{where}: initializer '{t.name}'")
+    for t in graph.sparse_initializer:
+        _refuse_sparse(t, f"{where}: sparse initializer '{t.values.name}'")
+    for i, node in enumerate(graph.node):
+        _refuse_in_node(node, f"{where}: node {i} '{node.name}' ({node.op_type})")
+
+
+def _refuse_in_node(node, where):
+    for a in node.attribute:
+        at = f"{where}: attribute '{a.name}'"
+        for t in ([a.t] if a.HasField("t") else []) + list(a.tensors):
+            refuse_external(t, at)
+        for t in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + list(a.sparse_tensors):
+            _refuse_sparse(t, at)
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            _refuse_in_graph(g, at)
+
+
+def _refuse_sparse(sparse, where):
+    refuse_external(sparse.values, where)
+    refuse_external(sparse.indices, where)
 
 
 def load_external_initializers(model, path, budget):
@@ -55,7 +102,7 @@ def load_external_initializers(model, path, budget):
     exporter writes them: `model.onnx.data`), into the model. Only regular files in
     the model's own folder are read (no absolute path, no '..', no link out of it),
     each range checked against the file's size, and at most `budget` bytes in all.
-    Tensors elsewhere (a Constant's attribute) stay refused."""
+    Tensors elsewhere (a Constant's attribute) were refused by refuse_external_data."""
     folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     for tensor in model.graph.initializer:
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
@@ -69,22 +116,23 @@ def load_external_initializers(model, path, budget):
         file = os.path.realpath(os.path.join(folder, location))
         if os.path.dirname(file) != folder and not file.startswith(folder + os.sep):
             raise InvalidInputError(f"{where}: external data {location!r} lies outside the model's folder")
-        if not os.path.isfile(file):
-            raise FileError(f"{where}: external data file {location!r} is missing or not a regular file")
         try:
             offset = int(entries.get("offset", "0"))
-            length = int(entries["length"]) if "length" in entries else os.path.getsize(file) - offset
+            length = int(entries["length"]) if "length" in entries else None
         except ValueError:
             raise InvalidInputError(f"{where}: external data offset or length is not an integer") from None
-        file_size = os.path.getsize(file)
-        if offset < 0 or length < 0 or offset > file_size or length > file_size - offset:
-            raise InvalidInputError(f"{where}: bytes [{offset}, {offset} + {length}) lie outside {location!r} "
-                                    f"({file_size} bytes)")
-        if length > budget:
-            raise UnsupportedError(f"{where}: the model's external data is above the limit of the model's "
-                                   "size (raise it with max_model_bytes)")
-        budget -= length
-        with open(file, "rb") as f:
+        # A regular file only, checked on the open descriptor (a FIFO or device is refused unopened for reading)
+        with open_regular(file, 1 << 62, f"{where}: external data file") as f:
+            file_size = os.fstat(f.fileno()).st_size
+            if length is None:
+                length = file_size - offset
+            if offset < 0 or length < 0 or offset > file_size or length > file_size - offset:
+                raise InvalidInputError(f"{where}: bytes [{offset}, {offset} + {length}) lie outside {location!r} "
+                                        f"({file_size} bytes)")
+            if length > budget:
+                raise UnsupportedError(f"{where}: the model's external data is above the limit of the model's "
+                                       "size (raise it with max_model_bytes)")
+            budget -= length
             f.seek(offset)
             tensor.raw_data = f.read(length)
         del tensor.external_data[:]
@@ -159,10 +207,10 @@ def graph_of(model):
         raise UnsupportedError(f"sparse initializer '{t.values.name}' is not supported")
     initializers = {t.name: initializer_array(t) for t in graph.initializer}
     inputs = [graph_input(v) for v in graph.input if v.name not in initializers]
-    nodes = [node_of(i, n) for i, n in enumerate(graph.node)]
     opsets = {}
     for entry in model.opset_import:
         opsets["" if entry.domain == "ai.onnx" else entry.domain] = entry.version
+    nodes = [node_of(i, n, opsets) for i, n in enumerate(graph.node)]
     return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets,
                  shape_hints=lambda: inferred_shapes(model))
 
@@ -184,7 +232,11 @@ def inferred_shapes(model):
     return shapes
 
 
-def node_of(index, proto):
+def node_of(index, proto, opsets=None):
+    """The neutral Node of a NodeProto; with the model's `opsets` (domain ->
+    version), its attributes' types are checked against its schema."""
+    if opsets is not None:
+        check_attribute_types(index, proto, opsets)
     attrs = {}
     for a in proto.attribute:
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
@@ -196,16 +248,64 @@ def node_of(index, proto):
     return Node(index, proto.name, proto.op_type, proto.domain, proto.input, proto.output, attrs)
 
 
-def refuse_external(tensor, where):
+_SCHEMAS = {}
+
+
+def _schema(op_type, domain, version):
+    """ONNX's schema of op_type in force at `version` of `domain`, or None when onnx has none."""
+    key = (op_type, domain, version)
+    if key not in _SCHEMAS:
+        try:
+            _SCHEMAS[key] = onnx.defs.get_schema(op_type, max_inclusive_version=version, domain=domain)
+        except Exception:  # no such op (the registry check names it)
+            _SCHEMAS[key] = None
+    return _SCHEMAS[key]
+
+
+def _attribute_type_name(value):
+    try:
+        return onnx.AttributeProto.AttributeType.Name(int(value))
+    except ValueError:
+        return f"of type {int(value)} (not an ONNX attribute type)"
+
+
+def _scalar_of(a):
+    """ ' (1.5)' for an attribute holding one number or string, else ''."""
+    kinds = {onnx.AttributeProto.FLOAT: "f", onnx.AttributeProto.INT: "i", onnx.AttributeProto.STRING: "s"}
+    return f" ({getattr(a, kinds[a.type])!r})" if a.type in kinds else ""
+
+
+def check_attribute_types(index, proto, opsets):
+    """Refuses an attribute of another type than its schema declares (a FLOAT
+    group=1.5 where INT is declared), as ONNX Runtime does: read as the declared
+    type it would be truncated or taken as 0. Attributes the schema does not declare
+    are left to the converter, which refuses them by name."""
+    domain = "" if proto.domain == "ai.onnx" else proto.domain
+    version = opsets.get(domain)
+    schema = None if version is None else _schema(proto.op_type, domain, version)
+    if schema is None:
+        return
+    for a in proto.attribute:
+        declared = schema.attributes.get(a.name)
+        if declared is not None and not a.ref_attr_name and int(declared.type) != int(a.type):
+            raise InvalidInputError(
+                f"node {index} '{proto.name}' ({proto.op_type}): attribute '{a.name}' is "
+                f"{_attribute_type_name(a.type)}{_scalar_of(a)}; schema {proto.op_type}-{schema.since_version} "
+                f"declares {_attribute_type_name(declared.type)}")
+
+
+def refuse_external(tensor, where, why="only the main graph's initializers may keep their data beside the model"):
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        raise UnsupportedError(f"{where}: data kept in an external file is not supported")
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        raise UnsupportedError(f"{where}: tensor data kept in an external file ({location!r}) is refused: {why}")
 
 
 def initializer_array(tensor):
     """An initializer's values (float16 and float64 become float32); one error for
     data that does not match its shape, and no file read for data kept outside the
     model (a model from bytes names no folder)."""
-    refuse_external(tensor, f"initializer '{tensor.name}'")
+    refuse_external(tensor, f"initializer '{tensor.name}'", "a model given as bytes or a ModelProto names no folder "
+                    "to read it from (give its path)")
     if any(d < 0 for d in tensor.dims):
         raise InvalidInputError(f"initializer '{tensor.name}': negative dims {list(tensor.dims)}")
     try:

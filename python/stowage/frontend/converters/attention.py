@@ -99,6 +99,12 @@ def einsum_terms(node, shapes_in):
 
 def einsum_fold(ctx, node, *arrays):
     equation = str(node.attr("equation", ""))
+    terms, out = einsum_terms(node, [np.shape(a) for a in arrays])
+    extent = {}
+    for term, array in zip(terms, arrays):
+        for c, size in zip(term, np.shape(array)):
+            extent[c] = max(extent.get(c, 1), int(size))
+    ctx.check_fold(node, [extent.get(c, 1) for c in out], np.result_type(*arrays))  # before numpy makes it
     return np.einsum(equation, *arrays)
 
 

@@ -162,6 +162,9 @@ def _concat_axis(node, rank):
 def _concat_fold(ctx, node, *values):
     values = [v for v in values if v is not None]
     axis = _concat_axis(node, np.ndim(values[0]))
+    shape = list(np.shape(values[0]))
+    shape[axis] = sum(np.shape(v)[axis] if np.ndim(v) == len(shape) else 0 for v in values)
+    ctx.check_fold(node, shape, np.result_type(*values))
     return np.concatenate(values, axis=axis)
 
 
@@ -280,6 +283,7 @@ def _cast_fold(ctx, node, x):
     to = helper.tensor_dtype_to_np_dtype(int(node.int_attr("to")))
     if to in (np.float16, np.float64):
         to = np.float32
+    ctx.check_fold(node, np.shape(x), to)  # a cast may widen (bool to int64: 8 times the bytes)
     return np.asarray(x).astype(to)
 
 
@@ -586,6 +590,11 @@ def gather(ctx, node):
 def _gather_elements_fold(ctx, node, data, indices):
     axis = _axis_of(node, np.ndim(data))
     indices = _wrapped(node, indices, np.shape(data)[axis])
+    if np.ndim(indices) != np.ndim(data):
+        raise node.invalid(f"indices of rank {np.ndim(indices)} for data of rank {np.ndim(data)}")
+    # numpy broadcasts the other axes of data and indices against each other
+    shape = [i if a == axis else max(i, d) for a, (i, d) in enumerate(zip(np.shape(indices), np.shape(data)))]
+    ctx.check_fold(node, shape, np.asarray(data).dtype)
     return np.take_along_axis(np.asarray(data), indices, axis=axis)
 
 

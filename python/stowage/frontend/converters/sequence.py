@@ -205,8 +205,8 @@ def _run_body(ctx, node, body, feeds):
             initializers[name] = value
         else:
             inputs.append(Input(name, value.dtype, list(ctx.shape(value))))
-    graph = Graph(inputs, [o.name for o in body.output], [node_of(i, n) for i, n in enumerate(body.node)],
-                  initializers, ctx.graph.opsets)
+    nodes = [node_of(i, n, ctx.graph.opsets) for i, n in enumerate(body.node)]
+    graph = Graph(inputs, [o.name for o in body.output], nodes, initializers, ctx.graph.opsets)
     sub = Importer(graph, ctx.bb, ctx.f, ctx.ob, fold_limit=ctx.fold_limit)
     sub.values.update({name: value for name, value in feeds.items() if not isinstance(value, np.ndarray)})
     try:
