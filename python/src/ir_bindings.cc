@@ -150,6 +150,8 @@ void bind_module(py::module_& m) {
              if (!py::isinstance<ir::Module>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
              return py::bool_(!(a == b.cast<const ir::Module&>()));
            })
+      .def_readwrite("target", &ir::Module::target,
+                     "The target the module was made for (\"\" when none); compile() uses it when given none.")
       .def_property_readonly("function_names", &function_names)
       .def_property_readonly("kernel_unit_names", &unit_names)
       .def(

@@ -122,16 +122,42 @@ class Executable:
         return f"<stowage.Executable functions=[{names}]>"
 
 
-def compile(module, target="opencl"):  # noqa: A001 (the issue's name)
+DEFAULT_TARGET = "opencl"
+
+
+def compile(module, target=None):  # noqa: A001 (the issue's name)
     """Compiles a module (or its text form) for ``target``, a shipped target
     name (``"opencl"``) or a target JSON file: reads the kernels, verifies,
-    plans where needed and generates bytecode."""
+    plans where needed and generates bytecode. ``target=None`` takes the target
+    the module was made for (``Module.target``, which :func:`from_onnx` records),
+    else ``"opencl"``; a target other than the one the module records is refused
+    (its kernels were chosen for that one)."""
     if isinstance(module, str):
         module = _stowage.parse(module, "<string>")
     if not isinstance(module, _stowage.Module):
         got = type(module).__name__
         raise InvalidInputError(f"compile: argument 'module': expected a Module or its text, got {got}")
-    return Executable(_stowage.compile(module, os.fspath(target)))
+    own = module.target
+    if target is None:
+        return Executable(_stowage.compile(module, own or DEFAULT_TARGET))
+    try:
+        target = os.fspath(target)
+    except TypeError:
+        raise InvalidInputError(f"compile: argument 'target': expected a target name or a path, got "
+                                f"{type(target).__name__}") from None
+    if own and not _same_target(own, target):
+        raise InvalidInputError(f"compile: the module was made for target '{own}', not '{target}' (import it again "
+                                f"for '{target}', or compile it without a target)")
+    return Executable(_stowage.compile(module, target))
+
+
+def _same_target(a, b):
+    """Whether two target arguments name one target: equal names, or paths of one file."""
+    if a == b:
+        return True
+    if os.path.isfile(a) and os.path.isfile(b):
+        return os.path.samefile(a, b)
+    return False
 
 
 def load(path):

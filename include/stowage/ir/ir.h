@@ -197,7 +197,14 @@ struct Module {
   std::vector<KernelSourceUnit> units;
   std::vector<ConstantTensor> constants;
   std::vector<Function> functions;
-  friend bool operator==(const Module&, const Module&) = default;
+  // The target the module was made for (a shipped target name or a target JSON
+  // file; "" when none): an importer that chose kernels for a target records it so
+  // that compiling for another is refused. Not part of the text form, and not
+  // compared by ==, which compares the program.
+  std::string target;
+  friend bool operator==(const Module& a, const Module& b) {
+    return a.units == b.units && a.constants == b.constants && a.functions == b.functions;
+  }
 
   const Function* find_function(std::string_view name) const;
   const ConstantTensor* find_constant(std::string_view name) const;

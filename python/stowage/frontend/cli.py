@@ -63,7 +63,7 @@ def main(argv=None):
             tuning = load(args.tuning)
         module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target, tuning=tuning,
                            fold_limit=args.fold_limit, max_model_bytes=args.max_model_bytes)
-        exe = compile_module(module, target=args.target)
+        exe = compile_module(module)  # for the target the module records
         exe.save(args.output)
     except (InvalidInputError, UnsupportedError) as e:
         print(f"stowage-import: error: {e}", file=sys.stderr)

@@ -11,6 +11,7 @@ Concat whose inputs are made for it alone is planned. What Stowage cannot expres
 is refused with an error naming the node, never approximated.
 """
 
+import os
 import re
 
 import numpy as np
@@ -34,7 +35,8 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
     and convolution weights in texture scopes. ``tuning`` sets kernel constants per
     family, as :class:`stowage.ops.OpBuilder` takes them (docs/operators.md).
     ``fold_limit`` caps the bytes of any value computed at import; ``max_model_bytes``
-    the size of a model file read."""
+    the size of a model file read. The module records ``target`` (``Module.target``):
+    :func:`stowage.compile` uses it and refuses another."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
     for arg, value in (("fold_limit", fold_limit), ("max_model_bytes", max_model_bytes)):
@@ -71,7 +73,9 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
         params = {importer.values[i.name].name for i in graph.inputs}
         results = distinct_results(ob, f, params, [ob.output(importer.values[name]) for name in graph.outputs])
         f.ret(*results)
-    return bb.module()
+    module = bb.module()
+    module.target = os.fsdecode(target)  # compile() takes it, and refuses another
+    return module
 
 
 def distinct_results(ob, f, params, results):
