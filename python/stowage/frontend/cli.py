@@ -40,15 +40,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="stowage-import", description="Imports an ONNX model into a bytecode file.")
     parser.add_argument("model", help="the .onnx file")
     parser.add_argument("-o", "--output", required=True, help="the bytecode file to write (.stw)")
-    parser.add_argument("--target", default="opencl", help="a shipped target name or a target JSON file")
+    parser.add_argument("--target", default="opencl",
+                        help="a shipped target name or a target JSON file: kernels are chosen and compiled for it "
+                             "(default opencl)")
     parser.add_argument("--texture", action="store_true", help="activations and convolution weights in textures")
-    parser.add_argument("--shape", action="append", default=[], help="NAME=1x3x224x224 for an input left dynamic")
+    parser.add_argument("--shape", action="append", default=[],
+                        help="NAME=1x3x224x224 for an input left dynamic or of unknown rank")
     parser.add_argument("--report", action="store_true", help="print the memory report")
-    parser.add_argument("--tuning", metavar="FILE", help="a tuning cache (python -m stowage.tuner): kernels per layer")
+    parser.add_argument("--tuning", metavar="FILE",
+                        help="a tuning cache (python -m stowage.tuner): kernels per layer; a regular file of at most "
+                             "16 MiB")
     parser.add_argument("--fold-limit", type=int, default=DEFAULT_FOLD_LIMIT, metavar="BYTES",
                         help=f"the most bytes one value computed at import may take (default {DEFAULT_FOLD_LIMIT})")
     parser.add_argument("--max-model-bytes", type=int, default=DEFAULT_MAX_MODEL_BYTES, metavar="BYTES",
-                        help=f"the largest model file read (default {DEFAULT_MAX_MODEL_BYTES})")
+                        help=f"the most bytes of the model file and its external data read, checked before "
+                             f"reading (default {DEFAULT_MAX_MODEL_BYTES})")
     args = parser.parse_args(argv)
     from .. import compile as compile_module
     from .onnx import from_onnx
