@@ -47,9 +47,9 @@ import numpy as np
 
 try:  # the exported files are timed where only the runtime (vm-run) is built
     import stowage as sw
-    from stowage import models
+    from stowage import _files, models
 except ImportError:
-    sw = models = None
+    sw = models = _files = None
 
 NETS = ("resnet18", "resnet50", "mobilenet_v2")
 TORCHVISION = {"resnet18": "resnet18", "resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2"}
@@ -237,8 +237,7 @@ def measure_here(nets, args, x):
         row["tvm"] = tvm_planned_bytes(model)
         if args.export:
             os.makedirs(args.export, exist_ok=True)
-            with open(os.path.join(args.export, f"{net}.onnx"), "wb") as f:
-                f.write(model.SerializeToString())
+            _files.write_bytes(os.path.join(args.export, f"{net}.onnx"), model.SerializeToString())
             exe_b.save(os.path.join(args.export, f"{net}.stw"))
             exe_t.save(os.path.join(args.export, f"{net}.texture.stw"))
         elif not args.memory_only:
@@ -248,10 +247,10 @@ def measure_here(nets, args, x):
             row["torch"] = torch_figures(net, x, args.runs, args.reps)
         print(f"measured {net}", file=sys.stderr)
     if args.export:
-        np.save(os.path.join(args.export, "input.npy"), x)
-        with open(os.path.join(args.export, "memory.json"), "w") as f:
-            json.dump({"target": args.target, "command": " ".join(sys.argv), "zero_weights": args.zero_weights,
-                       "rows": rows}, f, indent=1)
+        _files.write_atomically(os.path.join(args.export, "input.npy"), lambda f: np.save(f, x))
+        _files.write_text(os.path.join(args.export, "memory.json"), json.dumps(
+            {"target": args.target, "command": " ".join(sys.argv), "zero_weights": args.zero_weights, "rows": rows},
+            indent=1))
     return rows
 
 

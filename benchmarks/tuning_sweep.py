@@ -99,7 +99,7 @@ def export(args):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import models as bench
     import stowage as sw
-    from stowage import models
+    from stowage import _files, models
 
     os.makedirs(args.export, exist_ok=True)
     rows = []
@@ -113,10 +113,10 @@ def export(args):
             exe.save(os.path.join(args.export, file_name(net, setting)))
             rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
             print(f"exported {net} {setting}", file=sys.stderr)
-    np.save(os.path.join(args.export, "input.npy"),
-            np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32))
-    with open(os.path.join(args.export, "sweep.json"), "w") as f:
-        json.dump({"command": " ".join(sys.argv), "target": args.target, "rows": rows}, f, indent=1)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    _files.write_atomically(os.path.join(args.export, "input.npy"), lambda f: np.save(f, x))
+    _files.write_text(os.path.join(args.export, "sweep.json"),
+                      json.dumps({"command": " ".join(sys.argv), "target": args.target, "rows": rows}, indent=1))
 
 
 def time_file(args, path):

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ._files import write_atomically
 from .errors import FileError, InvalidInputError
 
 MIN_OPSET = 11  # Clip takes its bounds as inputs from opset 11 on
@@ -306,7 +307,9 @@ def main(argv=None):
         model = MODELS[args.model](seed=args.seed, opset=args.opset, batch=args.batch, image=args.image)
         onnx.checker.check_model(model, full_check=True)
         try:
-            onnx.save_model(model, args.output)
+            write_atomically(args.output, lambda f: onnx.save_model(model, f))
+        except FileError:
+            raise
         except OSError as error:
             raise FileError(f"{args.output}: cannot write: {error.strerror or error}") from error
     except (InvalidInputError, FileError) as error:
