@@ -81,7 +81,7 @@ def atomic_path(path):
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp" + suffix, dir=folder)
     except OSError as e:
-        raise FileError(f"'{os.fsdecode(path)}': cannot write in its folder: {e.strerror}") from None
+        raise FileError(f"{os.fsdecode(path)}: cannot write: {e.strerror}") from None
     os.close(fd)
     try:
         yield temp
