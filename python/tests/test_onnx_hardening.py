@@ -82,6 +82,8 @@ def test_files_read_must_be_regular_and_within_their_limit(tmp_path, capsys):
         tuner.time_layers(tmp_path, "vm-run")
     with pytest.raises(sw.FileError, match="module text '/dev/zero': a device, not a regular file"):
         sw.load_module("/dev/zero")
+    with pytest.raises(sw.FileError, match="constants file '.*fifo.json': a FIFO, not a regular file"):
+        sw.parse("", constants=fifo)
     assert refusal(fifo, sw.FileError) == f"model '{fifo}': a FIFO, not a regular file"
 
 
