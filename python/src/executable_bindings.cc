@@ -202,11 +202,12 @@ void bind_executable(py::module_& m) {
                                }
                                return out;
                              })
+      // The planner's figures as the file carries them: the same after compile and
+      // after load.
       .def_property_readonly("planner_report",
                              [](const ExecutableHandle& h) {
                                py::list rows;
-                               if (!h.memory) return rows;
-                               for (const auto& s : h.memory->scopes) {
+                               for (const ScopePlan& s : h.executable->memory_plans) {
                                  py::dict row;
                                  row["function"] = s.function;
                                  row["scope"] = s.scope;

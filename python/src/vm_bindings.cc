@@ -259,9 +259,18 @@ void bind_machine(py::module_& m) {
              return machine.upload(kept);
            })
       .def_property_readonly("device", [](const VirtualMachine& machine) { return describe_device(machine.device()); })
-      .def("profile", [](const VirtualMachine& machine) { return describe_profile(machine.profile()); })
-      .def("reset_profile", &VirtualMachine::reset_profile)
-      .def("set_profiling", &VirtualMachine::set_profiling)
+      // These wait for an invoke running on another thread: without the GIL.
+      .def("profile",
+           [](const VirtualMachine& machine) {
+             vm::Profile profile;
+             {
+               py::gil_scoped_release release;
+               profile = machine.profile();
+             }
+             return describe_profile(profile);
+           })
+      .def("reset_profile", &VirtualMachine::reset_profile, py::call_guard<py::gil_scoped_release>())
+      .def("set_profiling", &VirtualMachine::set_profiling, py::call_guard<py::gil_scoped_release>())
       .def("synchronize", &VirtualMachine::synchronize, py::call_guard<py::gil_scoped_release>());
 }
 

@@ -82,13 +82,15 @@ class Executable:
           ``seconds``: the planning time.
 
         For scopes the planner placed, the figures are the planner's (the
-        returned tensor's own storage is not counted) with ``tensors`` and
-        ``spilled``, ``spilled_bytes``, ``discontiguous`` (tensors with blocks
-        here) and ``blocks`` added; otherwise (programs placed by hand, or an
-        executable loaded from a file) they are those of :meth:`memory_layout`,
-        over every storage of the scope, and ``reuse_only_bytes`` and ``seconds``
-        are None. Both count the lower bound the same way, over the tensors of the
-        storages they count.
+        returned tensor's own storage is not counted; image scopes count their
+        pixels' bytes) with ``tensors`` and ``spilled``, ``spilled_bytes``,
+        ``discontiguous`` (tensors with blocks here) and ``blocks`` added. The file
+        carries them (its memory plan section), so a saved and loaded executable
+        reports exactly what the compiled one did. Otherwise (programs placed by
+        hand, or a file written without that section) they are those of
+        :meth:`memory_layout`, over every storage of the scope, and
+        ``reuse_only_bytes`` and ``seconds`` are None. Both count the lower bound
+        the same way, over the tensors of the storages they count.
 
         Every scope also has ``constant_bytes``: the storages of its constants
         (weights), made once per VM and not part of the figures above. A scope that

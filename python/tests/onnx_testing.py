@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import stowage as sw
 
@@ -85,3 +85,28 @@ def assert_matches(got, want, tolerance=1e-4):
     np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
     error = relative_error(got[finite], want[finite])
     assert error <= tolerance, error
+
+
+def small_cnn():
+    """Conv, ReLU, Conv + residual, pool, Gemm: planned storages that each invoke reuses."""
+    rng = np.random.default_rng(7)
+    weights = {
+        "w1": rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3,
+        "w2": rng.standard_normal((8, 8, 3, 3)).astype(np.float32) * 0.2,
+        "fc": rng.standard_normal((10, 8)).astype(np.float32) * 0.5,
+        "b": rng.standard_normal(10).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["s"]),
+        helper.make_node("GlobalAveragePool", ["s"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "b"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

@@ -161,14 +161,27 @@ def test_a_loaded_file_carries_the_layout_the_compiler_made(tmp_path):
     exe.save(path)
     loaded = sw.load(path)
     assert loaded.memory_layout() == exe.memory_layout()
-    (scope,) = loaded.memory_layout()["scopes"]
-    # Every storage of the scope, the returned tensor's own included: the report of
-    # a loaded file counts them all, the planner's only its own storage.
-    figures = loaded.memory_report[scope["scope"]]
-    assert (figures["planned_bytes"], figures["lower_bound"], figures["naive_bytes"]) == (
-        scope["storage_bytes"], scope["lower_bound"], scope["tensor_bytes"])
-    assert scope["storage_bytes"] > exe.memory_report[scope["scope"]]["planned_bytes"]
-    assert scope["lower_bound"] <= scope["storage_bytes"]
+    assert loaded.memory_report == exe.memory_report
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+def test_memory_report_is_the_same_after_save_and_load(texture, tmp_path):
+    # The planner's figures travel in the file (its memory plan section): a loaded
+    # executable reports what the compiled one did, image scopes included (their
+    # lower bound is the most pixel bytes alive at once, never 0).
+    from onnx_testing import small_cnn
+
+    pytest.importorskip("onnx")
+    exe = sw.compile(sw.from_onnx(small_cnn(), texture=texture))
+    exe.save(tmp_path / "m.stw")
+    report = exe.memory_report
+    assert sw.load(tmp_path / "m.stw").memory_report == report
+    assert sw.Executable.from_bytes(exe.to_bytes()).memory_report == report
+    planned = {scope: r for scope, r in report.items() if r.get("tensors")}
+    assert planned, report
+    for scope, r in planned.items():
+        assert 0 < r["lower_bound"] <= r["planned_bytes"] <= r["naive_bytes"], (scope, r)
+    assert any(scope.startswith("global.texture") for scope in planned) == texture
 
 
 def test_names_do_not_change_the_report():

@@ -324,3 +324,38 @@ def test_other_threads_run_while_the_device_works(device):
     assert ticks[0] > 1_000_000, ticks[0]  # about 80,000 when the GIL is held, millions when not
     for k in range(2):
         np.testing.assert_array_equal(results[k], np.full(256, k + rounds // 2, np.float32))
+
+
+def test_one_vm_invoked_from_eight_threads_gives_every_result_right(device):
+    # As ONNX Runtime users call run on one session from many threads: the VM
+    # serialises its invokes, and each thread's results are its own.
+    import threading
+
+    from onnx_testing import small_cnn
+
+    exe = sw.compile(sw.from_onnx(small_cnn()))
+    vm = sw.VirtualMachine(exe, device=device)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(4)]
+    want = [vm.invoke("main", x).numpy() for x in xs]
+    assert all(not np.array_equal(want[0], w) for w in want[1:])
+    wrong = []
+    errors = []
+
+    def run(thread):
+        try:
+            for i in range(200):
+                k = (thread + i) % 4
+                got = vm.invoke("main", xs[k]).numpy()
+                if not np.array_equal(got, want[k]):
+                    wrong.append((thread, i))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert wrong == []

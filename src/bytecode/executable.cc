@@ -72,6 +72,7 @@ uint64_t LayoutScope::tensor_bytes() const {
 }
 
 uint16_t Executable::required_minor_version() const {
+  if (!memory_plans.empty()) return 5;
   for (const Function& f : functions) {
     if (f.result.kind == ValueKind::kTuple) return 4;
     for (const Instruction& ins : f.code) {

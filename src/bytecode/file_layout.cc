@@ -24,6 +24,7 @@ std::string_view section_name(SectionKind kind) {
     case SectionKind::kTensorConstants: return "tensor constants";
     case SectionKind::kConstantData: return "constant data";
     case SectionKind::kMemoryLayout: return "memory layout";
+    case SectionKind::kMemoryPlan: return "memory plan";
   }
   return "unknown";
 }
@@ -174,6 +175,10 @@ Status LayoutReader::read_section_table() {
   STOWAGE_TRY(check_constant_sections());
   if (layout_.section(SectionKind::kMemoryLayout) && layout_.minor < 3) {
     return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no memory layout; it needs 1.3",
+                                                         kMajorVersion, layout_.minor));
+  }
+  if (layout_.section(SectionKind::kMemoryPlan) && layout_.minor < 5) {
+    return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no memory plan; it needs 1.5",
                                                          kMajorVersion, layout_.minor));
   }
   return check_extents(extents);

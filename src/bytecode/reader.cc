@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -57,6 +58,7 @@ class Reader {
   Status validate_code();
   Status read_debug();
   Status read_memory_layout();
+  Status read_memory_plan();
   Status read_function_layout(SectionCursor& in, FunctionLayout& out, uint64_t& entries);
   Status read_layout_storage(SectionCursor& in, uint64_t steps, LayoutStorage& out, uint64_t& entries);
   Status read_span(SectionCursor& in, uint64_t steps, uint64_t& start, uint64_t& end);
@@ -840,12 +842,59 @@ Status Reader::read_memory_layout() {
   return in.expect_end();
 }
 
+Status Reader::read_memory_plan() {
+  if (!layout_.section(SectionKind::kMemoryPlan)) return Status::ok();
+  SectionCursor in = cursor(SectionKind::kMemoryPlan);
+  uint64_t at = in.offset();
+  uint32_t count = 0;
+  STOWAGE_TRY(in.read(count, "plan count"));
+  STOWAGE_TRY(in.check_count(at, count, exe_.functions.size() * kMaxScopes, 90, "plan count"));
+  exe_.memory_plans.resize(count);
+  std::set<std::pair<std::string_view, std::string_view>> seen;
+  for (uint32_t i = 0; i < count; ++i) {
+    ScopePlan& p = exe_.memory_plans[i];
+    in.set_context(fmt::format("plan {}", i));
+    at = in.offset();
+    STOWAGE_TRY(read_name(in, p.function, "function name", /*allow_empty=*/false));
+    if (exe_.find_function(p.function) < 0) {
+      return in.error_at(at, fmt::format("'{}' is not a function of the file", p.function));
+    }
+    STOWAGE_TRY(read_name(in, p.scope, "scope name", /*allow_empty=*/false));
+    if (!seen.insert({p.function, p.scope}).second) {
+      return in.error_at(at, fmt::format("function '{}' has two plans for scope '{}'", p.function, p.scope));
+    }
+    in.set_context(fmt::format("plan of '{}', scope '{}'", p.function, p.scope));
+    const uint64_t figures_at = in.offset();
+    for (auto [field, what] : {std::pair{&p.tensors, "tensor count"}, {&p.planned_bytes, "planned bytes"},
+                               {&p.lower_bound, "lower bound"}, {&p.naive_bytes, "naive bytes"},
+                               {&p.reuse_only_bytes, "reuse-only bytes"}, {&p.spilled, "spilled count"},
+                               {&p.spilled_bytes, "spilled bytes"}, {&p.discontiguous, "discontiguous count"},
+                               {&p.blocks, "block count"}}) {
+      STOWAGE_TRY(in.read(*field, what));
+    }
+    const uint64_t seconds_at = in.offset();
+    uint64_t bits = 0;
+    STOWAGE_TRY(in.read(bits, "seconds"));
+    p.seconds = std::bit_cast<double>(bits);
+    if (!std::isfinite(p.seconds) || p.seconds < 0) {
+      return in.error_at(seconds_at, fmt::format("planning time {} is not a finite number of seconds", p.seconds));
+    }
+    if (p.lower_bound > p.naive_bytes || p.spilled > p.tensors || p.spilled_bytes > p.naive_bytes) {
+      return in.error_at(figures_at, fmt::format("lower bound {}, spilled {} of {} tensors and spilled bytes {} do not "
+                                                 "fit its {} naive bytes",
+                                                 p.lower_bound, p.spilled, p.tensors, p.spilled_bytes, p.naive_bytes));
+    }
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
 Expected<Executable> Reader::read() {
   for (Status (Reader::*step)() : {&Reader::read_layout, &Reader::read_strings, &Reader::read_constants,
                                    &Reader::read_kernels, &Reader::read_requirements, &Reader::read_tensor_constants,
                                    &Reader::read_code_words,
                                    &Reader::read_functions, &Reader::validate_code, &Reader::read_debug,
-                                   &Reader::read_memory_layout}) {
+                                   &Reader::read_memory_layout, &Reader::read_memory_plan}) {
     if (Status s = (this->*step)(); !s) return s.error();
   }
   return std::move(exe_);

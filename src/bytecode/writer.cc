@@ -1,10 +1,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <utility>
 
 #include "byte_io.h"
+#include "stowage/support/file.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/bytecode/format.h"
 #include "stowage/bytecode/instruction_codec.h"
@@ -200,6 +200,19 @@ void write_memory_layout(ByteWriter& w, const Executable& exe) {
   }
 }
 
+void write_memory_plan(ByteWriter& w, const Executable& exe) {
+  w.u32(static_cast<uint32_t>(exe.memory_plans.size()));
+  for (const ScopePlan& p : exe.memory_plans) {
+    w.str(p.function);
+    w.str(p.scope);
+    for (uint64_t v : {p.tensors, p.planned_bytes, p.lower_bound, p.naive_bytes, p.reuse_only_bytes, p.spilled,
+                       p.spilled_bytes, p.discontiguous, p.blocks}) {
+      w.u64(v);
+    }
+    w.f64(p.seconds);
+  }
+}
+
 struct PlacedSection {
   SectionKind kind;
   uint64_t offset;
@@ -222,6 +235,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
     kinds.push_back(SectionKind::kConstantData);
   }
   if (!exe.memory_layouts.empty()) kinds.push_back(SectionKind::kMemoryLayout);
+  if (!exe.memory_plans.empty()) kinds.push_back(SectionKind::kMemoryPlan);
 
   std::vector<uint8_t> file(kHeaderSize + kinds.size() * kSectionEntrySize, 0);
   ByteWriter w(file);
@@ -240,6 +254,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
       case SectionKind::kTensorConstants: write_tensor_constants(w, exe); break;
       case SectionKind::kConstantData: write_constant_data(w, exe); break;
       case SectionKind::kMemoryLayout: write_memory_layout(w, exe); break;
+      case SectionKind::kMemoryPlan: write_memory_plan(w, exe); break;
     }
     placed.push_back({kind, begin, w.position() - begin});
   }
@@ -268,12 +283,11 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
 Status write_bytecode_file(const Executable& exe, const std::string& path) {
   std::vector<uint8_t> bytes = write_bytecode(exe);
   STOWAGE_TRY(validate_bytecode(bytes));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Error(ErrorKind::kIo, fmt::format("cannot open '{}' for writing", path));
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return Error(ErrorKind::kIo, fmt::format("cannot write '{}'", path));
-  return Status::ok();
+  // Through a temporary file renamed over `path`: a write that fails part-way (disk
+  // full, a file-size limit) leaves the file that was there whole, and a VM that
+  // mapped that file keeps reading the old bytes (docs/security.md).
+  return write_file_atomically(
+      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "bytecode file", WrittenFile::kOutput);
 }
 
 }  // namespace stowage

@@ -57,6 +57,11 @@ Expected<CompileResult> compile_module(Module module, const TargetDesc& target, 
   }
   if (options.keep_memory_layout) {
     exe.memory_layouts = layouts;
+    for (const ScopeReport& r : memory.scopes) {
+      exe.memory_plans.push_back(ScopePlan{r.function, r.scope, r.tensors, r.planned_bytes, r.lower_bound,
+                                           r.naive_bytes, r.reuse_only_bytes, r.spilled, r.spilled_bytes,
+                                           r.discontiguous, r.blocks, r.seconds});
+    }
     exe.minor_version = exe.required_minor_version();
   }
   return CompileResult{std::move(module), std::move(exe), std::move(memory), std::move(layouts)};

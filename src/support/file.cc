@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -86,7 +87,30 @@ Expected<std::string> read_regular_file(const std::string& path, uint64_t max_by
   return bytes;
 }
 
-Status write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what) {
+namespace {
+
+// The process's umask, read without changing it (umask(2) would set it for every
+// thread meanwhile); 022 where /proc does not say.
+mode_t current_umask() {
+  std::FILE* status = std::fopen("/proc/self/status", "re");
+  mode_t mask = 022;
+  if (status == nullptr) return mask;
+  char line[256];
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    unsigned value = 0;
+    if (std::sscanf(line, "Umask: %o", &value) == 1) {
+      mask = static_cast<mode_t>(value & 0777);
+      break;
+    }
+  }
+  std::fclose(status);
+  return mask;
+}
+
+}  // namespace
+
+Status write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what,
+                             WrittenFile access) {
   auto fail = [&](std::string_view reason) {
     return Error(ErrorKind::kIo, fmt::format("cannot write {} '{}': {}", what, path, reason));
   };
@@ -109,6 +133,10 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, st
       return discard(errno_text(errno));
     }
     written += static_cast<size_t>(n);
+  }
+  if (access == WrittenFile::kOutput) {
+    if (::fchmod(fd.get(), 0666 & ~current_umask()) != 0) return discard(errno_text(errno));
+    if (::fsync(fd.get()) != 0) return discard(errno_text(errno));
   }
   if (::close(fd.release()) != 0) return discard(errno_text(errno));
   // rename replaces a link at `path` itself; it never writes through it.

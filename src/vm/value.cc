@@ -10,15 +10,14 @@ namespace stowage::vm {
 // DLPack 0.8 names the bool type code 6 (kDLBool); older headers lack the name.
 constexpr uint8_t kDLBoolCode = 6;
 
-StorageObject::StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
+StorageObject::StorageObject(std::shared_ptr<ScopeCounter> usage, uint64_t nbytes, opencl::MemHandle mem,
                              std::optional<ImageExtent> image, SvmAllocation svm)
     : usage_(std::move(usage)), nbytes_(nbytes), mem_(std::move(mem)), image_(image), svm_(std::move(svm)) {
-  usage_->in_use += nbytes_;
-  if (usage_->in_use > usage_->peak) usage_->peak = usage_->in_use;
+  usage_->add(nbytes_);
 }
 
 StorageObject::~StorageObject() {
-  usage_->in_use -= nbytes_;
+  usage_->release(nbytes_);
   // Newest first: NVIDIA's OpenCL (driver 580) faults when a sub-buffer is released
   // before a later one that overlaps it, once kernels have used both. Tensors hold
   // their storage, so these are the last references.
@@ -150,7 +149,7 @@ std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
   const uint64_t nbytes = std::max<uint64_t>(src.nbytes, 1);
   cl_mem mem = clCreateBuffer(ctx.context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
   if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clCreateBuffer"));
-  auto usage = std::make_shared<ScopeUsage>();
+  auto usage = std::make_shared<ScopeCounter>();
   usage->scope = "global";
   auto out = std::make_shared<TensorObject>();
   out->shape = src.shape;

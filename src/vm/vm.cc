@@ -96,7 +96,7 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
     impl->unit_programs.push_back(*program);
   }
   for (const auto& req : impl->exe->requirements.scopes) {
-    auto usage = std::make_shared<ScopeUsage>();
+    auto usage = std::make_shared<ScopeCounter>();
     usage->scope = req.scope;
     usage->onchip = req.onchip;
     // OpenCL offers no on-chip storage objects: on-chip scopes are buffers whose
@@ -118,7 +118,7 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
   if (auto global = impl->scope_index.find("global"); global != impl->scope_index.end()) {
     impl->argument_usage = impl->scope_usage[global->second];
   } else {
-    impl->argument_usage = std::make_shared<ScopeUsage>();
+    impl->argument_usage = std::make_shared<ScopeCounter>();
     impl->argument_usage->scope = "global";
   }
   try {
@@ -133,6 +133,7 @@ VirtualMachine::VirtualMachine(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 VirtualMachine::~VirtualMachine() = default;
 
 Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args) {
+  std::lock_guard lock(impl_->mutex);
   int64_t index = impl_->exe->find_function(function);
   if (index < 0) {
     throw StowageError(ErrorKind::kInvalidInput, fmt::format("invoke: the executable has no function '{}'", function));
@@ -160,6 +161,7 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
 }
 
 Tensor VirtualMachine::upload(const Tensor& host) {
+  std::lock_guard lock(impl_->mutex);
   const TensorObject& t = *host.object();
   if (!t.on_host()) {
     if (t.context != impl_->context) {
@@ -190,7 +192,7 @@ Value VirtualMachine::Impl::device_argument(uint32_t function, size_t index, con
   return out;
 }
 
-std::shared_ptr<StorageObject> VirtualMachine::Impl::new_buffer(const std::shared_ptr<ScopeUsage>& usage,
+std::shared_ptr<StorageObject> VirtualMachine::Impl::new_buffer(const std::shared_ptr<ScopeCounter>& usage,
                                                                 uint64_t nbytes) {
   cl_int status = CL_SUCCESS;
   cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
@@ -326,6 +328,7 @@ void VirtualMachine::Impl::execute(uint32_t function, uint32_t pc, const Instruc
 }
 
 Profile VirtualMachine::profile() const {
+  std::lock_guard lock(impl_->mutex);
   impl_->read_kernel_times();
   Profile p;
   p.device_allocations = impl_->device_allocations;
@@ -345,9 +348,9 @@ Profile VirtualMachine::profile() const {
   if (impl_->last_end_ns > impl_->first_start_ns) {
     p.device_span_us = static_cast<double>(impl_->last_end_ns - impl_->first_start_ns) / 1000.0;
   }
-  for (const auto& usage : impl_->scope_usage) p.scopes.push_back(*usage);
+  for (const auto& usage : impl_->scope_usage) p.scopes.push_back(usage->snapshot());
   if (impl_->scope_index.count("global") == 0 && impl_->argument_usage->allocations != 0) {
-    p.scopes.push_back(*impl_->argument_usage);
+    p.scopes.push_back(impl_->argument_usage->snapshot());
   }
   for (size_t f = 0; f < impl_->sites.size(); ++f) {
     const Function& fn = impl_->exe->functions[f];
@@ -372,6 +375,7 @@ Profile VirtualMachine::profile() const {
 }
 
 void VirtualMachine::reset_profile() {
+  std::lock_guard lock(impl_->mutex);
   impl_->read_kernel_times();
   impl_->first_start_ns = UINT64_MAX;
   impl_->last_end_ns = 0;
@@ -382,12 +386,8 @@ void VirtualMachine::reset_profile() {
   impl_->svm_allocations = 0;
   impl_->kernel_launches = 0;
   impl_->context->transfers().reset();
-  impl_->argument_usage->allocations = 0;
-  impl_->argument_usage->peak = impl_->argument_usage->in_use;
-  for (auto& usage : impl_->scope_usage) {
-    usage->allocations = 0;
-    usage->peak = usage->in_use;
-  }
+  impl_->argument_usage->restart();
+  for (auto& usage : impl_->scope_usage) usage->restart();
   for (auto& fsites : impl_->sites) {
     for (auto& site : fsites) {
       site.count = 0;
@@ -398,7 +398,10 @@ void VirtualMachine::reset_profile() {
   }
 }
 
-void VirtualMachine::set_profiling(bool on) { impl_->profiling = on; }
+void VirtualMachine::set_profiling(bool on) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->profiling = on;
+}
 const opencl::DeviceInfo& VirtualMachine::device() const { return impl_->context->info(); }
 const Executable& VirtualMachine::executable() const { return *impl_->exe; }
 

@@ -13,10 +13,10 @@ std::shared_ptr<StorageObject> VirtualMachine::Impl::upload_constant_storage(con
   if (found == scope_index.end()) {
     throw_runtime(fmt::format("constant storage in scope '{}', which is not among the requirements", storage.scope));
   }
-  const std::shared_ptr<ScopeUsage>& usage = scope_usage[found->second];
-  if (usage->capacity != 0 && storage.nbytes > usage->capacity - std::min(usage->capacity, usage->in_use)) {
+  const std::shared_ptr<ScopeCounter>& usage = scope_usage[found->second];
+  if (usage->capacity != 0 && storage.nbytes > usage->capacity - std::min<uint64_t>(usage->capacity, usage->in_use.load())) {
     throw_runtime(fmt::format("scope '{}': constants of {} bytes exceed the capacity of {} bytes ({} in use)",
-                              storage.scope, storage.nbytes, usage->capacity, usage->in_use));
+                              storage.scope, storage.nbytes, usage->capacity, usage->in_use.load()));
   }
   cl_command_queue queue = context->queue();
   cl_int status = CL_SUCCESS;

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,12 +55,16 @@ inline constexpr uint32_t kGuardPattern = 0xA5C3E1F7u;
 inline constexpr size_t kMaxPendingLaunches = 65536;
 
 struct VirtualMachine::Impl {
+  // Held by every public call that reads or changes the state below: invokes from
+  // several threads run one at a time (kernel objects, bound arguments and cached
+  // storages are per VM, and clSetKernelArg is not thread-safe on one kernel).
+  std::mutex mutex;
   std::shared_ptr<const Executable> exe;
   std::shared_ptr<opencl::Context> context;
   std::unique_ptr<opencl::ProgramCache> programs;
   std::vector<cl_program> unit_programs;           // by unit index
   std::vector<std::vector<SiteState>> sites;       // [function][instruction]
-  std::vector<std::shared_ptr<ScopeUsage>> scope_usage;  // by requirement index
+  std::vector<std::shared_ptr<ScopeCounter>> scope_usage;  // by requirement index
   std::map<std::string, size_t, std::less<>> scope_index;
   std::vector<bool> kernel_checked;                // clGetKernelArgInfo compared, per kernel
   // invoke: per function and parameter, the buffer a host argument was last
@@ -67,7 +72,7 @@ struct VirtualMachine::Impl {
   std::vector<std::vector<std::shared_ptr<StorageObject>>> argument_storage;
   // Where uploaded arguments count their bytes: the requirements' "global" scope,
   // or an entry of its own when the program allocates nothing there.
-  std::shared_ptr<ScopeUsage> argument_usage;
+  std::shared_ptr<ScopeCounter> argument_usage;
   // The executable's tensor constants on this device, made and filled at creation.
   std::vector<std::shared_ptr<StorageObject>> constant_storages;
   std::vector<std::shared_ptr<TensorObject>> constants;
@@ -106,7 +111,7 @@ struct VirtualMachine::Impl {
   void upload_constants();
   std::shared_ptr<StorageObject> upload_constant_storage(const ConstantStorage& storage);
   // A buffer of `nbytes` in `usage`'s scope, counted as a device allocation.
-  std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeUsage>& usage, uint64_t nbytes);
+  std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeCounter>& usage, uint64_t nbytes);
   // A tensor filling `storage` from offset 0, with the shape and dtype of `like`.
   std::shared_ptr<TensorObject> whole_buffer_tensor(const std::shared_ptr<StorageObject>& storage,
                                                     const TensorObject& like);

@@ -44,7 +44,7 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
     return;
   }
   if (site.storage.use_count() == 1) site.storage.reset();  // return its bytes before the capacity check
-  ScopeUsage& usage = *scope_usage[found->second];
+  ScopeCounter& usage = *scope_usage[found->second];
   auto exceeds = [&] { return usage.capacity != 0 && (nbytes > usage.capacity || usage.in_use > usage.capacity - nbytes); };
   if (exceeds()) {
     // Idle storages cached by other call sites give their bytes back first.
@@ -56,7 +56,7 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
   }
   if (exceeds()) {
     throw_runtime(fmt::format("scope '{}'{}: allocating {} bytes exceeds the capacity of {} bytes ({} in use)", scope,
-                              usage.emulated ? " (emulated on-chip)" : "", nbytes, usage.capacity, usage.in_use));
+                              usage.emulated ? " (emulated on-chip)" : "", nbytes, usage.capacity, usage.in_use.load()));
   }
   cl_int status = CL_SUCCESS;
   const uint64_t guard_at = (nbytes + 3) / 4 * 4;

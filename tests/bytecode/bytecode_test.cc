@@ -2,8 +2,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "bytecode_test_util.h"
 
@@ -38,9 +42,9 @@ TEST(Bytecode, LayoutFollowsTheFormatHeader) {
   EXPECT_EQ(testing::get_le<uint32_t>(file, HeaderField::kSectionCount), 7u);  // debug text present
   for (uint32_t k = kFirstSectionKind; k <= kLastSectionKind; ++k) {
     auto kind = static_cast<SectionKind>(k);
-    // No constants and no memory layout here.
+    // No constants, no memory layout and no memory plan here.
     if (kind == SectionKind::kTensorConstants || kind == SectionKind::kConstantData ||
-        kind == SectionKind::kMemoryLayout)
+        kind == SectionKind::kMemoryLayout || kind == SectionKind::kMemoryPlan)
       continue;
     auto s = testing::find_section(file, kind);
     EXPECT_NE(s.entry, 0u) << section_name(static_cast<SectionKind>(k));
@@ -156,6 +160,48 @@ TEST_F(BytecodeFiles, UnwritablePathIsAnIoError) {
   Status written = write_bytecode_file(make_add_mul_executable(), file);
   ASSERT_FALSE(written);
   EXPECT_EQ(written.error().kind(), ErrorKind::kIo);
+}
+
+// A write that fails part-way (here the file-size limit; a full disk alike) is an
+// error, and the file that was at the path is still there, whole.
+TEST_F(BytecodeFiles, AWriteThatFailsPartWayLeavesTheFileThatWasThereWhole) {
+  std::string file = path("model.stw");
+  ASSERT_TRUE(write_bytecode_file(make_add_mul_executable(), file));
+  const auto before = std::filesystem::file_size(file);
+  std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status written = write_bytecode_file(make_add_mul_executable(), file);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().kind(), ErrorKind::kIo);
+  EXPECT_EQ(written.error().message(), fmt::format("cannot write bytecode file '{}': File too large", file));
+  EXPECT_EQ(std::filesystem::file_size(file), before);
+  Expected<Executable> back = read_bytecode_file(file);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, make_add_mul_executable());
+  // No temporary file is left beside it.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(file).parent_path())) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+// A bytecode file is readable by others as any new file is (the umask decides), not
+// private as the kernel cache's files are.
+TEST_F(BytecodeFiles, AWrittenFileHasTheModeTheUmaskGives) {
+  std::string file = path("shared.stw");
+  const mode_t old_mask = ::umask(027);
+  Status written = write_bytecode_file(make_add_mul_executable(), file);
+  ::umask(old_mask);
+  ASSERT_TRUE(written) << written.error().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
 
 // Leaves the example's file in the build tree, where the loader fuzzer takes its

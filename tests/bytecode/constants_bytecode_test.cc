@@ -116,6 +116,23 @@ TEST(ConstantsBytecode, AMappedFileKeepsItsBytesWhereTheyLie) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(back->constant_storages[0].segments[0].bytes.data()) % 64, 0u);
 }
 
+// Writing a new file where a loaded one lies replaces it (a rename): the loaded
+// executable keeps the old bytes it mapped, never a file truncated under it (SIGBUS).
+TEST(ConstantsBytecode, AFileRewrittenWhileLoadedLeavesTheLoadedExecutableWhole) {
+  const Executable exe = make_weights_executable();
+  std::string path = fmt::format("{}/stowage-rewritten-{}.stw", std::filesystem::temp_directory_path().string(),
+                                 ::getpid());
+  ASSERT_TRUE(write_bytecode_file(exe, path));
+  auto loaded = read_bytecode_file(path);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  ASSERT_TRUE(write_bytecode_file(make_add_mul_executable(), path));  // a smaller file at the same path
+  EXPECT_EQ(*loaded, exe);  // reads every constant byte through the mapping
+  auto again = read_bytecode_file(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(*again, make_add_mul_executable());
+}
+
 TEST(ConstantsBytecode, StorageRules) {
   Executable exe = make_weights_executable();
   std::vector<uint8_t> file = write_bytecode(exe);

@@ -135,7 +135,8 @@ TEST_F(PlanCsvCommand, BadInput) {
   PlanCsvArgs args;
   args.input = (dir_ / "missing.csv").string();
   EXPECT_EQ(run(args), 2);
-  EXPECT_EQ(err_.str(), "stowc plan-csv: error: " + args.input + ": cannot open the file\n");
+  EXPECT_EQ(err_.str(), "stowc plan-csv: error: cannot read planning CSV file '" + args.input +
+                            "': No such file or directory\n");
   EXPECT_EQ(out_.str(), "");
 
   args.input = write("bad.csv", "id,lower,upper,size\nb1,0,3,4\nb2,3,9\n");

@@ -1,6 +1,7 @@
 // Many VMs on many threads over one shared Executable, from a cold start: this
-// binary holds only this test, so the OpenCL devices are enumerated for the first
-// time while eight threads create their VMs at once. Every result must be right.
+// binary holds only these tests, so the OpenCL devices are enumerated for the first
+// time while eight threads create their VMs at once. Then one VM invoked from eight
+// threads at once, as one inference session is. Every result must be right.
 // build.sh runs it under ThreadSanitizer too (build-tsan/).
 #include <gtest/gtest.h>
 
@@ -32,6 +33,26 @@ struct ThreadReport {
   std::string problem;
 };
 
+// The inputs of invoke `i` on thread `thread`, and the result (x + y) * z they must give.
+struct Case {
+  std::vector<int32_t> x, y, z, expected;
+};
+
+Case make_case(int thread, int i) {
+  Case c{std::vector<int32_t>(256), std::vector<int32_t>(256), std::vector<int32_t>(256), std::vector<int32_t>(256)};
+  for (int k = 0; k < 256; ++k) {
+    c.x[k] = k * 3 - 100 + thread * 1000 + i;
+    c.y[k] = 7 - k + i;
+    c.z[k] = (k % 13) - 6 + thread;
+    c.expected[k] = (c.x[k] + c.y[k]) * c.z[k];
+  }
+  return c;
+}
+
+Value invoke_case(VirtualMachine& vm, const Case& c) {
+  return vm.invoke("main", {Value::from(int_tensor(c.x)), Value::from(int_tensor(c.y)), Value::from(int_tensor(c.z))});
+}
+
 void run_thread(const std::shared_ptr<const Executable>& exe, int thread, std::latch& start, ThreadReport& report) {
   start.arrive_and_wait();  // every thread creates its VM at the same moment
   try {
@@ -41,16 +62,9 @@ void run_thread(const std::shared_ptr<const Executable>& exe, int thread, std::l
       return;
     }
     for (int i = 0; i < kInvokesPerThread; ++i) {
-      std::vector<int32_t> x(256), y(256), z(256), expected(256);
-      for (int k = 0; k < 256; ++k) {
-        x[k] = k * 3 - 100 + thread * 1000 + i;
-        y[k] = 7 - k + i;
-        z[k] = (k % 13) - 6 + thread;
-        expected[k] = (x[k] + y[k]) * z[k];
-      }
-      Value out = (*vm)->invoke("main", {Value::from(int_tensor(x)), Value::from(int_tensor(y)),
-                                         Value::from(int_tensor(z))});
-      if (out.as_tensor().to_vector<int32_t>() != expected) {
+      Case c = make_case(thread, i);
+      Value out = invoke_case(**vm, c);
+      if (out.as_tensor().to_vector<int32_t>() != c.expected) {
         report.problem = "invoke " + std::to_string(i) + " gave a wrong result";
         return;
       }
@@ -88,6 +102,61 @@ TEST(VmThreads, EightThreadsCreateVmsAtOnceFromAColdStartAndInvoke200TimesEach) 
   ASSERT_EQ(files.size(), 1u);
   EXPECT_TRUE(files[0].ends_with(".bin")) << files[0];
   std::filesystem::remove_all(cache);
+}
+
+// One thread's share of invokes on the VM all threads share. Each keeps its previous
+// result and checks it again after its next invoke (results own their storage, so
+// other threads' invokes must not overwrite them), drops results on its own thread
+// while others run, and every eighth invoke reads the profile meanwhile.
+void run_on_shared_vm(VirtualMachine& vm, int thread, std::latch& start, ThreadReport& report) {
+  start.arrive_and_wait();
+  try {
+    Value previous;
+    std::vector<int32_t> previous_expected;
+    for (int i = 0; i < kInvokesPerThread; ++i) {
+      Case c = make_case(thread, i);
+      Value out = invoke_case(vm, c);
+      if (out.as_tensor().to_vector<int32_t>() != c.expected) {
+        report.problem = "invoke " + std::to_string(i) + " gave a wrong result";
+        return;
+      }
+      if (previous.kind == Value::Kind::kTensor && previous.as_tensor().to_vector<int32_t>() != previous_expected) {
+        report.problem = "the result of invoke " + std::to_string(i - 1) + " changed after invoke " + std::to_string(i);
+        return;
+      }
+      if (i % 8 == 0 && vm.profile().scopes.empty()) {
+        report.problem = "the profile lost its scopes";
+        return;
+      }
+      previous = std::move(out);
+      previous_expected = std::move(c.expected);
+      ++report.right;
+    }
+  } catch (const std::exception& e) {
+    report.problem = e.what();
+  }
+}
+
+TEST(VmThreads, OneVmInvokedFromEightThreadsAtOnceGivesEveryResultRight) {
+  auto exe = std::make_shared<const Executable>(stowage::testing::make_add_mul_executable());
+  auto vm = VirtualMachine::create(exe);
+  ASSERT_TRUE(vm) << vm.error().message();
+  std::latch start(kThreads);
+  std::vector<ThreadReport> reports(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back(run_on_shared_vm, std::ref(**vm), t, std::ref(start), std::ref(reports[t]));
+  }
+  for (auto& t : threads) t.join();
+  int right = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(reports[t].problem, "") << "thread " << t;
+    right += reports[t].right;
+  }
+  EXPECT_EQ(right, kThreads * kInvokesPerThread);
+  // The VM goes on as before once the threads are gone.
+  Case last = make_case(kThreads, kInvokesPerThread);
+  EXPECT_EQ(invoke_case(**vm, last).as_tensor().to_vector<int32_t>(), last.expected);
 }
 
 }  // namespace

@@ -181,6 +181,7 @@ struct Executable {
   Requirements requirements;
   std::string debug_text;                   // optional: the IR text it was compiled from
   std::vector<FunctionLayout> memory_layouts;  // optional: where its tensors live, for tools
+  std::vector<ScopePlan> memory_plans;         // optional: the planner's figures, for tools
   // The format's minor version the file declares: at least what its code needs
   // (required_minor_version), so a file re-written keeps its header.
   uint16_t minor_version = 0;

@@ -38,8 +38,9 @@ inline constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'T', 'W', '\r', '\n
 inline constexpr uint16_t kMajorVersion = 1;
 // 1: alloc_discontiguous_tensor. 2: tensor constants (sections kTensorConstants and
 // kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout. 4: tuple
-// results (ValueKind kTuple in a function's result, opcode ret_tuple).
-inline constexpr uint16_t kMinorVersion = 4;
+// results (ValueKind kTuple in a function's result, opcode ret_tuple). 5: section
+// kMemoryPlan.
+inline constexpr uint16_t kMinorVersion = 5;
 
 inline constexpr uint32_t kHeaderSize = 64;
 
@@ -136,9 +137,16 @@ enum class SectionKind : uint32_t {
   //   start <= end <= steps; offset + nbytes <= the storage's nbytes; the sums of
   //   a scope's storage bytes and tensor bytes fit in 64 bits.
   kMemoryLayout = 10,
+  // The planner's figures per function and scope (memory_layout.h ScopePlan), for
+  // tools (optional; version 1.5): u32 count, then count x ScopePlan: str function
+  // (a function of the file), str scope (not empty; each (function, scope) once),
+  // u64 tensors, planned_bytes, lower_bound, naive_bytes, reuse_only_bytes, spilled,
+  // spilled_bytes, discontiguous, blocks, f64 seconds (finite, >= 0). lower_bound
+  // <= naive_bytes; spilled <= tensors; spilled_bytes <= naive_bytes.
+  kMemoryPlan = 11,
 };
 inline constexpr uint32_t kFirstSectionKind = 1;
-inline constexpr uint32_t kLastSectionKind = 10;
+inline constexpr uint32_t kLastSectionKind = 11;
 inline constexpr uint32_t kMaxSections = kLastSectionKind - kFirstSectionKind + 1;
 
 std::string_view section_name(SectionKind kind);

@@ -48,6 +48,26 @@ struct LayoutScope {
   uint64_t tensor_bytes() const;   // of its tensors: what every tensor in its own storage would take
 };
 
+// The planner's figures for one memory scope of one function it planned, carried in
+// the file so that a loaded executable reports what the compiled one did. Buffer
+// scopes count bytes; image scopes count their pixels' bytes (height x width x 4 x
+// pixel size) throughout.
+struct ScopePlan {
+  std::string function;
+  std::string scope;             // as the program requested it (aliases kept)
+  uint64_t tensors = 0;          // tensors planned here
+  uint64_t planned_bytes = 0;    // the storages allocated for them
+  uint64_t lower_bound = 0;      // the most bytes alive at one moment
+  uint64_t naive_bytes = 0;      // every tensor its own storage
+  uint64_t reuse_only_bytes = 0; // whole-storage reuse without offsets
+  uint64_t spilled = 0;          // tensors moved here from a full on-chip scope
+  uint64_t spilled_bytes = 0;
+  uint64_t discontiguous = 0;    // discontiguous tensors with blocks here
+  uint64_t blocks = 0;
+  double seconds = 0;            // planning time
+  friend bool operator==(const ScopePlan&, const ScopePlan&) = default;
+};
+
 struct FunctionLayout {
   std::string function;
   uint64_t steps = 0;               // binding count: time runs over [0, steps]

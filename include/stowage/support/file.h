@@ -26,9 +26,19 @@ enum class Symlinks {
 Expected<std::string> read_regular_file(const std::string& path, uint64_t max_bytes, std::string_view what,
                                         Symlinks symlinks = Symlinks::kFollow);
 
+// Who may read a written file.
+enum class WrittenFile {
+  kPrivate,  // mode 0600: caches and logs of this user
+  kOutput,   // what a tool writes for its user (bytecode, .npy, reports): mode 0666
+             // less the process's umask, as any new file, and synced to disk before
+             // the rename, so that a full disk fails the write rather than the file
+};
+
 // Writes `bytes` to `path` through a temporary file in the same directory
-// (created exclusively with mkstemp, mode 0600), then renames it over `path`.
+// (created exclusively with mkstemp), then renames it over `path`: a write that
+// fails part-way leaves the file that was there whole and no temporary file.
 // A symbolic link at `path` is replaced, not followed. Errors are of kind kIo.
-Status write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what);
+Status write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what,
+                             WrittenFile access = WrittenFile::kPrivate);
 
 }  // namespace stowage

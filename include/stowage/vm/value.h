@@ -7,6 +7,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -20,8 +21,7 @@
 
 namespace stowage::vm {
 
-// Bytes of one memory scope in use, shared by the storages of that scope so that
-// a storage's destruction returns its bytes (on-chip capacity is enforced with it).
+// Bytes of one memory scope: a snapshot, as VirtualMachine::profile reports it.
 struct ScopeUsage {
   std::string scope;
   bool onchip = false;
@@ -30,6 +30,37 @@ struct ScopeUsage {
   uint64_t in_use = 0;
   uint64_t peak = 0;
   uint64_t allocations = 0;  // device allocations made in this scope
+};
+
+// The live bytes of one memory scope, shared by the storages of that scope so that
+// a storage's destruction returns its bytes (on-chip capacity is enforced with it).
+// A storage may be destroyed on any thread (a caller dropping a result while another
+// thread invokes the VM), so the counts are atomic.
+struct ScopeCounter {
+  std::string scope;
+  bool onchip = false;
+  bool emulated = false;
+  uint64_t capacity = 0;  // 0 = unlimited
+  std::atomic<uint64_t> in_use{0};
+  std::atomic<uint64_t> peak{0};
+  std::atomic<uint64_t> allocations{0};
+
+  void add(uint64_t nbytes) {
+    const uint64_t now = in_use.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+    uint64_t seen = peak.load(std::memory_order_relaxed);
+    while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+  }
+  void release(uint64_t nbytes) { in_use.fetch_sub(nbytes, std::memory_order_relaxed); }
+  // Starts a new peak from what is in use now, and counts allocations from 0.
+  void restart() {
+    allocations.store(0, std::memory_order_relaxed);
+    peak.store(in_use.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  ScopeUsage snapshot() const {
+    return ScopeUsage{scope, onchip, emulated, capacity, in_use.load(std::memory_order_relaxed),
+                      peak.load(std::memory_order_relaxed), allocations.load(std::memory_order_relaxed)};
+  }
 };
 
 // A buffer's bytes in coarse-grained shared virtual memory: `pointer` came from
@@ -45,7 +76,7 @@ class StorageObject {
   // whose bytes count as `nbytes`. With `svm`, a buffer whose bytes are that SVM
   // allocation: kernels take pointers into it, and it is freed after the commands
   // queued before the storage goes.
-  StorageObject(std::shared_ptr<ScopeUsage> usage, uint64_t nbytes, opencl::MemHandle mem,
+  StorageObject(std::shared_ptr<ScopeCounter> usage, uint64_t nbytes, opencl::MemHandle mem,
                 std::optional<ImageExtent> image = std::nullopt, SvmAllocation svm = {});
   ~StorageObject();
   StorageObject(const StorageObject&) = delete;
@@ -72,7 +103,7 @@ class StorageObject {
     uint64_t nbytes;
     opencl::MemHandle mem;
   };
-  std::shared_ptr<ScopeUsage> usage_;
+  std::shared_ptr<ScopeCounter> usage_;
   uint64_t nbytes_;
   opencl::MemHandle mem_;
   std::optional<ImageExtent> image_;

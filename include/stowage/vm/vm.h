@@ -18,8 +18,11 @@
 // invokes, can be passed to another invoke with no copy, and are copied to the
 // host only when read (Tensor::copy_to_host, to_dlpack).
 //
-// One Executable may be shared by many VMs on many threads; a VM is used by one
-// thread at a time. Work is enqueued on an in-order queue and synchronised when a
+// One Executable may be shared by many VMs on many threads. One VM may also be
+// invoked from several threads at once (as one inference session is): its public
+// calls are serialised, each invoke running whole before the next starts, and a
+// result may be read or dropped on any thread. For invokes that overlap, make one VM
+// per thread over the shared Executable. Work is enqueued on an in-order queue and synchronised when a
 // result is read. Storage allocated by an `alloc_storage` instruction is kept by
 // that call site and reused by the next execution once nothing else refers to it,
 // so invoking a function again makes no new device allocation.

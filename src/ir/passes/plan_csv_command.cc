@@ -5,11 +5,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
 #include "stowage/ir/packing.h"
+#include "stowage/support/file.h"
 
 namespace stowage::ir {
 namespace {
@@ -28,23 +28,8 @@ std::optional<T> parse_number(std::string_view text) {
   return value;
 }
 
-Expected<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(ErrorKind::kIo, path + ": cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error(ErrorKind::kIo, path + ": cannot read the file");
-  return text.str();
-}
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Error(ErrorKind::kIo, path + ": cannot open the file for writing");
-  out << text;
-  out.close();
-  if (!out) return Error(ErrorKind::kIo, path + ": cannot write the file");
-  return Status::ok();
-}
+// Planning CSV files hold one line per tensor: 1 GiB is far past any real program.
+constexpr uint64_t kMaxPlanningCsvBytes = uint64_t{1} << 30;
 
 std::string seconds(double s) { return fmt::format("{:g} s", s); }
 
@@ -118,7 +103,7 @@ int run_plan_csv(const PlanCsvArgs& args, std::ostream& out, std::ostream& err) 
     err << "stowc plan-csv: error: " << message << "\n";
     return 2;
   };
-  Expected<std::string> text = read_file(args.input);
+  Expected<std::string> text = read_regular_file(args.input, kMaxPlanningCsvBytes, "planning CSV file");
   if (!text) return fail(text.error().message());
   Expected<std::vector<PackItem>> items = read_planning_csv(*text, args.input);
   if (!items) return fail(items.error().message());
@@ -151,7 +136,7 @@ int run_plan_csv(const PlanCsvArgs& args, std::ostream& out, std::ostream& err) 
     return 1;
   }
   if (!args.output.empty()) {
-    if (Status status = write_file(args.output, write_planning_csv(*items, result->offsets)); !status)
+    if (Status status = write_file_atomically(args.output, write_planning_csv(*items, result->offsets), "planning CSV file", WrittenFile::kOutput); !status)
       return fail(status.error().message());
   }
   return 0;

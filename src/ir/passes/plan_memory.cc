@@ -481,11 +481,18 @@ class FunctionPlanner {
       r.planned_pixels += image.extent.height * image.extent.width;
       r.planned_bytes += image.extent.height * image.extent.width * 4 * dtype_bytes(image.dtype);
     }
+    // Image scopes count pixel bytes throughout: what each tensor's own image would
+    // take, and as the lower bound the most of those alive at one moment.
     for (auto& [name, r] : reports) {
       r.naive_bytes = 0;
+      std::vector<Lifetime> lifetimes;
       for (const auto& t : tensors_) {
-        if (t.image && !t.returned && t.scope_name == name) r.naive_bytes += t.image->height * t.image->width * 4 * dtype_bytes(t.dtype);
+        if (!t.image || t.returned || t.scope_name != name) continue;
+        const uint64_t pixel_bytes = t.image->height * t.image->width * 4 * dtype_bytes(t.dtype);
+        r.naive_bytes += pixel_bytes;
+        lifetimes.push_back({t.first, t.last + 1, pixel_bytes});
       }
+      r.lower_bound = peak_live_bytes(lifetimes);
       report_.scopes.push_back(r);
     }
   }

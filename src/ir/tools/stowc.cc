@@ -49,9 +49,9 @@ int compile(const Options& opt) {
   if (opt.print) std::cout << ir::print_module(result->module);
   if (opt.report) std::cout << ir::format_memory_report(result->memory);
   if (!opt.report_json.empty()) {
-    std::ofstream json(opt.report_json);
-    json << ir::memory_report_json(result->memory) << "\n";
-    if (!json) return fail(Error(ErrorKind::kIo, fmt::format("{}: cannot write", opt.report_json)));
+    Status written = write_file_atomically(opt.report_json, ir::memory_report_json(result->memory) + "\n",
+                                           "memory report", WrittenFile::kOutput);
+    if (!written) return fail(written.error());
   }
   std::string output = opt.output;
   if (output.empty()) {

@@ -209,11 +209,8 @@ std::vector<std::byte> serialize(const std::vector<int64_t>& shape, DType dtype,
 Status write_file(const std::string& path, const std::vector<int64_t>& shape, DType dtype,
                   const std::vector<std::byte>& data) {
   auto bytes = serialize(shape, dtype, data);
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Error(ErrorKind::kIo, fmt::format("{}: cannot write", path));
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Error(ErrorKind::kIo, fmt::format("{}: write failed", path));
-  return {};
+  return write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                               ".npy file", WrittenFile::kOutput);
 }
 
 }  // namespace stowage::npy
