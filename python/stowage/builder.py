@@ -298,7 +298,7 @@ class Builder:
         op = "constant"
         array = np.asarray(array)
         dtype = _checks.dtype_name(op, "array", array.dtype.name)
-        array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+        array = np.asarray(array.astype(array.dtype.newbyteorder("<"), copy=False), order="C")  # 0-d stays 0-d
         shape = tuple(int(d) for d in array.shape)
         name = "" if name is None else _checks.text(op, "name", name)
         scope = _checks.text(op, "scope", scope)

@@ -189,10 +189,10 @@ class Core:
             array = array.astype(np.float32)
         elif array.dtype == np.bool_:  # ONNX's bool is stored as uint8 (0 or 1)
             array = array.astype(np.uint8)
-        return self.builder.constant(np.ascontiguousarray(array), scope=scope)
+        return self.builder.constant(np.asarray(array, order="C"), scope=scope)
 
     def _const(self, array, scope="global"):
-        return self.builder.constant(np.ascontiguousarray(np.asarray(array, dtype=np.float32)), scope=scope)
+        return self.builder.constant(np.asarray(array, dtype=np.float32, order="C"), scope=scope)
 
     def _new_buffer(self, shape, dtype="float32"):
         shapes.check_elements("empty", shape)

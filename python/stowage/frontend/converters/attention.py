@@ -114,7 +114,7 @@ def _diagonal(ob, x, term):
     if unique == term:
         return x, term
     if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(np.einsum(f"{term}->{unique}", x)), unique
+        return np.asarray(np.einsum(f"{term}->{unique}", x), order="C"), unique
     return ob.diagonal(x, [unique.index(c) for c in term]), unique
 
 
@@ -134,7 +134,7 @@ def _presum(ob, x, term, keep):
         return x, term
     kept = "".join(c for c in term if c in keep)
     if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(np.sum(x, axis=tuple(axes), dtype=np.float32)), kept
+        return np.asarray(np.sum(x, axis=tuple(axes), dtype=np.float32), order="C"), kept
     return ob.reduce("sum", x, axes, keepdims=False), kept
 
 
@@ -192,7 +192,7 @@ def _contract(ob, a, ta, b, tb, keep, extent):
     inner = [c for c in ta if c in tb and c not in keep]
     term = "".join(batch + left + right)
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return np.ascontiguousarray(np.einsum(f"{ta},{tb}->{term}", a, b), dtype=np.float32), term
+        return np.asarray(np.einsum(f"{ta},{tb}->{term}", a, b), dtype=np.float32, order="C"), term
 
     def size(letters):
         return int(np.prod([extent[c] for c in letters], dtype=np.int64))

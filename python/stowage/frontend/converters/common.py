@@ -7,7 +7,7 @@ import numpy as np
 
 
 def as_float32(array):
-    return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+    return np.asarray(array, dtype=np.float32, order="C")  # 0-d stays 0-d
 
 
 def ints(node, name, default):

@@ -142,7 +142,7 @@ def _transpose_perm(ctx, node, x):
 
 
 @register("Transpose", versions=(1, 13, 21, 23, 24, 25), types=ALL_TYPES, fuses="one strided copy",
-          fold=lambda ctx, node, x: np.ascontiguousarray(np.transpose(x, _transpose_perm(ctx, node, x))))
+          fold=lambda ctx, node, x: np.asarray(np.transpose(x, _transpose_perm(ctx, node, x)), order="C"))
 def transpose(ctx, node):
     node.check_attrs(("perm",))
     x = ctx.tensor(node, 0)
@@ -432,7 +432,7 @@ def _expand_shape(ctx, node, x_shape):
 def _expand_fold(ctx, node, x, shape):
     out = _expand_shape(ctx, node, np.shape(x))
     ctx.check_fold(node, out, np.asarray(x).dtype)
-    return np.ascontiguousarray(np.broadcast_to(x, out))
+    return np.asarray(np.broadcast_to(x, out), order="C")
 
 
 @register("Expand", versions=(8, 13), fold=_expand_fold, types=ALL_TYPES, fuses="one broadcasting copy")
