@@ -26,8 +26,10 @@ class LayoutOps(Core):
             raise InvalidInputError(f"{op}: cannot reshape {list(old)} ({shapes.prod(old)} elements) into {list(new)}")
         if not isinstance(x, Var):
             return self.constant(_known(x).reshape(new))
-        if self._is_const(x):
-            raise InvalidInputError(f"{op}: argument 'x': '{x.name}' is a constant Var; pass its numpy array instead")
+        if self._is_const(x):  # a constant is not viewed: its copy is
+            copy = self._new_buffer(x.shape, x.dtype)
+            self.function.copy_tensor(x, copy)
+            x = copy
         x_var = self._buffer(op, "x", x, any_type=True)
         if new == tuple(x_var.shape):
             return x_var
