@@ -233,8 +233,9 @@ class MovementOps(Core):
     def _scatter_reduction(self, op, reduction, dtype):
         if reduction not in SCATTER_REDUCTIONS:
             raise InvalidInputError(f"{op}: reduction '{reduction}' is not one of {', '.join(SCATTER_REDUCTIONS)}")
-        if reduction != "none" and dtype == "uint8":
-            raise InvalidInputError(f"{op}: reduction '{reduction}' of bool data")
+        if reduction in ("add", "mul") and dtype == "uint8":
+            raise InvalidInputError(f"{op}: reduction '{reduction}' of bool data (stored as uint8): use max (or) or "
+                                    "min (and)")
         return SCATTER_REDUCTIONS[reduction]
 
     def scatter_elements(self, data, indices, updates, axis=0, reduction="none"):

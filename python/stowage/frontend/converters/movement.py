@@ -651,6 +651,14 @@ def _reduction(node):
     return reduction
 
 
+def _bool_reduction(data, reduction):
+    """The reduction on bool data (stored as uint8 0/1) as the library computes it:
+    add is or (max), mul is and (min), as numpy and ONNX Runtime combine bools."""
+    if data.dtype != "uint8":
+        return reduction
+    return {"add": "max", "mul": "min"}.get(reduction, reduction)
+
+
 def _scatter_elements_fold(ctx, node, data, indices, updates):
     data = np.array(data)
     axis = _axis_of(node, data.ndim)
@@ -673,8 +681,8 @@ def _scatter_elements_fold(ctx, node, data, indices, updates):
           fuses="a copy and one kernel (in order: repeated indices as ONNX says)")
 def scatter_elements(ctx, node):
     node.check_attrs(("axis", "reduction"))
-    reduction = _reduction(node)
     data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    reduction = _bool_reduction(data, _reduction(node))
     axis = _axis_of(node, len(ctx.shape(data)))
     return _library(node, lambda: ctx.ob.scatter_elements(data, _index_var(ctx, node, 1), updates, axis, reduction))
 
@@ -704,8 +712,8 @@ def _scatter_nd_fold(ctx, node, data, indices, updates):
           fuses="a copy and one kernel (in order: repeated indices as ONNX says)")
 def scatter_nd(ctx, node):
     node.check_attrs(("reduction",))
-    reduction = _reduction(node)
     data, updates = ctx.tensor(node, 0), ctx.tensor(node, 2)
+    reduction = _bool_reduction(data, _reduction(node))
     return _library(node, lambda: ctx.ob.scatter_nd(data, _index_var(ctx, node, 1), updates, reduction))
 
 
