@@ -94,15 +94,22 @@ def op_types(domain=""):
 
 
 @functools.lru_cache(maxsize=None)
-def schema_version(op_type, domain, opset):
-    """The since_version of ``op_type``'s schema in force at ``opset``, or None when
-    ONNX defines no such op there."""
+def schema(op_type, domain, opset):
+    """ONNX's schema of ``op_type`` in force at ``opset``, or None when ONNX defines
+    no such op there."""
     import onnx
 
     try:
-        return onnx.defs.get_schema(op_type, max_inclusive_version=opset, domain=domain).since_version
+        return onnx.defs.get_schema(op_type, max_inclusive_version=opset, domain=domain)
     except Exception:  # onnx.defs.SchemaError: no such op at that opset
         return None
+
+
+def schema_version(op_type, domain, opset):
+    """The since_version of ``op_type``'s schema in force at ``opset``, or None when
+    ONNX defines no such op there."""
+    found = schema(op_type, domain, opset)
+    return None if found is None else found.since_version
 
 
 def lookup(op_type, domain, opset):
@@ -134,7 +141,8 @@ def all_supported(graph):
 
 def check_supported(nodes, opset_of):
     """Raises one UnsupportedError naming every unsupported op of ``nodes``, each
-    with its count and first node; ``opset_of(domain)`` gives the model's opset."""
+    with its count and first node; ``opset_of(domain)`` gives the model's opset.
+    Then refuses the first node its schema does not allow (check_schemas)."""
     missing = {}  # (op, why) -> [count, first node]
     for node in nodes:
         opset = opset_of(node.domain)
@@ -148,6 +156,7 @@ def check_supported(nodes, opset_of):
         entry = missing.setdefault(key, [0, node])
         entry[0] += 1
     if not missing:
+        check_schemas(nodes, opset_of)
         return
     parts = []
     for (op, why), (count, first) in missing.items():
@@ -155,6 +164,43 @@ def check_supported(nodes, opset_of):
         parts.append(f"{op} ({count} {nodes_word}, first: {first.describe()}): {why}")
     raise UnsupportedError(f"the model has {len(missing)} unsupported operator{'s' if len(missing) > 1 else ''}: "
                            + "; ".join(parts))
+
+
+# Integer attributes that are flags: ONNX defines 0 and 1 only (ONNX Runtime reads
+# keepdims=-1 as 0 but refuses exclusive=7; neither is a model to guess at).
+FLAG_ATTRIBUTES = frozenset((
+    "keepdims", "noop_with_empty_axes", "exclusive", "reverse", "select_last_index", "count_include_pad", "ceil_mode",
+    "largest", "sorted", "upper", "allowzero", "transA", "transB", "linear_before_reset", "align_corners", "antialias",
+    "exclude_outside", "detect_negative", "detect_positive", "training_mode", "storage_order", "fmod", "is_causal",
+    "interleaved", "spatial", "normalize_variance", "across_channels"))
+
+
+def check_schemas(nodes, opset_of):
+    """Raises InvalidInputError naming the first node that its schema does not
+    allow: more inputs or outputs than it takes, a required input left out, fewer
+    outputs than it requires, a flag attribute other than 0 or 1; UnsupportedError
+    for an attribute it does not declare, as a converter's check_attrs would (a
+    node folded at import never reaches its converter). ONNX Runtime refuses each;
+    a converter would otherwise ignore an extra input."""
+    for node in nodes:
+        found = schema(node.op_type, _canonical_domain(node.domain), opset_of(node.domain))
+        if found is None:
+            continue
+        where = f"the schema of {node.op_type} (version {found.since_version})"
+        if len(node.inputs) > found.max_input:
+            raise node.invalid(f"{len(node.inputs)} inputs; {where} takes at most {found.max_input}")
+        required = [i for i in range(found.min_input) if i >= len(node.inputs) or not node.inputs[i]]
+        if required:
+            raise node.invalid(f"input {required[0]} is required by {where}")
+        if not found.min_output <= len(node.outputs) <= found.max_output:
+            raise node.invalid(f"{len(node.outputs)} outputs; {where} takes {found.min_output} to "
+                               f"{found.max_output}")
+        for name, value in node.attrs.items():
+            declared = found.attributes.get(name)
+            if declared is None:  # as a converter's check_attrs says it, for nodes folded at import too
+                raise node.unsupported(f"attribute '{name}' is not supported")
+            if name in FLAG_ATTRIBUTES and isinstance(value, int) and value not in (0, 1):
+                raise node.invalid(f"attribute '{name}' is {value}; 0 or 1 is expected")
 
 
 _loaded = False
