@@ -1034,8 +1034,17 @@ def constant_of_shape(ctx, node):
     raise node.unsupported("its shape is computed at run time (the output's shape must be known at import)")
 
 
+def _range_scalars(ctx, node):
+    """Range takes 0-d start, limit and delta (ONNX Runtime refuses a 1-element 1-D one)."""
+    for i, name in enumerate(("start", "limit", "delta")):
+        shape = ctx.shape(ctx.value(node, i))
+        if shape != ():
+            raise node.invalid(f"{name} is of shape {list(shape)}; Range takes scalars")
+
+
 def _range_fold(ctx, node, start, limit, delta):
     node.check_attrs(("stash_type",))
+    _range_scalars(ctx, node)
     dtype = np.asarray(start).dtype
     start, limit, delta = (_scalar(node, v, name) for v, name in ((start, "start"), (limit, "limit"),
                                                                    (delta, "delta")))
@@ -1054,6 +1063,7 @@ def _range_fold(ctx, node, start, limit, delta):
           fuses="known at import; else one kernel of the declared output's length")
 def range_(ctx, node):
     node.check_attrs(("stash_type",))
+    _range_scalars(ctx, node)
     start, delta = ctx.tensor(node, 0), ctx.tensor(node, 2)
     count = _declared_shape(ctx, node, 1)[0]  # the model's promise of ceil((limit - start) / delta)
     return _library(node, lambda: ctx.ob.arange(start, delta, count))
