@@ -38,9 +38,12 @@ def axis(op, axis, rank):
 
 
 def check_elements(op, shape):
-    """Kernels index with 32-bit ints: every tensor has fewer than 2^31 elements."""
+    """Kernels index with 32-bit ints: every tensor has fewer than 2^31 elements and
+    every extent is below 2^31 (one of no elements too: its strides would not fit)."""
     if prod(shape) > INT32_MAX:
         raise UnsupportedError(f"{op}: a tensor of shape {list(shape)} has more than 2^31 - 1 elements")
+    if any(int(d) > INT32_MAX for d in shape):
+        raise UnsupportedError(f"{op}: a tensor of shape {list(shape)} has an extent above 2^31 - 1")
 
 
 def pair(op, name, value):
