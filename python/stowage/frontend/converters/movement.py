@@ -592,10 +592,14 @@ def _gather_elements_fold(ctx, node, data, indices):
     indices = _wrapped(node, indices, np.shape(data)[axis])
     if np.ndim(indices) != np.ndim(data):
         raise node.invalid(f"indices of rank {np.ndim(indices)} for data of rank {np.ndim(data)}")
-    # numpy broadcasts the other axes of data and indices against each other
-    shape = [i if a == axis else max(i, d) for a, (i, d) in enumerate(zip(np.shape(indices), np.shape(data)))]
-    ctx.check_fold(node, shape, np.asarray(data).dtype)
-    return np.take_along_axis(np.asarray(data), indices, axis=axis)
+    # The output has the indices' shape: on the other axes they may be shorter than
+    # the data (ONNX Runtime), never longer; numpy would broadcast instead.
+    if any(a != axis and i > d for a, (i, d) in enumerate(zip(np.shape(indices), np.shape(data)))):
+        raise node.invalid(f"indices {list(np.shape(indices))} are longer than data {list(np.shape(data))} on an "
+                           f"axis other than {axis}")
+    ctx.check_fold(node, np.shape(indices), np.asarray(data).dtype)
+    part = tuple(slice(None) if a == axis else slice(0, i) for a, i in enumerate(np.shape(indices)))
+    return np.take_along_axis(np.asarray(data)[part], indices, axis=axis)
 
 
 @register("GatherElements", versions=(11, 13), fold=_gather_elements_fold, types=ALL_TYPES, fuses="one kernel")
