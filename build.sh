@@ -141,10 +141,12 @@ test_fuzzers() {
   done
 }
 
-# The ONNX importer's fuzzer (Atheris) over the package test_python installed into
-# build/venv, for FUZZ_SECONDS.
+# The ONNX importer's fuzzers over the package test_python installed into build/venv,
+# each for FUZZ_SECONDS: bytes (Atheris), then structure (generated valid models
+# compared with ONNX Runtime, and mutated ones, on JOBS processes; findings are
+# written to build/fuzz-structured/ as .onnx files with their feeds).
 test_importer_fuzzer() {
-  local seconds=${FUZZ_SECONDS:-30} dir=build/fuzz-onnx
+  local seconds=${FUZZ_SECONDS:-30} dir=build/fuzz-onnx structured=build/fuzz-structured
   if [ "$seconds" = 0 ]; then return; fi
   log "fuzzing: onnx_import_fuzzer for $seconds s"
   rm -rf "$dir" && mkdir -p "$dir/corpus"
@@ -152,6 +154,12 @@ test_importer_fuzzer() {
     -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" \
     tests/fuzz/corpus/onnx_import_fuzzer 2>"$dir/log" || { tail -n 40 "$dir/log"; return 1; }
   grep -E "^stat::number_of_executed_units|^Done" "$dir/log" || true
+  log "fuzzing: onnx_structured_fuzzer for $seconds s"
+  rm -rf "$structured" && mkdir -p "$structured"
+  build/venv/bin/python tests/fuzz/onnx_structured_fuzzer.py --seconds "$seconds" --seed 1 --jobs "$JOBS" \
+    --out "$structured" --refusals 0 >"$structured/log" 2>&1 ||
+    { grep -E "^FINDING" "$structured/log" | head -n 20; tail -n 40 "$structured/log"; return 1; }
+  sed -n '/^structured ONNX fuzzer/,/^$/p' "$structured/log"
 }
 
 # The Python package as a user installs it: `pip install .` into a fresh venv
