@@ -313,7 +313,7 @@ def test_sub_buffers_and_svm_pointers_give_the_same_logits(texture, device):
     from stowage import models
 
     model = models.mobilenet_v2()
-    exe = sw.compile(sw.from_onnx(model, texture=texture, target="opencl-gpu"), target="opencl-gpu")
+    exe = sw.compile(sw.from_onnx(model, texture=texture))  # the opencl target's offsets suit sub-buffers
     logits, counts = {}, {}
     for svm in (True, False):
         vm = sw.VirtualMachine(exe, device=device, svm=svm)
@@ -323,6 +323,12 @@ def test_sub_buffers_and_svm_pointers_give_the_same_logits(texture, device):
     assert counts[False]["svm_allocations"] == 0 and counts[False]["sub_buffers_created"] > 0
     if counts[True]["svm_allocations"]:  # the device offers SVM: planned tensors need no sub-buffers
         assert counts[True]["sub_buffers_created"] < counts[False]["sub_buffers_created"]
+        # opencl-gpu places tensors at 16-byte offsets, which only SVM pointers reach.
+        gpu = sw.compile(sw.from_onnx(model, texture=texture, target="opencl-gpu"))
+        np.testing.assert_allclose(sw.VirtualMachine(gpu, device=device).invoke("main", image()).numpy(),
+                                   logits[True], rtol=0, atol=1e-4 * float(np.abs(logits[True]).max()))
+        with pytest.raises(sw.UnsupportedError, match="for sub-buffers; with SVM on"):
+            sw.VirtualMachine(gpu, device=device, svm=False)
 
 
 # Kernel launches per inference, by kernel: fusion (conv + BN + bias + activation +

@@ -134,7 +134,8 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
-std::string unmet_requirements(const DeviceInfo& device, const Requirements& req) {
+std::string unmet_requirements(const DeviceInfo& device, const Requirements& req, BufferViews views) {
+  const bool pointers = views == BufferViews::kSvmWhereOffered && device.svm_coarse_grain;
   std::vector<std::string> missing;
   if ((req.features & kFeatureImages) && !device.image_support) missing.push_back("image support");
   if ((req.features & kFeatureFp16) && !device.fp16) missing.push_back("cl_khr_fp16 (float16 kernels)");
@@ -155,13 +156,16 @@ std::string unmet_requirements(const DeviceInfo& device, const Requirements& req
         missing.push_back(fmt::format("scope '{}' needs a buffer of {} bytes, the device allocates at most {}",
                                       scope.scope, scope.max_storage_bytes, device.max_alloc_bytes));
       }
-      // Tensor views are sub-buffers, whose origin must be a multiple of the
-      // device's base address alignment.
-      if (scope.offset_alignment != 0 && device.base_addr_align_bytes != 0 &&
+      // Without SVM, tensor views are sub-buffers, whose origin must be a multiple
+      // of the device's base address alignment; SVM pointers may point anywhere.
+      if (!pointers && scope.offset_alignment != 0 && device.base_addr_align_bytes != 0 &&
           scope.offset_alignment % device.base_addr_align_bytes != 0) {
         missing.push_back(fmt::format(
-            "scope '{}' places tensors at offsets aligned to {} bytes, the device needs {} (CL_DEVICE_MEM_BASE_ADDR_ALIGN)",
-            scope.scope, scope.offset_alignment, device.base_addr_align_bytes));
+            "scope '{}' places tensors at offsets aligned to {} bytes, the device needs {} "
+            "(CL_DEVICE_MEM_BASE_ADDR_ALIGN) for sub-buffers{}",
+            scope.scope, scope.offset_alignment, device.base_addr_align_bytes,
+            device.svm_coarse_grain ? "; with SVM on (VmOptions::svm) it needs none"
+                                    : " and offers no coarse-grained SVM"));
       }
     }
   }
@@ -169,7 +173,7 @@ std::string unmet_requirements(const DeviceInfo& device, const Requirements& req
   return fmt::format("device {} ({}) lacks: {}", device.spec, device.name, fmt::join(missing, "; "));
 }
 
-Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements) {
+Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements, BufferViews views) {
   std::string chosen(spec);
   if (chosen.empty()) {
     if (const char* env = std::getenv("STOWAGE_DEVICE"); env != nullptr && *env != '\0') chosen = env;
@@ -216,7 +220,7 @@ Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& re
   }
   std::string first_reason;
   for (const DeviceInfo* d : candidates) {
-    std::string reason = unmet_requirements(*d, requirements);
+    std::string reason = unmet_requirements(*d, requirements, views);
     if (reason.empty()) return *d;
     if (first_reason.empty()) first_reason = reason;
   }

@@ -77,7 +77,9 @@ VirtualMachine::Impl::~Impl() {
 
 Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr<const Executable> executable,
                                                                  const VmOptions& options) {
-  auto device = opencl::select_device(options.device, executable->requirements);
+  auto device = opencl::select_device(options.device, executable->requirements,
+                                      options.svm ? opencl::BufferViews::kSvmWhereOffered
+                                                  : opencl::BufferViews::kSubBuffers);
   if (!device) return device.error();
   auto context = opencl::Context::create(*device, options.kernel_times);
   if (!context) return context.error();

@@ -21,7 +21,9 @@ std::shared_ptr<StorageObject> VirtualMachine::Impl::upload_constant_storage(con
   cl_command_queue queue = context->queue();
   cl_int status = CL_SUCCESS;
   if (storage.kind == ScopeKind::kBuffer) {
-    auto made = new_buffer(usage, std::max<uint64_t>(storage.nbytes, 1));
+    // Constant tensors are views at offsets in the storage, as activations are.
+    const uint64_t nbytes = std::max<uint64_t>(storage.nbytes, 1);
+    auto made = new_storage_buffer(usage, nbytes, nbytes);
     // Not blocking: the bytes belong to the executable, which this VM holds.
     for (const DataSegment& segment : storage.segments) {
       status = clEnqueueWriteBuffer(queue, made->mem(), CL_FALSE, segment.offset, segment.bytes.size(),
@@ -80,7 +82,7 @@ void VirtualMachine::Impl::upload_constants() {
     if (storage->is_image()) {
       const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(storage->scope())->second];
       tensor->image_region = *image_extent(c.shape, req.layout);  // the loader checked it
-    } else if (tensor->nbytes != 0) {
+    } else if (tensor->nbytes != 0 && storage->svm_pointer() == nullptr) {  // SVM: kernels take pointers
       cl_int status = CL_SUCCESS;
       bool created = false;
       tensor->view = storage->range(c.offset, tensor->nbytes, status, created);

@@ -110,6 +110,11 @@ struct VirtualMachine::Impl {
   // Makes the constant storages, enqueues their bytes and makes each constant's view.
   void upload_constants();
   std::shared_ptr<StorageObject> upload_constant_storage(const ConstantStorage& storage);
+  // A buffer storage of `nbytes` (`allocated` with a guard zone) in `usage`'s scope:
+  // in SVM where the VM uses it, so that kernels take pointers to its tensors at
+  // any offset, else a plain buffer whose tensors are sub-buffers.
+  std::shared_ptr<StorageObject> new_storage_buffer(const std::shared_ptr<ScopeCounter>& usage, uint64_t nbytes,
+                                                    uint64_t allocated);
   // A buffer of `nbytes` in `usage`'s scope, counted as a device allocation.
   std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeCounter>& usage, uint64_t nbytes);
   // A tensor filling `storage` from offset 0, with the shape and dtype of `like`.

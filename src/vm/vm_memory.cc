@@ -61,22 +61,8 @@ void VirtualMachine::Impl::alloc_storage(SiteState& site, const Instruction& ins
   cl_int status = CL_SUCCESS;
   const uint64_t guard_at = (nbytes + 3) / 4 * 4;
   const uint64_t allocated = check_bounds ? guard_at + kGuardBytes : nbytes;
-  SvmAllocation svm = use_svm ? svm_buffer(allocated) : SvmAllocation{};
-  cl_mem mem = nullptr;
-  if (svm.pointer != nullptr) {
-    // The cl_mem over the SVM bytes serves copies and reads; kernels take pointers.
-    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, allocated, svm.pointer, &status);
-    if (status != CL_SUCCESS) clSVMFree(context->context(), svm.pointer);
-  } else {
-    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, allocated, nullptr, &status);
-  }
-  if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
-  ++device_allocations;
-  if (svm.pointer != nullptr) ++svm_allocations;
-  device_bytes_allocated += nbytes;
-  ++usage.allocations;
-  site.storage = std::make_shared<StorageObject>(scope_usage[found->second], nbytes, opencl::MemHandle(mem),
-                                                 std::nullopt, std::move(svm));
+  site.storage = new_storage_buffer(scope_usage[found->second], nbytes, allocated);
+  const cl_mem mem = site.storage->mem();
   if (check_bounds) {
     status = clEnqueueFillBuffer(context->queue(), mem, &kGuardPattern, sizeof kGuardPattern, guard_at, kGuardBytes,
                                  0, nullptr, nullptr);
@@ -153,6 +139,26 @@ void VirtualMachine::Impl::alloc_tensor(SiteState& site, const Instruction& ins,
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);
   regs[ins.ops[O::kDst]] = std::move(out);
+}
+
+std::shared_ptr<StorageObject> VirtualMachine::Impl::new_storage_buffer(const std::shared_ptr<ScopeCounter>& usage,
+                                                                        uint64_t nbytes, uint64_t allocated) {
+  cl_int status = CL_SUCCESS;
+  SvmAllocation svm = use_svm ? svm_buffer(allocated) : SvmAllocation{};
+  cl_mem mem = nullptr;
+  if (svm.pointer != nullptr) {
+    // The cl_mem over the SVM bytes serves copies and reads; kernels take pointers.
+    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, allocated, svm.pointer, &status);
+    if (status != CL_SUCCESS) clSVMFree(context->context(), svm.pointer);
+  } else {
+    mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, allocated, nullptr, &status);
+  }
+  if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
+  ++device_allocations;
+  if (svm.pointer != nullptr) ++svm_allocations;
+  device_bytes_allocated += nbytes;
+  ++usage->allocations;
+  return std::make_shared<StorageObject>(usage, nbytes, opencl::MemHandle(mem), std::nullopt, std::move(svm));
 }
 
 // An SVM allocation of `nbytes` for a buffer storage, or none (the caller then

@@ -61,11 +61,33 @@ TEST(OpenCLTest, UnmetRequirementsNameWhatIsMissing) {
   EXPECT_EQ(opencl::unmet_requirements(device, req),
             "device opencl:0 (tiny) lacks: cl_khr_fp16 (float16 kernels); scope 'global' needs a buffer of 2097152 "
             "bytes, the device allocates at most 1048576; scope 'global' places tensors at offsets aligned to 128 "
-            "bytes, the device needs 512 (CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
+            "bytes, the device needs 512 (CL_DEVICE_MEM_BASE_ADDR_ALIGN) for sub-buffers and offers no "
+            "coarse-grained SVM");
   req.features = 0;
   req.scopes[0].max_storage_bytes = 4096;
   req.scopes[0].offset_alignment = 1024;
   EXPECT_EQ(opencl::unmet_requirements(device, req), "");
+}
+
+// Kernels take SVM pointers where the device offers SVM: a tensor may then sit at
+// an offset its sub-buffer could not start at, unless the VM keeps sub-buffers.
+TEST(OpenCLTest, OffsetsBelowTheBaseAlignmentNeedSvmPointers) {
+  opencl::DeviceInfo device;
+  device.spec = "opencl:0";
+  device.name = "gpu";
+  device.base_addr_align_bytes = 512;
+  device.max_alloc_bytes = 1 << 20;
+  device.svm_coarse_grain = true;
+  Requirements req;
+  ScopeRequirement global;
+  global.scope = "global";
+  global.max_storage_bytes = 4096;
+  global.offset_alignment = 16;
+  req.scopes = {global};
+  EXPECT_EQ(opencl::unmet_requirements(device, req), "");
+  EXPECT_EQ(opencl::unmet_requirements(device, req, opencl::BufferViews::kSubBuffers),
+            "device opencl:0 (gpu) lacks: scope 'global' places tensors at offsets aligned to 16 bytes, the device "
+            "needs 512 (CL_DEVICE_MEM_BASE_ADDR_ALIGN) for sub-buffers; with SVM on (VmOptions::svm) it needs none");
 }
 
 TEST(OpenCLTest, AVmRefusesADeviceThatLacksWhatTheExecutableNeeds) {
@@ -93,12 +115,13 @@ TEST(TargetTest, TheShippedTargetDescribesItsScopes) {
   EXPECT_EQ(target->find_scope("nowhere"), nullptr);
 }
 
-TEST(TargetTest, TheGpuTargetAlignsSubBuffersForEveryCommonGpu) {
+TEST(TargetTest, TheGpuTargetPlacesTensorsAtSixteenByteOffsetsForSvmPointers) {
   auto target = TargetDesc::load("opencl-gpu");
   ASSERT_TRUE(target) << target.error().message();
   EXPECT_EQ(target->name, "opencl-gpu");
-  EXPECT_EQ(target->find_scope("global")->alignment, 512u);  // NVIDIA: 4096 bits
-  EXPECT_EQ(target->find_scope("global.vtcm")->alignment, 512u);
+  EXPECT_EQ(target->find_scope("global")->alignment, 16u);  // float4 loads; sub-buffers would need 512 on NVIDIA
+  EXPECT_EQ(target->find_scope("global.vtcm")->alignment, 16u);
+  EXPECT_EQ(TargetDesc::load("opencl")->find_scope("global")->alignment, 128u);  // sub-buffers on any device
   EXPECT_EQ(TargetDesc::builtin_names(), (std::vector<std::string>{"opencl", "opencl-gpu"}));
   // The operator library's defaults for it: 4x4 accumulators, split-K toward 512 work-groups.
   EXPECT_EQ(target->kernel_tuning.at("conv").at("CONV_WPT_M"), 4);

@@ -59,13 +59,23 @@ struct DeviceInfo {
 // per process (on first use, from any thread); later calls return the same list.
 std::vector<DeviceInfo> list_devices();
 
+// How kernels receive tensor views inside a buffer storage.
+enum class BufferViews {
+  kSvmWhereOffered,  // SVM pointers where the device has coarse-grained SVM, else sub-buffers
+  kSubBuffers,       // always sub-buffers (VmOptions::svm off)
+};
+
 // Why `device` cannot run an executable with `requirements`; empty when it can.
-std::string unmet_requirements(const DeviceInfo& device, const Requirements& requirements);
+// Sub-buffers need offsets aligned to the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN;
+// SVM pointers need no more than the target's alignment.
+std::string unmet_requirements(const DeviceInfo& device, const Requirements& requirements,
+                               BufferViews views = BufferViews::kSvmWhereOffered);
 
 // Picks a device. `spec` is "" (use STOWAGE_DEVICE if set, else the first device
 // that meets `requirements`, preferring GPUs), "opencl:N", "gpu", "cpu", or a
 // case-insensitive substring of the device or platform name.
-Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements);
+Expected<DeviceInfo> select_device(std::string_view spec, const Requirements& requirements,
+                                   BufferViews views = BufferViews::kSvmWhereOffered);
 
 // Bytes moved between the host and the device through one context, counted by
 // whoever enqueues the transfer: the VM (argument uploads, constants, copies) and

@@ -34,6 +34,7 @@ class Importer:
         self.values = dict(graph.initializers)
         self.slices = {}  # value name -> the view of a planned Concat its producer writes into
         self.concats = {}  # Concat node index -> (out, slices)
+        self.concat_fronts = {}  # a family member's node index -> (the family's planned Concat, its part count)
         self.position = 0
         self.last_use = {}
         self.group = None  # the group being emitted
@@ -201,27 +202,60 @@ class Importer:
         return result
 
     def plan_concats(self, order):
-        """Marks Concats whose inputs are each computed at run time by a group for it
-        alone, whose converter can write into a given view, so that the producers
-        write into slices of one tensor (made when the first needs it)."""
-        made_by = {}
-        for g in order:
-            made_by[g.output] = g
-        for node in self.graph.nodes:
-            if node.op_type != "Concat":
+        """Plans Concats whose parts need no copy: every part is computed at run time
+        by a group whose converter can write into a given view, so the producers
+        write into slices of one tensor (made when the first needs it).
+
+        Concats on one axis whose inputs are each the first inputs of a longer one
+        form a family (DenseNet concatenates all earlier features at every layer):
+        the longest is planned, and each shorter one is a view of its front, so each
+        part is written once and no member copies. A part may have other readers
+        (they read its slice); it may not be a graph output nor a part of another
+        family."""
+        made_by = {g.output: g for g in order}
+        concats = [n for n in self.graph.nodes if n.op_type == "Concat" and n.attr("axis") is not None]
+        concats.sort(key=lambda n: -len([i for i in n.inputs if i]))
+        member_of = {}
+        for root in concats:
+            if root.index in member_of:
                 continue
-            names = [n for n in node.inputs if n]
+            names = [n for n in root.inputs if n]
             if not names or any(self.is_known(n) for n in names) or len(set(names)) != len(names):
                 continue
-            if all(
+            family = [root] + [
+                other for other in concats
+                if other.index not in member_of and other is not root and other.attr("axis") == root.attr("axis")
+                and [n for n in other.inputs if n] == names[:len([n for n in other.inputs if n])]
+            ]
+            indices = {n.index for n in family}
+            if not all(
                 n in made_by
+                and n not in self.slices
                 and made_by[n].main.spec.writes_into
                 and n not in self.graph.output_names
-                and [c.index for c in self.graph.consumers.get(n, [])] == [node.index]
+                and all(c.index in indices or c.op_type != "Concat" for c in self.graph.consumers.get(n, []))
                 for n in names
             ):
-                for n in names:
-                    self.slices[n] = _PendingSlice(self, node, names.index(n))
+                continue
+            for node in family:
+                member_of[node.index] = root
+            for part, n in enumerate(names):
+                self.slices[n] = _PendingSlice(self, root, part)
+            for node in family[1:]:
+                self.concat_fronts[node.index] = (root, len([n for n in node.inputs if n]))
+
+    def planned_concat(self, index):
+        """The tensor a planned Concat (or a member of a planned family) gives, or None."""
+        if index in self.concat_fronts:
+            root, count = self.concat_fronts[index]
+            made = _PendingSlice(self, root, 0).made()
+            if made is None:
+                return None
+            table = self.inferred_shapes()
+            shapes = [table[name] for name in root.inputs if name][:count]
+            return self.ob.concat_front(made[0], shapes, root.attr("axis"))
+        made = self.concats.get(index)
+        return None if made is None else made[0]
 
 
 class _PendingSlice:
@@ -235,6 +269,11 @@ class _PendingSlice:
         self.part = part
 
     def resolve(self):
+        made = self.made()
+        return None if made is None else made[1][self.part]
+
+    def made(self):
+        """(out, slices) of the Concat, made on first use; None when it copies."""
         imp = self.importer
         if self.node.index not in imp.concats:
             table = imp.inferred_shapes()
@@ -244,5 +283,4 @@ class _PendingSlice:
             if axis is not None and all(s is not None for s in shapes):
                 made = imp.ob.concat_slices(shapes, axis)
             imp.concats[self.node.index] = made
-        made = imp.concats[self.node.index]
-        return None if made is None else made[1][self.part]
+        return imp.concats[self.node.index]

@@ -105,6 +105,12 @@ class LayoutOps(Core):
         out = self._new_buffer(out_shape)
         return out, [self._view(out, part, offset) for part, offset in zip(parts, offsets)]
 
+    def concat_front(self, out, shapes_in, axis):
+        """The view of the first parts of a tensor :meth:`concat_slices` made: the
+        concatenation of ``shapes_in``, which are its first parts."""
+        parts = [tuple(int(d) for d in s) for s in shapes_in]
+        return self._view(out, _concat_shape("concat_front", parts, axis), 0)
+
     def concat(self, inputs, axis, *, out=None):
         op = "concat"
         parts = [self.shape_of(x) for x in inputs]

@@ -244,7 +244,9 @@ int run(const Options& opt) {
   auto exe = std::make_shared<const Executable>(loaded.take());
   if (opt.info) {
     print_info(*exe);
-    auto device = opencl::select_device(opt.device, exe->requirements);
+    auto device = opencl::select_device(opt.device, exe->requirements,
+                                        opt.no_svm ? opencl::BufferViews::kSubBuffers
+                                                   : opencl::BufferViews::kSvmWhereOffered);
     if (!device) return fail(device.error());
     fmt::print("device: {}\n", device->summary());
     if (opt.inputs.empty()) return 0;

@@ -175,9 +175,9 @@ def concat(ctx, node):
     names = [n for n in node.inputs if n]
     values = [ctx.values[n] for n in names]
     axis = _concat_axis(node, len(ctx.shape(values[0])))
-    planned = ctx.concats.get(node.index)
+    planned = ctx.planned_concat(node.index)
     if planned is not None:  # every producer wrote into its slice already
-        return planned[0]
+        return planned
     return ctx.ob.concat(values, axis)  # known parts become module constants copied in
 
 
