@@ -41,6 +41,7 @@ py::dict describe_device(const opencl::DeviceInfo& d) {
   out["max_alloc_bytes"] = d.max_alloc_bytes;
   out["fp16"] = d.fp16;
   out["fp64"] = d.fp64;
+  out["svm"] = d.svm_coarse_grain;  // the opencl-gpu target's tensor offsets need it
   return out;
 }
 

@@ -124,7 +124,45 @@ class Executable:
         return f"<stowage.Executable functions=[{names}]>"
 
 
-DEFAULT_TARGET = "opencl"
+def default_target(device=None):
+    """The shipped target for the device a :class:`VirtualMachine` would take:
+    ``"opencl-gpu"`` for a GPU (unless it reports no coarse-grained shared virtual
+    memory, which that target's tensor offsets need), else ``"opencl"``.
+    ``device`` is what ``VirtualMachine(device=...)`` takes: None (the
+    STOWAGE_DEVICE environment variable, else the first GPU, else the first
+    device), "opencl:N", "gpu", "cpu" or part of a device or platform name. With
+    no OpenCL device at all (a machine that only compiles) it is ``"opencl"``.
+    :func:`compile`, :func:`from_onnx` and ``stowage-import`` take it when no
+    target is named; the module records the one taken (``Module.target``)."""
+    if device is not None and not isinstance(device, str):
+        raise InvalidInputError(f"default_target: argument 'device': expected a str, got {type(device).__name__}")
+    found = _stowage.devices()
+    chosen = _device_like_the_vm(found, device or os.environ.get("STOWAGE_DEVICE", ""))
+    if chosen is None or chosen["type"] != "gpu" or not chosen.get("svm", True):
+        return "opencl"
+    return "opencl-gpu"
+
+
+def _device_like_the_vm(found, spec):
+    """The device of ``found`` that ``spec`` names, chosen as the VM chooses
+    (leaving out what an executable requires); None when there is none at all."""
+    if not found:
+        return None
+    if spec in ("", "any"):
+        return next((d for d in found if d["type"] == "gpu"), found[0])
+    if spec.startswith("opencl:"):
+        index = spec[len("opencl:"):]
+        if index.isdigit() and int(index) < len(found):
+            return found[int(index)]
+        raise InvalidInputError(f"device '{spec}' does not exist: there are {len(found)} OpenCL devices "
+                                f"(opencl:0 to opencl:{len(found) - 1})")
+    needle = spec.lower()
+    for d in found:
+        if ((needle == "gpu" and d["type"] == "gpu") or (needle == "cpu" and d["type"] == "cpu")
+                or needle in d["name"].lower() or needle in d["platform"].lower()):
+            return d
+    names = ", ".join(f"{d['spec']} {d['name']}" for d in found)
+    raise InvalidInputError(f"no OpenCL device matches '{spec}' (devices: {names})")
 
 
 def compile(module, target=None):  # noqa: A001 (the issue's name)
@@ -132,8 +170,8 @@ def compile(module, target=None):  # noqa: A001 (the issue's name)
     name (``"opencl"``) or a target JSON file: reads the kernels, verifies,
     plans where needed and generates bytecode. ``target=None`` takes the target
     the module was made for (``Module.target``, which :func:`from_onnx` records),
-    else ``"opencl"``; a target other than the one the module records is refused
-    (its kernels were chosen for that one)."""
+    else :func:`default_target` (the default device's); a target other than the
+    one the module records is refused (its kernels were chosen for that one)."""
     if isinstance(module, str):
         module = _stowage.parse(module, "<string>")
     if not isinstance(module, _stowage.Module):
@@ -141,7 +179,7 @@ def compile(module, target=None):  # noqa: A001 (the issue's name)
         raise InvalidInputError(f"compile: argument 'module': expected a Module or its text, got {got}")
     own = module.target
     if target is None:
-        return Executable(_stowage.compile(module, own or DEFAULT_TARGET))
+        return Executable(_stowage.compile(module, own or default_target()))
     try:
         target = os.fspath(target)
     except TypeError:

@@ -47,6 +47,64 @@ def test_compile_text_and_target_errors(add_mul_module):
     assert "opencl" in sw.targets()
 
 
+CPU = {"spec": "opencl:0", "name": "pthread-x86", "platform": "Portable Computing Language", "type": "cpu"}
+GPU = {"spec": "opencl:1", "name": "NVIDIA H100", "platform": "NVIDIA CUDA", "type": "gpu", "svm": True}
+
+
+@pytest.fixture
+def fake_devices(monkeypatch):
+    """Sets the devices default_target sees, and clears STOWAGE_DEVICE."""
+    monkeypatch.delenv("STOWAGE_DEVICE", raising=False)
+
+    def use(*found):
+        monkeypatch.setattr(sw.executable._stowage, "devices", lambda: [dict(d) for d in found])
+    return use
+
+
+def test_default_target_follows_the_device_the_vm_would_take(fake_devices, monkeypatch):
+    fake_devices(CPU, GPU)
+    assert sw.default_target() == "opencl-gpu"  # a GPU first, as the VM takes it
+    assert sw.default_target("cpu") == sw.default_target("opencl:0") == sw.default_target("portable") == "opencl"
+    assert sw.default_target("gpu") == sw.default_target("h100") == sw.default_target("opencl:1") == "opencl-gpu"
+    monkeypatch.setenv("STOWAGE_DEVICE", "cpu")
+    assert sw.default_target() == "opencl"
+    assert sw.default_target("gpu") == "opencl-gpu"  # the argument before the variable, as for the VM
+    monkeypatch.delenv("STOWAGE_DEVICE")
+    fake_devices(CPU, dict(GPU, svm=False))
+    assert sw.default_target() == "opencl"  # opencl-gpu's offsets need SVM
+    fake_devices(CPU)
+    assert sw.default_target() == "opencl"
+    fake_devices()
+    assert sw.default_target() == "opencl"  # compiling needs no device
+    fake_devices(CPU, GPU)
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target("opencl:2")
+    assert str(e.value) == "device 'opencl:2' does not exist: there are 2 OpenCL devices (opencl:0 to opencl:1)"
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target("tpu")
+    assert str(e.value) == ("no OpenCL device matches 'tpu' (devices: opencl:0 pthread-x86, "
+                            "opencl:1 NVIDIA H100)")
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target(0)
+    assert str(e.value) == "default_target: argument 'device': expected a str, got int"
+
+
+def test_default_target_of_the_devices_here():
+    found = sw.devices()
+    first = next((d for d in found if d["type"] == "gpu"), found[0] if found else None)
+    gpu = first is not None and first["type"] == "gpu" and first.get("svm", True)
+    if "STOWAGE_DEVICE" not in os.environ:
+        assert sw.default_target() == ("opencl-gpu" if gpu else "opencl")
+
+
+def test_compile_without_a_target_takes_the_default_devices(add_mul_module, fake_devices):
+    assert add_mul_module.target == ""
+    fake_devices(CPU, GPU)
+    assert sw.compile(add_mul_module).to_bytes() == sw.compile(add_mul_module, target="opencl-gpu").to_bytes()
+    fake_devices(CPU)
+    assert sw.compile(add_mul_module).to_bytes() == sw.compile(add_mul_module, target="opencl").to_bytes()
+
+
 def test_verify_error_from_compile(add_mul_module):
     text = str(add_mul_module).replace("alloc_tensor(vtcm, 2048", "alloc_tensor(vtcm, 3968")
     with pytest.raises(sw.VerifyError) as e:
