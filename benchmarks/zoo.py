@@ -35,6 +35,7 @@ import sys
 import time
 
 import numpy as np
+from progress_line import Progress
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORTERS = ("torchscript", "dynamo")
@@ -481,12 +482,14 @@ def main():
         args.exporters = [e + "-dynamic" for e in args.exporters]
     os.makedirs(args.cache, exist_ok=True)
     rows = {}
-    for name in names:
-        missing = LIBRARIES[MODELS[name][0]]
-        for exporter in args.exporters:
-            path = os.path.join(args.cache, f"{name}.{exporter}.onnx")
-            rows[name, exporter] = row = zoo_row(name, exporter, path, missing, args)
-            print(f"{name} {exporter}: {row['status']}", file=sys.stderr)
+    with Progress(len(names) * len(args.exporters), "zoo") as steps:
+        for name in names:
+            missing = LIBRARIES[MODELS[name][0]]
+            for exporter in args.exporters:
+                path = os.path.join(args.cache, f"{name}.{exporter}.onnx")
+                steps.start(f"{name} {exporter}")
+                rows[name, exporter] = row = zoo_row(name, exporter, path, missing, args)
+                steps.done(f"{name} {exporter}: {short(row['status'])}")
     print_table(rows, args)
     return 0
 
