@@ -9,6 +9,18 @@ REPORT_KEYS = ("planned_bytes", "lower_bound", "naive_bytes", "reuse_only_bytes"
 PLANNED_KEYS = ("tensors", "spilled", "spilled_bytes", "discontiguous", "blocks")
 
 
+def _most_alive(storages):
+    """The most tensor bytes of ``storages`` (memory_layout's) alive at one moment; a
+    tensor lives over [start, end)."""
+    events = sorted((t[key], sign * t["nbytes"]) for s in storages for t in s["tensors"]
+                    for key, sign in (("start", 1), ("end", -1)))
+    alive = most = 0
+    for _, change in events:  # at one step, ends (negative) sort before starts
+        alive += change
+        most = max(most, alive)
+    return most
+
+
 class Executable:
     """A compiled program: bytecode for the VM, its kernels and requirements."""
 
@@ -89,8 +101,10 @@ class Executable:
         reports exactly what the compiled one did. Otherwise (programs placed by
         hand, or a file written without that section) they are those of
         :meth:`memory_layout`, over every storage of the scope, and
-        ``reuse_only_bytes`` and ``seconds`` are None. Both count the lower bound
-        the same way, over the tensors of the storages they count.
+        ``reuse_only_bytes`` and ``seconds`` are None; so too for a scope placed by
+        hand in a function whose other scopes the planner placed, over its storages
+        but the returned tensors' own. Both count the lower bound the same way,
+        over the tensors of the storages they count.
 
         Every scope also has ``constant_bytes``: the storages of its constants
         (weights), made once per VM and not part of the figures above. A scope that
@@ -98,18 +112,26 @@ class Executable:
         """
         entry = self.entry_function()
         planned = [r for r in self._handle.planner_report if r["function"] == entry]
-        if planned:
-            report = {r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned}
+        report = {r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned}
+        if planned:  # scopes placed by hand beside them, as the planner counts: not the results' own storages
+            result = next(f["result"] for f in self.functions if f["name"] == entry)
+            returned = {field["name"] for field in result.get("fields", [result])}
         else:
-            report = {}
-            for scope in self.memory_layout()["scopes"]:
-                report[scope["scope"]] = {
-                    "planned_bytes": scope["storage_bytes"],
-                    "lower_bound": scope["lower_bound"],
-                    "naive_bytes": scope["tensor_bytes"],
-                    "reuse_only_bytes": None,
-                    "seconds": None,
-                }
+            returned = set()
+        for scope in self.memory_layout()["scopes"]:
+            if scope["scope"] in report:
+                continue
+            storages = [s for s in scope["storages"] if not any(t["name"] in returned for t in s["tensors"])]
+            if not storages:
+                continue
+            same = len(storages) == len(scope["storages"])
+            report[scope["scope"]] = {
+                "planned_bytes": sum(s["nbytes"] for s in storages),
+                "lower_bound": scope["lower_bound"] if same else _most_alive(storages),
+                "naive_bytes": sum(t["nbytes"] for s in storages for t in s["tensors"]),
+                "reuse_only_bytes": None,
+                "seconds": None,
+            }
         constants = self._handle.constant_bytes
         for scope, figures in report.items():
             figures["constant_bytes"] = constants.get(scope, 0)

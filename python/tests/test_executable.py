@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 import stowage as sw
-from conftest import build_add_mul
+from conftest import ADD_MUL_KERNELS, build_add_mul
 
 ADD_MUL_REPORT = {
     "global.vtcm": {
@@ -258,3 +258,24 @@ def test_memory_report_of_a_planned_program_comes_from_the_planner():
     assert report["reuse_only_bytes"] == 3072
     assert report["tensors"] == 4
     assert report["seconds"] >= 0
+
+
+def test_a_scope_placed_by_hand_beside_planned_ones_is_reported():
+    """memory_report once left out the scopes a planned function placed by hand."""
+    bb = sw.Builder()
+    bb.add_kernels(ADD_MUL_KERNELS, name="k")
+    with bb.function("main") as f:
+        x = f.param("x", (4, 64), "int32")
+        y = f.param("y", (4, 64), "int32")
+        vtcm = f.alloc_storage((4096,), scope="global.vtcm", name="vtcm")  # by hand
+        a = f.alloc_tensor(vtcm, 0, (4, 64), "int32", name="a")
+        f.copy_tensor(x, a)
+        b = f.empty((4, 64), "int32", scope="global", name="b")  # by the planner
+        c = f.empty((4, 64), "int32", scope="global", name="c")  # returned: a storage of its own
+        f.copy_tensor(y, b)
+        f.call_kernel("compute_add_in_vtcm", a, b, c, grid=(256,))
+        f.ret(c)
+    report = sw.compile(bb.module(), target="opencl").memory_report
+    assert report["global"]["tensors"] == 1 and report["global"]["planned_bytes"] == 1024  # b only, as planned
+    assert report["global.vtcm"] == {"planned_bytes": 4096, "lower_bound": 1024, "naive_bytes": 1024,
+                                     "reuse_only_bytes": None, "seconds": None, "constant_bytes": 0}
