@@ -96,6 +96,9 @@ py::dict describe_profile(const vm::Profile& p) {
     d["total_us"] = i.total_us;
     d["device_count"] = i.device_count;
     d["device_us"] = i.device_us;
+    py::list nodes;  // (op type, node name) of the model nodes it computes
+    for (const NodeOrigin& n : i.nodes) nodes.append(py::make_tuple(n.op, n.node));
+    d["nodes"] = nodes;
     instructions.append(d);
   }
   py::dict scopes;

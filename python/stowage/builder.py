@@ -196,6 +196,12 @@ class Function:
         """Copies ``src`` into ``dst`` (equal shapes and dtypes)."""
         self._emit("copy_tensor", None, src=src, dst=dst)
 
+    def set_origins(self, nodes):
+        """The model nodes the bindings emitted from now on compute, as (op type,
+        node name) pairs ([] for none): the executable carries them, so profiles
+        and traces name the model's nodes (a fused kernel names all of its)."""
+        self._fb.set_origins([(str(op), str(name)) for op, name in nodes])
+
     def call_kernel(self, kernel, *args, grid, local=None):
         """Launches ``kernel`` on tensors and scalars (Python ints and floats are
         literals); ``grid`` has 1 to 3 extents, ``local`` is None (the driver
