@@ -145,7 +145,7 @@ def test_an_empty_tensor_with_a_huge_extent_is_refused():
     model = onnx_model([helper.make_node("Pad", ["x", "p"], ["y"])], [tensor_info("x", "float32", (1, 3, 5))],
                        [tensor_info("y", "float32", None)])
     model.graph.initializer.append(pads)
-    assert "has an extent above 2^31 - 1" in refused(model, sw.UnsupportedError)
+    assert "has extents whose product is above 2^31 - 1" in refused(model, sw.UnsupportedError)
 
 
 @pytest.mark.parametrize("indices_shape", [(2, 1), (1, 2)])
@@ -205,3 +205,22 @@ def test_pads_beside_an_auto_pad_are_checked():
     node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2], auto_pad="SAME_UPPER", pads=[1 << 40])
     model = onnx_model([node], [tensor_info("x", "float32", (1, 1, 5))], [tensor_info("y", "float32", None)])
     assert "pads [1099511627776] do not fit a 1D window" in refused(model)
+
+
+def test_clip_bounds_that_are_not_scalars_are_refused():
+    """Clip(c, t) with the inputs swapped: a 4-D min was broadcast (or its first element taken)."""
+    model = onnx_model([helper.make_node("Clip", ["c", "x"], ["y"])], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], [("c", np.array(0.5, np.float32))])
+    assert "min of shape [2, 3]; a scalar is expected" in refused(model)
+
+
+def test_pads_of_rank_two_are_refused():
+    model = onnx_model([helper.make_node("Pad", ["x", "p"], ["y"])], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], [("p", np.ones((4, 1), np.int64))])
+    assert "pads of shape [4, 1]; a 1-D tensor is expected" in refused(model)
+
+
+def test_flatten_takes_a_negative_axis_from_schema_11():
+    model = onnx_model([helper.make_node("Flatten", ["x"], ["y"], axis=-1)], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], opset=9)
+    assert "axis -1: Flatten takes a negative axis from schema 11" in refused(model)
