@@ -26,6 +26,7 @@ import argparse
 import collections
 import multiprocessing
 import os
+import re
 import sys
 import time
 
@@ -232,6 +233,7 @@ class Tally:
         self.ambiguous = collections.Counter()
         self.refusals = collections.Counter()  # (op, error class, message start) of valid models' refusals
         self.claimed_refusals = 0
+        self.claimed = collections.Counter()  # (error class, message) of those
         self.findings = []
         self.skipped = 0
         self.slowest = 0.0
@@ -257,11 +259,12 @@ class Tally:
         if r["outcome"] == "ambiguous":
             self.ambiguous[r["kind"]] += 1
         if r["outcome"] == "refused-by-stowage" and r["mode"] == "valid":
+            message = re.sub(r"^node \d+ '[^']*' \((\w+)\): ", r"\1: ", r["message"])[:100]
             if r["claimed"]:
                 self.claimed_refusals += 1
+                self.claimed[(r["kind"], message)] += 1
             ops = [op for op, _ in r["unclaimed"]] or r["ops"]
-            self.refusals[(ops[0] if len(set(ops)) == 1 else "+".join(sorted(set(ops))), r["kind"],
-                           r["message"][:90])] += 1
+            self.refusals[(ops[0] if len(set(ops)) == 1 else "+".join(sorted(set(ops))), r["kind"], message)] += 1
 
     @property
     def total(self):
@@ -283,6 +286,8 @@ def print_summary(tally, args, seconds, profile, out=sys.stdout):
         p(f"  known ({count}): {why}")
     p(f"valid models refused although the registry claims every node: {tally.claimed_refusals} "
       "(UnsupportedError: an attribute or mode a converter does not implement)")
+    for (kind, message), count in tally.claimed.most_common(args.refusals):
+        p(f"  {count:5}  {kind}: {message}")
     if tally.skipped:
         p(f"generated models onnx.checker refused (the generator's mistakes): {tally.skipped}")
     if profile:
