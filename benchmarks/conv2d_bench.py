@@ -20,6 +20,7 @@ import statistics
 import subprocess
 
 import numpy as np
+from progress_line import Progress
 
 H = W = 64
 REPS = 20
@@ -71,21 +72,25 @@ def run(args):
     d = pathlib.Path(args.dir)
     channels = sorted(int(p.stem[1:]) for p in d.glob("x*.npy"))
     rows = []
+    steps = Progress(len(channels) * 2, "timing")
     for c in channels:
         per_conv = {}
         for variant in ("texture", "buffer"):
+            steps.start(f"C={c} {variant}")
             t = {}
             for reps in (0, REPS):
                 stw = d / f"{variant}{c}_r{reps}.stw"
                 time_us(args, stw, c, 3)  # warm: programs, storages
                 t[reps] = statistics.median(time_us(args, stw, c, 10) for _ in range(5))
             per_conv[variant] = max((t[REPS] - t[0]) / REPS, 1e-3)
+            steps.done(f"C={c} {variant}: {per_conv[variant]:.1f} us")
         time_us(args, d / f"texture{c}_r{REPS}.stw", c, 1, output=str(d / f"out_texture{c}.npy"))
         time_us(args, d / f"buffer{c}_r{REPS}.stw", c, 1, output=str(d / f"out_buffer{c}.npy"))
         diff = float(np.abs(np.load(d / f"out_texture{c}.npy") - np.load(d / f"out_buffer{c}.npy")).max())
         flops = 2 * c * c * H * W * 9
         rows.append((c, per_conv["texture"], flops / per_conv["texture"] / 1e3, per_conv["buffer"],
                      flops / per_conv["buffer"] / 1e3, cudnn.get(c), diff))
+    steps.close()
     print("| C | texture us | texture GFLOP/s | buffer us | buffer GFLOP/s | cuDNN GFLOP/s | texture/cuDNN "
           "| buffer/cuDNN | max abs diff texture vs buffer |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 import numpy as np
+from progress_line import Progress
 
 
 def tiles(m, n, wm, wn, k=16):
@@ -103,16 +104,18 @@ def export(args):
 
     os.makedirs(args.export, exist_ok=True)
     rows = []
-    for net in args.nets:
-        model = bench.zero_weights(getattr(models, net)())
-        for setting, (on_images, tuning) in SETTINGS.items():
-            if args.only and not re.search(args.only, setting):
-                continue
-            module = sw.from_onnx(model, texture=on_images, target=args.target, tuning=tuning)
-            exe = sw.compile(module, target=args.target)
-            exe.save(os.path.join(args.export, file_name(net, setting)))
-            rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
-            print(f"exported {net} {setting}", file=sys.stderr)
+    chosen = [s for s in SETTINGS if not args.only or re.search(args.only, s)]
+    with Progress(len(args.nets) * len(chosen), "exporting") as steps:
+        for net in args.nets:
+            model = bench.zero_weights(getattr(models, net)())
+            for setting in chosen:
+                on_images, tuning = SETTINGS[setting]
+                steps.start(f"{net} {setting}")
+                module = sw.from_onnx(model, texture=on_images, target=args.target, tuning=tuning)
+                exe = sw.compile(module, target=args.target)
+                exe.save(os.path.join(args.export, file_name(net, setting)))
+                rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
+                steps.done(f"{net} {setting}")
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     _files.write_atomically(os.path.join(args.export, "input.npy"), lambda f: np.save(f, x))
     _files.write_text(os.path.join(args.export, "sweep.json"),
@@ -140,10 +143,18 @@ def time_exported(args):
     for row in exported["rows"]:
         if row["net"] in args.nets:
             by_net.setdefault(row["net"], []).append(row)
-    for net, rows in by_net.items():
-        timed = [(time_file(args, os.path.join(args.from_dir, file_name(net, r["setting"]))), r) for r in rows]
-        for (median, best, launches), r in sorted(timed, key=lambda t: t[0][0]):
-            print(f"| {net} | {r['setting']} | {median:.1f} | {best:.1f} | {launches:.0f} | {r['planned'] / 1e6:.2f} |")
+    with Progress(sum(len(rows) for rows in by_net.values()), "timing") as steps:
+        for net, rows in by_net.items():
+            timed = []
+            for r in rows:
+                steps.start(f"{net} {r['setting']}")
+                timed.append((time_file(args, os.path.join(args.from_dir, file_name(net, r["setting"]))), r))
+                steps.done(f"{net} {r['setting']}: {timed[-1][0][0]:.1f} us")
+            table = sorted(timed, key=lambda t: t[0][0])
+            steps.close()  # the table's rows below, not inside the progress line
+            for (median, best, launches), r in table:
+                print(f"| {net} | {r['setting']} | {median:.1f} | {best:.1f} | {launches:.0f} | "
+                      f"{r['planned'] / 1e6:.2f} |", flush=True)
 
 
 def main():

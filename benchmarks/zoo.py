@@ -35,6 +35,7 @@ import sys
 import time
 
 import numpy as np
+from progress_line import Progress
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORTERS = ("torchscript", "dynamo")
@@ -372,7 +373,10 @@ def first_line(error):
 def check_in_child(path, name, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--check-one", name, path]
     cmd += (["--device", args.device] if args.device else []) + (["--texture"] if args.texture else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"), os.environ.get("PYTHONPATH", "")]))
+    import stowage
+
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(stowage.__file__)))  # the children import this one
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_dir, os.environ.get("PYTHONPATH", "")]))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -466,7 +470,8 @@ def main():
     if importlib.util.find_spec("torch") is None:
         print("zoo: torch is not installed here; nothing to export")
         return 0
-    sys.path.insert(0, os.path.join(REPO, "python"))
+    if importlib.util.find_spec("stowage") is None:  # an installed package, else the source tree's
+        sys.path.insert(0, os.path.join(REPO, "python"))
     try:
         import stowage  # noqa: F401  (the checks run it in child processes)
     except ImportError as e:
@@ -481,12 +486,14 @@ def main():
         args.exporters = [e + "-dynamic" for e in args.exporters]
     os.makedirs(args.cache, exist_ok=True)
     rows = {}
-    for name in names:
-        missing = LIBRARIES[MODELS[name][0]]
-        for exporter in args.exporters:
-            path = os.path.join(args.cache, f"{name}.{exporter}.onnx")
-            rows[name, exporter] = row = zoo_row(name, exporter, path, missing, args)
-            print(f"{name} {exporter}: {row['status']}", file=sys.stderr)
+    with Progress(len(names) * len(args.exporters), "zoo") as steps:
+        for name in names:
+            missing = LIBRARIES[MODELS[name][0]]
+            for exporter in args.exporters:
+                path = os.path.join(args.cache, f"{name}.{exporter}.onnx")
+                steps.start(f"{name} {exporter}")
+                rows[name, exporter] = row = zoo_row(name, exporter, path, missing, args)
+                steps.done(f"{name} {exporter}: {short(row['status'])}")
     print_table(rows, args)
     return 0
 

@@ -221,6 +221,12 @@ void bind_builders(py::module_& m) {
 
   py::class_<FunctionBuilder>(m, "FunctionBuilder")
       .def_property_readonly("name", &FunctionBuilder::name)
+      .def("set_origins",
+           [](FunctionBuilder& fb, const std::vector<std::pair<std::string, std::string>>& nodes) {
+             std::vector<NodeOrigin> origins;
+             for (const auto& [op, node] : nodes) origins.push_back(NodeOrigin{op, node});
+             fb.set_origins(std::move(origins));
+           })
       .def("param_tensor",
            [](FunctionBuilder& fb, std::string name, std::vector<int64_t> shape, const std::string& dtype) {
              return fb.param(std::move(name), Type::tensor(std::move(shape), dtype_arg("param", "dtype", dtype)));

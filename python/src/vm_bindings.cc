@@ -41,6 +41,7 @@ py::dict describe_device(const opencl::DeviceInfo& d) {
   out["max_alloc_bytes"] = d.max_alloc_bytes;
   out["fp16"] = d.fp16;
   out["fp64"] = d.fp64;
+  out["svm"] = d.svm_coarse_grain;  // the opencl-gpu target's tensor offsets need it
   return out;
 }
 
@@ -95,6 +96,9 @@ py::dict describe_profile(const vm::Profile& p) {
     d["total_us"] = i.total_us;
     d["device_count"] = i.device_count;
     d["device_us"] = i.device_us;
+    py::list nodes;  // (op type, node name) of the model nodes it computes
+    for (const NodeOrigin& n : i.nodes) nodes.append(py::make_tuple(n.op, n.node));
+    d["nodes"] = nodes;
     instructions.append(d);
   }
   py::dict scopes;

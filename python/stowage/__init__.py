@@ -19,7 +19,7 @@ from .errors import (
     UnsupportedError,
     VerifyError,
 )
-from .executable import Executable, compile, load
+from .executable import Executable, compile, default_target, load
 from .plot import plot_memory
 from .vm import Tensor, VirtualMachine, devices
 
@@ -124,9 +124,10 @@ def load_module(path):
     return parse(text, path, constants=npz if os.path.exists(npz) else None)
 
 
-def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, fold_limit=None,
+def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_limit=None,
               max_model_bytes=None):
-    """An ONNX model (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`;
+    """An ONNX model (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`
+    for ``target`` (None: :func:`default_target`, recorded as ``Module.target``);
     see :func:`stowage.frontend.from_onnx` (``fold_limit`` and ``max_model_bytes``
     left None keep its limits)."""
     from .frontend import from_onnx as convert
@@ -152,6 +153,7 @@ __all__ = [
     "save_module",
     "load_module",
     "compile",
+    "default_target",
     "load",
     "Executable",
     "VirtualMachine",

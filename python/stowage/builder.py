@@ -1,7 +1,7 @@
 """Building IR modules op by op from Python.
 
     bb = sw.Builder()
-    bb.add_kernels(OPENCL_C_SOURCE)
+    bb.add_kernels(OPENCL_C_SOURCE)  # before or after the functions
     with bb.function("main") as f:
         x = f.param("x", (4, 64), "int32")
         vtcm = f.alloc_storage((4096,), device=0, dtype="uint8", scope="global.vtcm")
@@ -13,8 +13,10 @@
 
 Every op is checked when it is called; misuse raises at once (VerifyError for
 IR rules, InvalidInputError for Python arguments of the wrong kind) with a
-message naming the op and the argument. Kernels must be added before a
-function calls them. Ops that define a variable take an optional ``name``;
+message naming the op and the argument. Kernel units may be added before or
+after the functions that call them: ``module()`` refuses a call of a kernel no
+unit defines, and ``compile`` checks each call's arguments against the kernel's
+signature. Ops that define a variable take an optional ``name``;
 without one the variable gets a fresh name (t0, t1, ...).
 """
 
@@ -193,6 +195,12 @@ class Function:
     def copy_tensor(self, src, dst):
         """Copies ``src`` into ``dst`` (equal shapes and dtypes)."""
         self._emit("copy_tensor", None, src=src, dst=dst)
+
+    def set_origins(self, nodes):
+        """The model nodes the bindings emitted from now on compute, as (op type,
+        node name) pairs ([] for none): the executable carries them, so profiles
+        and traces name the model's nodes (a fused kernel names all of its)."""
+        self._fb.set_origins([(str(op), str(name)) for op, name in nodes])
 
     def call_kernel(self, kernel, *args, grid, local=None):
         """Launches ``kernel`` on tensors and scalars (Python ints and floats are

@@ -9,6 +9,18 @@ REPORT_KEYS = ("planned_bytes", "lower_bound", "naive_bytes", "reuse_only_bytes"
 PLANNED_KEYS = ("tensors", "spilled", "spilled_bytes", "discontiguous", "blocks")
 
 
+def _most_alive(storages):
+    """The most tensor bytes of ``storages`` (memory_layout's) alive at one moment; a
+    tensor lives over [start, end)."""
+    events = sorted((t[key], sign * t["nbytes"]) for s in storages for t in s["tensors"]
+                    for key, sign in (("start", 1), ("end", -1)))
+    alive = most = 0
+    for _, change in events:  # at one step, ends (negative) sort before starts
+        alive += change
+        most = max(most, alive)
+    return most
+
+
 class Executable:
     """A compiled program: bytecode for the VM, its kernels and requirements."""
 
@@ -89,8 +101,10 @@ class Executable:
         reports exactly what the compiled one did. Otherwise (programs placed by
         hand, or a file written without that section) they are those of
         :meth:`memory_layout`, over every storage of the scope, and
-        ``reuse_only_bytes`` and ``seconds`` are None. Both count the lower bound
-        the same way, over the tensors of the storages they count.
+        ``reuse_only_bytes`` and ``seconds`` are None; so too for a scope placed by
+        hand in a function whose other scopes the planner placed, over its storages
+        but the returned tensors' own. Both count the lower bound the same way,
+        over the tensors of the storages they count.
 
         Every scope also has ``constant_bytes``: the storages of its constants
         (weights), made once per VM and not part of the figures above. A scope that
@@ -98,18 +112,26 @@ class Executable:
         """
         entry = self.entry_function()
         planned = [r for r in self._handle.planner_report if r["function"] == entry]
-        if planned:
-            report = {r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned}
+        report = {r["scope"]: {key: r[key] for key in REPORT_KEYS + PLANNED_KEYS} for r in planned}
+        if planned:  # scopes placed by hand beside them, as the planner counts: not the results' own storages
+            result = next(f["result"] for f in self.functions if f["name"] == entry)
+            returned = {field["name"] for field in result.get("fields", [result])}
         else:
-            report = {}
-            for scope in self.memory_layout()["scopes"]:
-                report[scope["scope"]] = {
-                    "planned_bytes": scope["storage_bytes"],
-                    "lower_bound": scope["lower_bound"],
-                    "naive_bytes": scope["tensor_bytes"],
-                    "reuse_only_bytes": None,
-                    "seconds": None,
-                }
+            returned = set()
+        for scope in self.memory_layout()["scopes"]:
+            if scope["scope"] in report:
+                continue
+            storages = [s for s in scope["storages"] if not any(t["name"] in returned for t in s["tensors"])]
+            if not storages:
+                continue
+            same = len(storages) == len(scope["storages"])
+            report[scope["scope"]] = {
+                "planned_bytes": sum(s["nbytes"] for s in storages),
+                "lower_bound": scope["lower_bound"] if same else _most_alive(storages),
+                "naive_bytes": sum(t["nbytes"] for s in storages for t in s["tensors"]),
+                "reuse_only_bytes": None,
+                "seconds": None,
+            }
         constants = self._handle.constant_bytes
         for scope, figures in report.items():
             figures["constant_bytes"] = constants.get(scope, 0)
@@ -124,7 +146,45 @@ class Executable:
         return f"<stowage.Executable functions=[{names}]>"
 
 
-DEFAULT_TARGET = "opencl"
+def default_target(device=None):
+    """The shipped target for the device a :class:`VirtualMachine` would take:
+    ``"opencl-gpu"`` for a GPU (unless it reports no coarse-grained shared virtual
+    memory, which that target's tensor offsets need), else ``"opencl"``.
+    ``device`` is what ``VirtualMachine(device=...)`` takes: None (the
+    STOWAGE_DEVICE environment variable, else the first GPU, else the first
+    device), "opencl:N", "gpu", "cpu" or part of a device or platform name. With
+    no OpenCL device at all (a machine that only compiles) it is ``"opencl"``.
+    :func:`compile`, :func:`from_onnx` and ``stowage-import`` take it when no
+    target is named; the module records the one taken (``Module.target``)."""
+    if device is not None and not isinstance(device, str):
+        raise InvalidInputError(f"default_target: argument 'device': expected a str, got {type(device).__name__}")
+    found = _stowage.devices()
+    chosen = _device_like_the_vm(found, device or os.environ.get("STOWAGE_DEVICE", ""))
+    if chosen is None or chosen["type"] != "gpu" or not chosen.get("svm", True):
+        return "opencl"
+    return "opencl-gpu"
+
+
+def _device_like_the_vm(found, spec):
+    """The device of ``found`` that ``spec`` names, chosen as the VM chooses
+    (leaving out what an executable requires); None when there is none at all."""
+    if not found:
+        return None
+    if spec in ("", "any"):
+        return next((d for d in found if d["type"] == "gpu"), found[0])
+    if spec.startswith("opencl:"):
+        index = spec[len("opencl:"):]
+        if index.isdigit() and int(index) < len(found):
+            return found[int(index)]
+        raise InvalidInputError(f"device '{spec}' does not exist: there are {len(found)} OpenCL devices "
+                                f"(opencl:0 to opencl:{len(found) - 1})")
+    needle = spec.lower()
+    for d in found:
+        if ((needle == "gpu" and d["type"] == "gpu") or (needle == "cpu" and d["type"] == "cpu")
+                or needle in d["name"].lower() or needle in d["platform"].lower()):
+            return d
+    names = ", ".join(f"{d['spec']} {d['name']}" for d in found)
+    raise InvalidInputError(f"no OpenCL device matches '{spec}' (devices: {names})")
 
 
 def compile(module, target=None):  # noqa: A001 (the issue's name)
@@ -132,8 +192,8 @@ def compile(module, target=None):  # noqa: A001 (the issue's name)
     name (``"opencl"``) or a target JSON file: reads the kernels, verifies,
     plans where needed and generates bytecode. ``target=None`` takes the target
     the module was made for (``Module.target``, which :func:`from_onnx` records),
-    else ``"opencl"``; a target other than the one the module records is refused
-    (its kernels were chosen for that one)."""
+    else :func:`default_target` (the default device's); a target other than the
+    one the module records is refused (its kernels were chosen for that one)."""
     if isinstance(module, str):
         module = _stowage.parse(module, "<string>")
     if not isinstance(module, _stowage.Module):
@@ -141,7 +201,7 @@ def compile(module, target=None):  # noqa: A001 (the issue's name)
         raise InvalidInputError(f"compile: argument 'module': expected a Module or its text, got {got}")
     own = module.target
     if target is None:
-        return Executable(_stowage.compile(module, own or DEFAULT_TARGET))
+        return Executable(_stowage.compile(module, own or default_target()))
     try:
         target = os.fspath(target)
     except TypeError:

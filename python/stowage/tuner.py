@@ -15,11 +15,12 @@ target's policy.
 The compiler and the device may be on different machines, so the work is split:
 
     python -m stowage.tuner export MODEL.onnx [MODEL.onnx ...] DIR [--target opencl-gpu]
-    python -m stowage.tuner time DIR --vm-run PATH [--device gpu] [-o stowage-tuning.json]
+    python -m stowage.tuner time DIR --vm-run PATH [--device gpu] [--repeat 50] [--reps 5] [-o stowage-tuning.json]
 
 `export` needs the compiler and writes DIR/layers.json, one .stw file per layer and
 its input (zeros: no kernel's speed depends on the values); `time` needs only
-vm-run and numpy.
+vm-run and numpy. Both show their progress on stderr; `--help` gives each option's
+default and the exit codes.
 """
 
 import argparse
@@ -32,7 +33,8 @@ import sys
 import numpy as np
 
 from ._files import read_regular_file, write_atomically, write_text
-from .errors import InvalidInputError
+from ._progress import Progress
+from .errors import InvalidInputError, StowageError
 
 CACHE_FORMAT = "stowage-tuning 1"
 DEFAULT_CACHE = "stowage-tuning.json"
@@ -91,22 +93,43 @@ def layer_module(key, target="opencl-gpu"):
     return bb.module()
 
 
-def export(models, out_dir, target="opencl-gpu"):
+def export(models, out_dir, target="opencl-gpu", progress=False):
+    """Writes out_dir/layers.json and, per distinct layer of the models, its .stw
+    file and input; returns the layers. ``progress=True`` shows the steps on stderr."""
     from . import compile as compile_module
 
     os.makedirs(out_dir, exist_ok=True)
     keys = []
-    for model in models:
-        keys += [k for k in layers_of(model, target) if k not in keys]
+    with _steps(len(models), "reading models", progress) as steps:
+        for model in models:
+            steps.start(os.fsdecode(model) if isinstance(model, (str, bytes, os.PathLike)) else "model")
+            keys += [k for k in layers_of(model, target) if k not in keys]
+            steps.done(f"{len(keys)} layers so far")
     layers = []
-    for i, key in enumerate(keys):
-        name = f"layer{i:03d}"
-        compile_module(layer_module(key, target), target=target).save(os.path.join(out_dir, name + ".stw"))
-        x = np.zeros(_geometry(key)["x"], np.float32)
-        write_atomically(os.path.join(out_dir, name + ".x.npy"), lambda f, x=x: np.save(f, x))
-        layers.append({"key": key, "file": name})
+    with _steps(len(keys), "compiling layers", progress) as steps:
+        for i, key in enumerate(keys):
+            name = f"layer{i:03d}"
+            steps.start(key)
+            compile_module(layer_module(key, target), target=target).save(os.path.join(out_dir, name + ".stw"))
+            x = np.zeros(_geometry(key)["x"], np.float32)
+            write_atomically(os.path.join(out_dir, name + ".x.npy"), lambda f, x=x: np.save(f, x))
+            layers.append({"key": key, "file": name})
+            steps.done(key)
     write_text(os.path.join(out_dir, "layers.json"), json.dumps({"target": target, "layers": layers}, indent=1))
     return layers
+
+
+def _steps(total, label, shown):
+    """A progress line on stderr, or one that shows nothing."""
+    return Progress(total, label) if shown else Progress(total, label, stream=_Quiet())
+
+
+class _Quiet:
+    def write(self, text):
+        pass
+
+    def flush(self):
+        pass
 
 
 def _time(vm_run, path, function, x, device, repeat, reps):
@@ -122,20 +145,25 @@ def _time(vm_run, path, function, x, device, repeat, reps):
     return float(m.group(1)), first
 
 
-def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5):
-    """Times each exported layer under each kernel; returns the cache's content."""
+def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
+    """Times each exported layer under each kernel; returns the cache's content.
+    ``progress=True`` shows the steps on stderr."""
     from_file = _read_json(os.path.join(in_dir, "layers.json"), "layer list")
     entries, device_name = {}, None
-    for layer in from_file["layers"]:
-        path = os.path.join(in_dir, layer["file"] + ".stw")
-        x = os.path.join(in_dir, layer["file"] + ".x.npy")
-        times = {}
-        for kernel in ("gemm", "direct"):
-            times[kernel], first = _time(vm_run, path, kernel, x, device, repeat, reps)
-            m = re.search(r" on (.*)$", first)
-            device_name = device_name or (m.group(1) if m else None)
-        best = min(times, key=times.get)
-        entries[layer["key"]] = {"kernel": best, "us": times}
+    kernels = ("gemm", "direct")
+    with _steps(len(from_file["layers"]) * len(kernels), "timing layers", progress) as steps:
+        for layer in from_file["layers"]:
+            path = os.path.join(in_dir, layer["file"] + ".stw")
+            x = os.path.join(in_dir, layer["file"] + ".x.npy")
+            times = {}
+            for kernel in kernels:
+                steps.start(f"{kernel}: {layer['key']}")
+                times[kernel], first = _time(vm_run, path, kernel, x, device, repeat, reps)
+                m = re.search(r" on (.*)$", first)
+                device_name = device_name or (m.group(1) if m else None)
+                steps.done(f"{kernel} {times[kernel]:.1f} us: {layer['key']}")
+            best = min(times, key=times.get)
+            entries[layer["key"]] = {"kernel": best, "us": times}
     return {"format": CACHE_FORMAT, "target": from_file["target"], "device": device_name, "layers": entries}
 
 
@@ -169,26 +197,64 @@ def print_table(cache, out=sys.stdout):
         print(f"| {key} | {entry['us']['gemm']:.1f} | {entry['us']['direct']:.1f} | {entry['kernel']} |", file=out)
 
 
+EPILOG = """exit status: 0 done; 2 an argument, a model or a file read is invalid, or uses what Stowage does
+not support; 1 anything else (vm-run failing included). Errors are one line on stderr; progress goes to
+stderr (a line redrawn on a terminal, a line per step elsewhere), results to stdout."""
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except None (its help says what happens then)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m stowage.tuner", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel")
-    ex.add_argument("paths", nargs="+", metavar="MODEL.onnx ... DIR")
-    ex.add_argument("--target", default="opencl-gpu")
-    tm = sub.add_parser("time", help="time the exported layers with vm-run and write the cache")
-    tm.add_argument("dir")
-    tm.add_argument("--vm-run", default="vm-run")
-    tm.add_argument("--device", default=None)
-    tm.add_argument("-o", "--output", default=DEFAULT_CACHE)
+    formatter = _Help
+    parser = argparse.ArgumentParser(prog="python -m stowage.tuner",
+                                     description="The convolution tuner: which kernel each buffer convolution of a "
+                                                 "model takes, measured on the device, kept in a cache file that "
+                                                 "stowage-import --tuning applies.",
+                                     epilog=EPILOG, formatter_class=formatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time}")
+    ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel (needs the compiler)",
+                        description="Compiles each distinct buffer convolution of the models (not depthwise) as a "
+                                    "function per kernel, into DIR: a .stw file and a zero input per layer, and "
+                                    "DIR/layers.json.", epilog=EPILOG, formatter_class=formatter)
+    ex.add_argument("paths", nargs="+", metavar="PATH", help="the ONNX models, then the output folder: "
+                                                             "MODEL.onnx [MODEL.onnx ...] DIR")
+    ex.add_argument("--target", default="opencl-gpu",
+                    help="a shipped target name or a target JSON file: the target the models will be imported for")
+    tm = sub.add_parser("time", help="time the exported layers with vm-run and write the cache (needs vm-run alone)",
+                        description="Times every exported layer under each kernel with vm-run on the device, writes "
+                                    "the cache (the faster kernel per layer and both times) and prints the table.",
+                        epilog=EPILOG, formatter_class=formatter)
+    tm.add_argument("dir", help="the folder export wrote")
+    tm.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
+    tm.add_argument("--device", default=None,
+                    help="the device, as vm-run's --device takes it (default: vm-run's choice: STOWAGE_DEVICE, "
+                         "else the first suitable, GPUs first)")
+    tm.add_argument("--repeat", type=int, default=50, help="invocations per timed round")
+    tm.add_argument("--reps", type=int, default=5, help="rounds per layer and kernel; the median round counts")
+    tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write")
     args = parser.parse_args(argv)
-    if args.command == "export":
-        if len(args.paths) < 2:
-            parser.error("export needs at least one model and the output directory")
-        layers = export(args.paths[:-1], args.paths[-1], args.target)
-        print(f"exported {len(layers)} layers to {args.paths[-1]}")
-        return 0
-    cache = time_layers(args.dir, args.vm_run, args.device)
-    write_text(args.output, json.dumps(cache, indent=1))
+    try:
+        if args.command == "export":
+            if len(args.paths) < 2:
+                ex.error("export needs at least one model and the output directory")
+            layers = export(args.paths[:-1], args.paths[-1], args.target, progress=True)
+            print(f"exported {len(layers)} layers to {args.paths[-1]}")
+            return 0
+        if args.repeat < 1 or args.reps < 1:
+            tm.error("--repeat and --reps must be at least 1")
+        cache = time_layers(args.dir, args.vm_run, args.device, repeat=args.repeat, reps=args.reps, progress=True)
+        write_text(args.output, json.dumps(cache, indent=1))
+    except StowageError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1 if type(e).__name__ == "ExecutionError" else 2
+    except (RuntimeError, OSError) as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     print_table(cache)
     print(f"\nwrote {args.output}")
     return 0

@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 import stowage as sw
-from conftest import build_add_mul
+from conftest import ADD_MUL_KERNELS, build_add_mul
 
 ADD_MUL_REPORT = {
     "global.vtcm": {
@@ -45,6 +45,64 @@ def test_compile_text_and_target_errors(add_mul_module):
         sw.compile(42)
     assert str(e.value) == "compile: argument 'module': expected a Module or its text, got int"
     assert "opencl" in sw.targets()
+
+
+CPU = {"spec": "opencl:0", "name": "pthread-x86", "platform": "Portable Computing Language", "type": "cpu"}
+GPU = {"spec": "opencl:1", "name": "NVIDIA H100", "platform": "NVIDIA CUDA", "type": "gpu", "svm": True}
+
+
+@pytest.fixture
+def fake_devices(monkeypatch):
+    """Sets the devices default_target sees, and clears STOWAGE_DEVICE."""
+    monkeypatch.delenv("STOWAGE_DEVICE", raising=False)
+
+    def use(*found):
+        monkeypatch.setattr(sw.executable._stowage, "devices", lambda: [dict(d) for d in found])
+    return use
+
+
+def test_default_target_follows_the_device_the_vm_would_take(fake_devices, monkeypatch):
+    fake_devices(CPU, GPU)
+    assert sw.default_target() == "opencl-gpu"  # a GPU first, as the VM takes it
+    assert sw.default_target("cpu") == sw.default_target("opencl:0") == sw.default_target("portable") == "opencl"
+    assert sw.default_target("gpu") == sw.default_target("h100") == sw.default_target("opencl:1") == "opencl-gpu"
+    monkeypatch.setenv("STOWAGE_DEVICE", "cpu")
+    assert sw.default_target() == "opencl"
+    assert sw.default_target("gpu") == "opencl-gpu"  # the argument before the variable, as for the VM
+    monkeypatch.delenv("STOWAGE_DEVICE")
+    fake_devices(CPU, dict(GPU, svm=False))
+    assert sw.default_target() == "opencl"  # opencl-gpu's offsets need SVM
+    fake_devices(CPU)
+    assert sw.default_target() == "opencl"
+    fake_devices()
+    assert sw.default_target() == "opencl"  # compiling needs no device
+    fake_devices(CPU, GPU)
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target("opencl:2")
+    assert str(e.value) == "device 'opencl:2' does not exist: there are 2 OpenCL devices (opencl:0 to opencl:1)"
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target("tpu")
+    assert str(e.value) == ("no OpenCL device matches 'tpu' (devices: opencl:0 pthread-x86, "
+                            "opencl:1 NVIDIA H100)")
+    with pytest.raises(sw.InvalidInputError) as e:
+        sw.default_target(0)
+    assert str(e.value) == "default_target: argument 'device': expected a str, got int"
+
+
+def test_default_target_of_the_devices_here():
+    found = sw.devices()
+    first = next((d for d in found if d["type"] == "gpu"), found[0] if found else None)
+    gpu = first is not None and first["type"] == "gpu" and first.get("svm", True)
+    if "STOWAGE_DEVICE" not in os.environ:
+        assert sw.default_target() == ("opencl-gpu" if gpu else "opencl")
+
+
+def test_compile_without_a_target_takes_the_default_devices(add_mul_module, fake_devices):
+    assert add_mul_module.target == ""
+    fake_devices(CPU, GPU)
+    assert sw.compile(add_mul_module).to_bytes() == sw.compile(add_mul_module, target="opencl-gpu").to_bytes()
+    fake_devices(CPU)
+    assert sw.compile(add_mul_module).to_bytes() == sw.compile(add_mul_module, target="opencl").to_bytes()
 
 
 def test_verify_error_from_compile(add_mul_module):
@@ -200,3 +258,24 @@ def test_memory_report_of_a_planned_program_comes_from_the_planner():
     assert report["reuse_only_bytes"] == 3072
     assert report["tensors"] == 4
     assert report["seconds"] >= 0
+
+
+def test_a_scope_placed_by_hand_beside_planned_ones_is_reported():
+    """memory_report once left out the scopes a planned function placed by hand."""
+    bb = sw.Builder()
+    bb.add_kernels(ADD_MUL_KERNELS, name="k")
+    with bb.function("main") as f:
+        x = f.param("x", (4, 64), "int32")
+        y = f.param("y", (4, 64), "int32")
+        vtcm = f.alloc_storage((4096,), scope="global.vtcm", name="vtcm")  # by hand
+        a = f.alloc_tensor(vtcm, 0, (4, 64), "int32", name="a")
+        f.copy_tensor(x, a)
+        b = f.empty((4, 64), "int32", scope="global", name="b")  # by the planner
+        c = f.empty((4, 64), "int32", scope="global", name="c")  # returned: a storage of its own
+        f.copy_tensor(y, b)
+        f.call_kernel("compute_add_in_vtcm", a, b, c, grid=(256,))
+        f.ret(c)
+    report = sw.compile(bb.module(), target="opencl").memory_report
+    assert report["global"]["tensors"] == 1 and report["global"]["planned_bytes"] == 1024  # b only, as planned
+    assert report["global.vtcm"] == {"planned_bytes": 4096, "lower_bound": 1024, "naive_bytes": 1024,
+                                     "reuse_only_bytes": None, "seconds": None, "constant_bytes": 0}

@@ -366,3 +366,23 @@ def test_the_module_carries_its_import_target_to_compile(tmp_path, capsys):
     sw.compile(sw.parse(str(module)), target="opencl-gpu")
     onnx.save(relu_model((1, 2, 4, 4)), tmp_path / "m.onnx")
     assert command(capsys, tmp_path / "m.onnx", "-o", tmp_path / "m.stw", "--target", "opencl-gpu")[0] == 0
+
+
+def test_no_target_named_takes_the_default_devices(tmp_path, capsys, monkeypatch):
+    """from_onnx and stowage-import once took "opencl" whatever the device; now the default device's target."""
+    gpu = {"spec": "opencl:0", "name": "NVIDIA H100", "platform": "NVIDIA CUDA", "type": "gpu", "svm": True}
+    monkeypatch.delenv("STOWAGE_DEVICE", raising=False)
+    monkeypatch.setattr(sw.executable._stowage, "devices", lambda: [gpu])
+    assert sw.from_onnx(relu_model((1, 2, 4, 4))).target == "opencl-gpu"
+    assert sw.from_onnx(relu_model((1, 2, 4, 4)), target="opencl").target == "opencl"
+    onnx.save(relu_model((1, 2, 4, 4)), tmp_path / "m.onnx")
+    assert command(capsys, tmp_path / "m.onnx", "-o", tmp_path / "m.stw")[0] == 0
+    assert sw.load(tmp_path / "m.stw").to_bytes() == sw.compile(sw.from_onnx(relu_model((1, 2, 4, 4)))).to_bytes()
+    monkeypatch.setattr(sw.executable._stowage, "devices", lambda: [dict(gpu, type="cpu", name="pthread")])
+    status = cli.main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.stw")])
+    out = capsys.readouterr().out
+    assert status == 0 and out == f"wrote {tmp_path / 'n.stw'} for target opencl (the default device's; " \
+                                  "--target names another)\n"
+    assert sw.compile(sw.from_onnx(relu_model((1, 2, 4, 4)))).to_bytes() == sw.load(tmp_path / "n.stw").to_bytes()
+    cli.main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.stw"), "--target", "opencl-gpu"])
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'n.stw'} for target opencl-gpu\n"

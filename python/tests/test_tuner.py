@@ -108,3 +108,30 @@ def test_export_and_time_write_a_cache_that_import_applies(tmp_path, device):
     path = tmp_path / "tuning.json"
     path.write_text(json.dumps(cache))
     assert tuner.load(str(path)) == {"layers": {k: e["kernel"] for k, e in cache["layers"].items()}}
+
+
+def test_the_command_line_shows_defaults_exit_codes_and_progress(tmp_path, capsys):
+    for argv in (["--help"], ["time", "--help"], ["export", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            tuner.main(argv)
+        assert e.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "exit status: 0 done; 2 an argument, a model or a file read is invalid" in text
+    with pytest.raises(SystemExit):
+        tuner.main(["time", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for shown in ("(default: vm-run)", "(default: 50)", "(default: 5)", "(default: stowage-tuning.json)"):
+        assert shown in text
+    assert "(default: None)" not in text
+    model_path = tmp_path / "small.onnx"
+    onnx.save(small_model(), model_path)
+    assert tuner.main(["export", str(model_path), str(tmp_path / "layers"), "--target", "opencl"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"exported 2 layers to {tmp_path / 'layers'}\n"
+    assert err == (f"reading models 1/1: 2 layers so far\ncompiling layers 1/2: {POINTWISE}\n"
+                   f"compiling layers 2/2: {STRIDED}\n")  # not a terminal: a line per step
+    assert tuner.main(["time", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err == (f"python -m stowage.tuner: error: layer list "
+                                       f"'{tmp_path / 'none' / 'layers.json'}': No such file or directory\n")
+    assert tuner.main(["time", str(tmp_path / "layers"), "--vm-run", str(tmp_path / "no-vm-run")]) == 1
+    assert capsys.readouterr().err.startswith("python -m stowage.tuner: error: [Errno 2] No such file or directory")

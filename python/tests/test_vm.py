@@ -159,9 +159,9 @@ def test_torch_in_and_out(vm, inputs):
     np.testing.assert_array_equal(result.numpy(), expected(xs, ys, zs))
 
 
-def expect(message, fn, *args):
+def expect(message, fn, *args, **kwargs):
     with pytest.raises(sw.InvalidInputError) as e:
-        fn(*args)
+        fn(*args, **kwargs)
     assert str(e.value) == message
 
 
@@ -181,6 +181,61 @@ def test_input_errors(vm, inputs, add_mul_exe):
     with pytest.raises(sw.InvalidInputError) as e:
         sw.VirtualMachine(add_mul_exe, device="no such device")
     assert str(e.value).startswith("no OpenCL device matches 'no such device' (devices: opencl:0 ")
+
+
+def test_invoke_by_parameter_names(vm, inputs):
+    xs, ys, zs = inputs
+    want = expected(xs, ys, zs)
+    assert np.array_equal(vm.invoke("main", x=xs, y=ys, z=zs).numpy(), want)
+    assert np.array_equal(vm.invoke("main", z=zs, x=xs, y=ys).numpy(), want)  # any order
+    assert np.array_equal(vm.invoke("main", xs, z=zs, y=ys).numpy(), want)  # the first by position
+    expect("invoke 'main': no parameter named 'w' (its parameters: x, y, z)", vm.invoke, "main", xs, ys, w=zs)
+    expect("invoke 'main': parameter 'x' given both by position and by name", vm.invoke, "main", xs, ys, x=zs)
+    expect("invoke 'main': no argument for parameter 'z'", vm.invoke, "main", xs, y=ys)
+    expect("invoke 'main': no argument for parameters 'y', 'z'", vm.invoke, "main", x=xs)
+    expect("invoke 'main': takes 3 arguments, 5 given", vm.invoke, "main", xs, ys, zs, xs, z=zs)
+    expect("invoke: the executable has no function 'nope'", vm.invoke, "nope", x=xs)
+    expect("invoke 'main': argument 1 'y' must be Tensor[(4, 64), int32], got Tensor[(4, 64), float32]",
+           vm.invoke, "main", xs, z=zs, y=ys.astype(np.float32))
+
+
+def test_invoke_by_name_takes_any_parameter_name(device):
+    """The function's own name is positional only, so a parameter may be called 'function' or 'self'."""
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        a = f.param("function", (4,), "float32")
+        b = f.param("self", (4,), "float32")
+        s = f.alloc_storage(16, name="s")
+        t = f.alloc_tensor(s, 0, (4,), "float32", name="t")
+        f.copy_tensor(b, t)
+        f.kill_object(a)
+        f.ret(t)
+    vm = sw.VirtualMachine(sw.compile(bb.module()), device=device)
+    got = vm.invoke("main", function=np.zeros(4, np.float32), self=np.arange(4, dtype=np.float32))
+    assert got.numpy().tolist() == [0, 1, 2, 3]
+
+
+def test_profile_prints_as_a_table(add_mul_exe, device, inputs):
+    vm = sw.VirtualMachine(add_mul_exe, device=device, profile=True, kernel_times=True)
+    for _ in range(3):
+        vm.invoke("main", *inputs)
+    profile = vm.profile()
+    assert isinstance(profile, dict) and profile["kernel_launches"] == 6  # still the dict it was
+    lines = str(profile).splitlines()
+    assert str(profile) == profile.table() == repr(profile)
+    assert lines[0].startswith("profile: 6 kernel launches, ")
+    header = lines[1].split()
+    assert header[:4] == ["function", "index", "instruction", "detail"]
+    assert "count" in header and "launches" in header and "share" in header
+    rows = {line.split()[1]: line.split() for line in lines[2:] if line.startswith("  main ")}
+    assert len(rows) == len(profile["instructions"])
+    kernels = [row for row in rows.values() if row[2] == "call_kernel"]
+    assert sorted(row[3] for row in kernels) == ["compute_add_in_vtcm", "compute_mul_in_vtcm"]
+    assert all(row[4] == "3" and row[7] == "3" for row in kernels)  # 3 runs, 3 launches timed each
+    assert any(line.startswith("  transfers: 9 host to device (9216 bytes)") for line in lines)
+    assert any(line.split()[:1] == ["global.vtcm"] and "capacity 262144" in line for line in lines)
+    vm.reset_profile()
+    assert "no instruction timed" in str(vm.profile())
 
 
 def test_profile_counts_launches(vm, inputs):

@@ -71,8 +71,19 @@ uint64_t LayoutScope::tensor_bytes() const {
   return total;
 }
 
+const std::vector<NodeOrigin>* Executable::origin_of(uint32_t function, uint32_t pc) const {
+  if (function >= functions.size()) return nullptr;
+  for (const FunctionOrigins& f : origins) {
+    if (f.function != functions[function].name) continue;
+    auto site = std::lower_bound(f.sites.begin(), f.sites.end(), pc,
+                                 [](const SiteOrigin& s, uint32_t p) { return s.pc < p; });
+    return site != f.sites.end() && site->pc == pc ? &site->nodes : nullptr;
+  }
+  return nullptr;
+}
+
 uint16_t Executable::required_minor_version() const {
-  if (!memory_plans.empty()) return 5;
+  if (!memory_plans.empty() || !origins.empty()) return 5;
   for (const Function& f : functions) {
     if (f.result.kind == ValueKind::kTuple) return 4;
     for (const Instruction& ins : f.code) {

@@ -25,6 +25,7 @@ std::string_view section_name(SectionKind kind) {
     case SectionKind::kConstantData: return "constant data";
     case SectionKind::kMemoryLayout: return "memory layout";
     case SectionKind::kMemoryPlan: return "memory plan";
+    case SectionKind::kOrigins: return "origins";
   }
   return "unknown";
 }
@@ -179,6 +180,10 @@ Status LayoutReader::read_section_table() {
   }
   if (layout_.section(SectionKind::kMemoryPlan) && layout_.minor < 5) {
     return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no memory plan; it needs 1.5",
+                                                         kMajorVersion, layout_.minor));
+  }
+  if (layout_.section(SectionKind::kOrigins) && layout_.minor < 5) {
+    return header_error(HeaderField::kMinor, fmt::format("version {}.{} files have no origins; they need 1.5",
                                                          kMajorVersion, layout_.minor));
   }
   return check_extents(extents);

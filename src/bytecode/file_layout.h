@@ -29,11 +29,11 @@ struct FileLayout {
   }
 };
 
-// Sections every file has; debug, the two constant sections, the memory layout and
-// the memory plan are optional.
+// Sections every file has; debug, the two constant sections, the memory layout, the
+// memory plan and the origins are optional.
 inline bool is_required(SectionKind kind) {
   return kind != SectionKind::kDebug && kind != SectionKind::kTensorConstants && kind != SectionKind::kConstantData &&
-         kind != SectionKind::kMemoryLayout && kind != SectionKind::kMemoryPlan;
+         kind != SectionKind::kMemoryLayout && kind != SectionKind::kMemoryPlan && kind != SectionKind::kOrigins;
 }
 
 // Checks the header (magic, version, sizes, both checksums, reserved bytes,

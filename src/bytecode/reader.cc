@@ -59,6 +59,7 @@ class Reader {
   Status read_debug();
   Status read_memory_layout();
   Status read_memory_plan();
+  Status read_origins();
   Status read_function_layout(SectionCursor& in, FunctionLayout& out, uint64_t& entries);
   Status read_layout_storage(SectionCursor& in, uint64_t steps, LayoutStorage& out, uint64_t& entries);
   Status read_span(SectionCursor& in, uint64_t steps, uint64_t& start, uint64_t& end);
@@ -842,6 +843,57 @@ Status Reader::read_memory_layout() {
   return in.expect_end();
 }
 
+Status Reader::read_origins() {
+  if (!layout_.section(SectionKind::kOrigins)) return Status::ok();
+  SectionCursor in = cursor(SectionKind::kOrigins);
+  uint64_t at = in.offset();
+  uint32_t count = 0;
+  STOWAGE_TRY(in.read(count, "function count"));
+  STOWAGE_TRY(in.check_count(at, count, exe_.functions.size(), 8, "function count"));
+  exe_.origins.resize(count);
+  std::set<std::string_view> seen;
+  uint64_t entries = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    FunctionOrigins& f = exe_.origins[i];
+    in.set_context(fmt::format("origins {}", i));
+    at = in.offset();
+    STOWAGE_TRY(read_name(in, f.function, "function name", /*allow_empty=*/false));
+    const int64_t index = exe_.find_function(f.function);
+    if (index < 0) return in.error_at(at, fmt::format("'{}' is not a function of the file", f.function));
+    if (!seen.insert(f.function).second) return in.error_at(at, fmt::format("function '{}' has two", f.function));
+    in.set_context(fmt::format("origins of '{}'", f.function));
+    const uint64_t code_size = exe_.functions[static_cast<size_t>(index)].code.size();
+    at = in.offset();
+    uint32_t sites = 0;
+    STOWAGE_TRY(in.read(sites, "site count"));
+    STOWAGE_TRY(in.check_count(at, sites, std::min<uint64_t>(code_size, kMaxOriginEntries - entries), 8, "site count"));
+    entries += sites;
+    f.sites.resize(sites);
+    for (uint32_t s = 0; s < sites; ++s) {
+      SiteOrigin& site = f.sites[s];
+      at = in.offset();
+      STOWAGE_TRY(in.read(site.pc, "instruction index"));
+      if (site.pc >= code_size || (s > 0 && site.pc <= f.sites[s - 1].pc)) {
+        return in.error_at(at, fmt::format("instruction index {} is not below {} and above the previous site's",
+                                           site.pc, code_size));
+      }
+      at = in.offset();
+      uint32_t nodes = 0;
+      STOWAGE_TRY(in.read(nodes, "node count"));
+      if (nodes == 0) return in.error_at(at, fmt::format("instruction {} has no node", site.pc));
+      STOWAGE_TRY(in.check_count(at, nodes, kMaxOriginEntries - entries, 8, "node count"));
+      entries += nodes;
+      site.nodes.resize(nodes);
+      for (NodeOrigin& n : site.nodes) {
+        STOWAGE_TRY(read_name(in, n.op, "op name", /*allow_empty=*/false));
+        STOWAGE_TRY(read_name(in, n.node, "node name", /*allow_empty=*/true));
+      }
+    }
+  }
+  in.set_context("");
+  return in.expect_end();
+}
+
 Status Reader::read_memory_plan() {
   if (!layout_.section(SectionKind::kMemoryPlan)) return Status::ok();
   SectionCursor in = cursor(SectionKind::kMemoryPlan);
@@ -894,7 +946,8 @@ Expected<Executable> Reader::read() {
                                    &Reader::read_kernels, &Reader::read_requirements, &Reader::read_tensor_constants,
                                    &Reader::read_code_words,
                                    &Reader::read_functions, &Reader::validate_code, &Reader::read_debug,
-                                   &Reader::read_memory_layout, &Reader::read_memory_plan}) {
+                                   &Reader::read_memory_layout, &Reader::read_memory_plan,
+                                   &Reader::read_origins}) {
     if (Status s = (this->*step)(); !s) return s.error();
   }
   return std::move(exe_);

@@ -200,6 +200,22 @@ void write_memory_layout(ByteWriter& w, const Executable& exe) {
   }
 }
 
+void write_origins(ByteWriter& w, const Executable& exe) {
+  w.u32(static_cast<uint32_t>(exe.origins.size()));
+  for (const FunctionOrigins& f : exe.origins) {
+    w.str(f.function);
+    w.u32(static_cast<uint32_t>(f.sites.size()));
+    for (const SiteOrigin& site : f.sites) {
+      w.u32(site.pc);
+      w.u32(static_cast<uint32_t>(site.nodes.size()));
+      for (const NodeOrigin& n : site.nodes) {
+        w.str(n.op);
+        w.str(n.node);
+      }
+    }
+  }
+}
+
 void write_memory_plan(ByteWriter& w, const Executable& exe) {
   w.u32(static_cast<uint32_t>(exe.memory_plans.size()));
   for (const ScopePlan& p : exe.memory_plans) {
@@ -236,6 +252,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
   }
   if (!exe.memory_layouts.empty()) kinds.push_back(SectionKind::kMemoryLayout);
   if (!exe.memory_plans.empty()) kinds.push_back(SectionKind::kMemoryPlan);
+  if (!exe.origins.empty()) kinds.push_back(SectionKind::kOrigins);
 
   std::vector<uint8_t> file(kHeaderSize + kinds.size() * kSectionEntrySize, 0);
   ByteWriter w(file);
@@ -255,6 +272,7 @@ std::vector<uint8_t> write_bytecode(const Executable& exe) {
       case SectionKind::kConstantData: write_constant_data(w, exe); break;
       case SectionKind::kMemoryLayout: write_memory_layout(w, exe); break;
       case SectionKind::kMemoryPlan: write_memory_plan(w, exe); break;
+      case SectionKind::kOrigins: write_origins(w, exe); break;
     }
     placed.push_back({kind, begin, w.position() - begin});
   }

@@ -213,6 +213,7 @@ void FunctionBuilder::add(Binding binding) {
                                 binding.vars.size(), binding.result.empty() ? "no" : "a", binding.args.size(), vars,
                                 binds ? "a result" : "no result"));
   }
+  binding.origins = origins_;
   function_.bindings.push_back(std::move(binding));
 }
 

@@ -111,6 +111,10 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
   impl->sites.resize(impl->exe->functions.size());
   for (size_t f = 0; f < impl->exe->functions.size(); ++f) {
     impl->sites[f].resize(impl->exe->functions[f].code.size());
+    for (size_t pc = 0; pc < impl->sites[f].size(); ++pc) {
+      impl->sites[f][pc].function = static_cast<uint32_t>(f);
+      impl->sites[f][pc].index = static_cast<uint32_t>(pc);
+    }
   }
   impl->kernel_checked.assign(impl->exe->kernels.size(), false);
   impl->argument_storage.resize(impl->exe->functions.size());
@@ -366,6 +370,9 @@ Profile VirtualMachine::profile() const {
       if (ip.op == Opcode::kCallKernel) {
         ip.detail = impl_->exe->kernels[fn.code[pc].ops[operands::CallKernel::kKernel]].name;
       }
+      if (const auto* nodes = impl_->exe->origin_of(static_cast<uint32_t>(f), static_cast<uint32_t>(pc))) {
+        ip.nodes = *nodes;
+      }
       ip.count = site.count;
       ip.total_us = site.total_us;
       ip.device_count = site.device_count;
@@ -376,9 +383,18 @@ Profile VirtualMachine::profile() const {
   return p;
 }
 
+std::vector<LaunchRecord> VirtualMachine::launches(uint64_t* dropped) const {
+  std::lock_guard lock(impl_->mutex);
+  impl_->read_kernel_times();
+  if (dropped != nullptr) *dropped = impl_->launch_records_dropped;
+  return impl_->launch_records;
+}
+
 void VirtualMachine::reset_profile() {
   std::lock_guard lock(impl_->mutex);
   impl_->read_kernel_times();
+  impl_->launch_records.clear();
+  impl_->launch_records_dropped = 0;
   impl_->first_start_ns = UINT64_MAX;
   impl_->last_end_ns = 0;
   impl_->device_busy_us = 0;

@@ -41,6 +41,9 @@ struct SiteState {
   std::array<size_t, 3> global{};
   std::array<size_t, 3> local{};
   bool has_local = false;
+  // Where it is: for launch records.
+  uint32_t function = 0;
+  uint32_t index = 0;
   // Profiling.
   uint64_t count = 0;
   double total_us = 0;
@@ -91,6 +94,8 @@ struct VirtualMachine::Impl {
   uint64_t first_start_ns = UINT64_MAX;
   uint64_t last_end_ns = 0;
   double device_busy_us = 0;
+  std::vector<LaunchRecord> launch_records;  // kernel_times, bounded by kMaxRecordedLaunches
+  uint64_t launch_records_dropped = 0;
   // check_bounds: the buffer storages made with a guard zone, and where.
   struct Guarded {
     std::weak_ptr<StorageObject> storage;

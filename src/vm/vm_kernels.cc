@@ -274,6 +274,11 @@ void VirtualMachine::Impl::read_kernel_times() {
       site.device_count += 1;
       site.device_us += us;
       device_busy_us += us;
+      if (launch_records.size() < VirtualMachine::kMaxRecordedLaunches) {
+        launch_records.push_back({site.function, site.index, start, end});
+      } else {
+        ++launch_records_dropped;
+      }
       first_start_ns = std::min<uint64_t>(first_start_ns, start);
       last_end_ns = std::max<uint64_t>(last_end_ns, end);
     }

@@ -42,9 +42,9 @@ TEST(Bytecode, LayoutFollowsTheFormatHeader) {
   EXPECT_EQ(testing::get_le<uint32_t>(file, HeaderField::kSectionCount), 7u);  // debug text present
   for (uint32_t k = kFirstSectionKind; k <= kLastSectionKind; ++k) {
     auto kind = static_cast<SectionKind>(k);
-    // No constants, no memory layout and no memory plan here.
+    // No constants, no memory layout, no memory plan and no origins here.
     if (kind == SectionKind::kTensorConstants || kind == SectionKind::kConstantData ||
-        kind == SectionKind::kMemoryLayout || kind == SectionKind::kMemoryPlan)
+        kind == SectionKind::kMemoryLayout || kind == SectionKind::kMemoryPlan || kind == SectionKind::kOrigins)
       continue;
     auto s = testing::find_section(file, kind);
     EXPECT_NE(s.entry, 0u) << section_name(static_cast<SectionKind>(k));

@@ -37,7 +37,7 @@ from onnx_structured import check as checking  # noqa: E402
 from onnx_structured.generate import covered_ops, generate, rng_for  # noqa: E402
 from onnx_structured.known import known  # noqa: E402
 
-OUTCOMES = ["matched", "refused-by-stowage", "refused-by-ort", "known", "finding"]
+OUTCOMES = ["matched", "refused-by-stowage", "refused-by-ort", "ambiguous", "known", "finding"]
 
 
 def mode_of(mode, index):
@@ -91,7 +91,7 @@ def run_input(seed, index, mode, device, tolerance, stage, profile=None):
 def mark_known(details):
     """A finding listed in onnx_structured/known.py becomes outcome "known"."""
     if details["outcome"] == "finding":
-        why = known(details["kind"], details["message"])
+        why = known(details)
         if why:
             details["outcome"], details["known"] = "known", why
 
@@ -157,10 +157,12 @@ def lost_input(worker, kind, seed):
         message = f"the worker died (exit code {code}) during {stage}"
     else:
         message = f"over the time limit during {stage}"
-    # A crash or a hang inside ONNX Runtime is its own; Stowage's work had not begun.
-    outcome = "refused-by-ort" if stage == "onnxruntime" else "finding"
-    details.update({"outcome": outcome, "kind": kind if outcome == "finding" else f"ort-{kind}", "message": message,
-                    "stage": stage, "seconds": time.monotonic() - start})
+    # A crash or a hang inside ONNX Runtime is its own; one while comparing (the
+    # reference evaluator on a large result) the fuzzer's: Stowage had not begun, or had done.
+    outcome, kind = {"onnxruntime": ("refused-by-ort", f"ort-{kind}"),
+                     "compare": ("ambiguous", f"compare-{kind}")}.get(stage, ("finding", kind))
+    details.update({"outcome": outcome, "kind": kind, "message": message, "stage": stage,
+                    "seconds": time.monotonic() - start})
     mark_known(details)
     return details
 
@@ -227,6 +229,7 @@ class Tally:
         self.kinds = collections.Counter()
         self.known = collections.Counter()
         self.references = 0  # matched ONNX's reference evaluator where ONNX Runtime departs
+        self.ambiguous = collections.Counter()
         self.refusals = collections.Counter()  # (op, error class, message start) of valid models' refusals
         self.claimed_refusals = 0
         self.findings = []
@@ -251,6 +254,8 @@ class Tally:
             self.known[r["known"]] += 1
         if r["outcome"] == "matched" and r["kind"] == "reference":
             self.references += 1
+        if r["outcome"] == "ambiguous":
+            self.ambiguous[r["kind"]] += 1
         if r["outcome"] == "refused-by-stowage" and r["mode"] == "valid":
             if r["claimed"]:
                 self.claimed_refusals += 1
@@ -272,6 +277,8 @@ def print_summary(tally, args, seconds, profile, out=sys.stdout):
     for o in OUTCOMES:
         p(f"{o:22} {tally.outcomes[o]:7} " + " ".join(f"{tally.by_mode[m][o]:7}" for m in sorted(tally.by_mode)))
     p(f"matched ONNX's reference evaluator where ONNX Runtime departs from it: {tally.references}")
+    for kind, count in tally.ambiguous.most_common():
+        p(f"  ambiguous ({count}): {kind}")
     for why, count in tally.known.most_common():
         p(f"  known ({count}): {why}")
     p(f"valid models refused although the registry claims every node: {tally.claimed_refusals} "

@@ -14,6 +14,7 @@
 #include "stowage/bytecode/isa.h"
 #include "stowage/bytecode/kernel_signature.h"
 #include "stowage/bytecode/memory_layout.h"
+#include "stowage/bytecode/origins.h"
 
 namespace stowage {
 
@@ -182,6 +183,9 @@ struct Executable {
   std::string debug_text;                   // optional: the IR text it was compiled from
   std::vector<FunctionLayout> memory_layouts;  // optional: where its tensors live, for tools
   std::vector<ScopePlan> memory_plans;         // optional: the planner's figures, for tools
+  std::vector<FunctionOrigins> origins;        // optional: the model nodes behind instructions
+  // The nodes behind instruction `pc` of function `function`; null when none are known.
+  const std::vector<NodeOrigin>* origin_of(uint32_t function, uint32_t pc) const;
   // The format's minor version the file declares: at least what its code needs
   // (required_minor_version), so a file re-written keeps its header.
   uint16_t minor_version = 0;

@@ -144,9 +144,16 @@ enum class SectionKind : uint32_t {
   // spilled_bytes, discontiguous, blocks, f64 seconds (finite, >= 0). lower_bound
   // <= naive_bytes; spilled <= tensors; spilled_bytes <= naive_bytes.
   kMemoryPlan = 11,
+  // The model nodes behind instructions (origins.h), for profiles (optional; version
+  // 1.5): u32 count, then count x FunctionOrigins: str function (a function of the
+  // file, each at most once), u32 site count, then per site: u32 pc (below the
+  // function's instruction count, increasing), u32 node count (at least 1), then
+  // per node: str op (not empty), str node. Sites and nodes together at most
+  // kMaxOriginEntries.
+  kOrigins = 12,
 };
 inline constexpr uint32_t kFirstSectionKind = 1;
-inline constexpr uint32_t kLastSectionKind = 11;
+inline constexpr uint32_t kLastSectionKind = 12;
 inline constexpr uint32_t kMaxSections = kLastSectionKind - kFirstSectionKind + 1;
 
 std::string_view section_name(SectionKind kind);
@@ -180,6 +187,8 @@ inline constexpr uint64_t kMaxConstantStorages = 1u << 16;
 inline constexpr uint64_t kMaxTensorConstants = 1u << 20;
 // Storages and tensors of the memory layout section, all functions together.
 inline constexpr uint64_t kMaxLayoutEntries = uint64_t{1} << 22;
+// Sites and nodes of the origins section together.
+inline constexpr uint64_t kMaxOriginEntries = uint64_t{1} << 22;
 // Work items of one launch (the product of the grid's extents): far more than any
 // device finishes in reasonable time, and small enough that no driver's arithmetic
 // on it (work items times a local size, byte offsets of 8-byte elements) can wrap

@@ -81,6 +81,10 @@ class FunctionBuilder {
   // `ret({a})` picks the single form above.
   Function ret(const std::vector<std::string>& vars);
 
+  // The model nodes the bindings recorded from now on compute (a front end sets
+  // them per node or fused group); empty for none.
+  void set_origins(std::vector<NodeOrigin> origins) { origins_ = std::move(origins); }
+
   // The type of a defined variable (killed or not); throws for an unknown name.
   const Type& type_of(const std::string& var) const;
   const std::string& name() const { return function_.name; }
@@ -118,6 +122,7 @@ class FunctionBuilder {
   mutable std::map<std::string, Var, std::less<>> constants_;  // the module's, as this function meets them
   std::shared_ptr<const Module> module_;  // null when the builder knows no module
   uint64_t next_fresh_ = 0;
+  std::vector<NodeOrigin> origins_;
   bool finished_ = false;
 };
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "stowage/bytecode/kernel_signature.h"
+#include "stowage/bytecode/origins.h"
 #include "stowage/ir/op_table.h"
 #include "stowage/support/dtype.h"
 
@@ -129,8 +130,11 @@ struct Binding {
   std::vector<int64_t> local;     // call_kernel local size; empty lets the driver choose
   SourceLoc loc;
   std::vector<SourceLoc> var_locs;  // where each of `vars` was written, when parsed
+  // The model nodes this binding computes (a front end's import); carried to the
+  // executable's origins for profiles, not part of the text form.
+  std::vector<NodeOrigin> origins;
 
-  // Structural equality (source locations do not count).
+  // Structural equality (source locations and origins do not count).
   friend bool operator==(const Binding& a, const Binding& b) {
     return a.result == b.result && a.op == b.op && a.vars == b.vars && a.args == b.args &&
            a.shape == b.shape && a.offset == b.offset && a.device == b.device &&

@@ -65,6 +65,7 @@ struct InstructionProfile {
   uint32_t index = 0;
   Opcode op = Opcode::kRet;
   std::string detail;  // e.g. the kernel's name
+  std::vector<NodeOrigin> nodes;  // the model nodes it computes, where the executable carries them
   uint64_t count = 0;
   double total_us = 0;
   // kernel_times: launches whose device times were read, and their time on the device.
@@ -95,6 +96,15 @@ struct Profile {
   double device_span_us = 0;
 };
 
+// kernel_times: one kernel launch's run on the device, as the OpenCL profiling
+// events give it (the device's clock, in nanoseconds).
+struct LaunchRecord {
+  uint32_t function = 0;  // index into the executable's functions
+  uint32_t index = 0;     // the call_kernel instruction
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 class VirtualMachine {
  public:
   // Picks the device, checks the executable's requirements against it (naming what
@@ -117,6 +127,10 @@ class VirtualMachine {
   Tensor upload(const Tensor& host);
 
   Profile profile() const;
+  // kernel_times: every launch since creation or reset_profile, in launch order (at
+  // most kMaxRecordedLaunches; `dropped` counts those past it). For traces.
+  std::vector<LaunchRecord> launches(uint64_t* dropped = nullptr) const;
+  static constexpr size_t kMaxRecordedLaunches = size_t{1} << 20;
   void reset_profile();
   void set_profiling(bool on);
   const opencl::DeviceInfo& device() const;

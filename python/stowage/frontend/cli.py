@@ -37,12 +37,15 @@ def _malformed():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="stowage-import", description="Imports an ONNX model into a bytecode file.")
+    parser = argparse.ArgumentParser(prog="stowage-import", description="Imports an ONNX model into a bytecode file.",
+                                     epilog="exit status: 0 written; 2 the model or an argument is invalid, or uses "
+                                            "what Stowage does not support; 1 anything else")
     parser.add_argument("model", help="the .onnx file")
     parser.add_argument("-o", "--output", required=True, help="the bytecode file to write (.stw)")
-    parser.add_argument("--target", default="opencl",
+    parser.add_argument("--target", default=None,
                         help="a shipped target name or a target JSON file: kernels are chosen and compiled for it "
-                             "(default opencl)")
+                             "(default: the default device's, opencl-gpu for a GPU, else opencl; STOWAGE_DEVICE "
+                             "chooses the device)")
     parser.add_argument("--texture", action="store_true", help="activations and convolution weights in textures")
     parser.add_argument("--shape", action="append", default=[],
                         help="NAME=1x3x224x224 for an input left dynamic or of unknown rank")
@@ -71,6 +74,8 @@ def main(argv=None):
                            fold_limit=args.fold_limit, max_model_bytes=args.max_model_bytes)
         exe = compile_module(module)  # for the target the module records
         exe.save(args.output)
+        chosen = "" if args.target else " (the default device's; --target names another)"
+        print(f"wrote {args.output} for target {module.target}{chosen}")
     except (InvalidInputError, UnsupportedError) as e:
         print(f"stowage-import: error: {e}", file=sys.stderr)
         return 2

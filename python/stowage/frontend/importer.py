@@ -162,6 +162,7 @@ class Importer:
         for position, group in enumerate(order):
             self.position = position
             self.group = group
+            self.ob.function.set_origins([(n.op_type, n.name) for n in group.nodes])
             try:
                 outputs = self.emit(group)
             except (InvalidInputError, UnsupportedError) as e:
@@ -178,6 +179,7 @@ class Importer:
                 raise UnsupportedError(f"{group.main.describe()}: out of memory while importing it") from None
             for name, value in outputs.items():
                 self.values[name] = value
+        self.ob.function.set_origins([])
 
     def emit(self, group):
         node = group.main

@@ -24,7 +24,7 @@ from .onnx_model import DEFAULT_MAX_MODEL_BYTES, graph_of, load_model, needs_upg
 from .registry import all_supported
 
 
-def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, fold_limit=DEFAULT_FOLD_LIMIT,
+def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_limit=DEFAULT_FOLD_LIMIT,
               max_model_bytes=DEFAULT_MAX_MODEL_BYTES):
     """The ONNX ``model`` (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`
     whose function ``main`` takes the graph's inputs (named and ordered as the graph
@@ -35,7 +35,9 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
     and convolution weights in texture scopes. ``tuning`` sets kernel constants per
     family, as :class:`stowage.ops.OpBuilder` takes them (docs/operators.md).
     ``fold_limit`` caps the bytes of any value computed at import; ``max_model_bytes``
-    the size of a model file read. The module records ``target`` (``Module.target``):
+    the size of a model file read. ``target`` (a shipped target name or a target
+    JSON file) chooses the kernels; None takes :func:`stowage.default_target`, the
+    default device's. The module records it (``Module.target``):
     :func:`stowage.compile` uses it and refuses another."""
     if shapes is not None and not isinstance(shapes, dict):
         raise InvalidInputError(f"from_onnx: argument 'shapes': expected a dict, got {type(shapes).__name__}")
@@ -54,8 +56,11 @@ def from_onnx(model, shapes=None, texture=False, target="opencl", tuning=None, f
     if graph.opset > newest:
         raise UnsupportedError(f"the model uses opset {graph.opset} of the default domain; the installed onnx knows "
                                f"opsets up to {newest}")
+    from ..executable import default_target
     from ..ops import OpBuilder
 
+    if target is None:
+        target = default_target()
     bb = Builder()
     with bb.function("main") as f:
         ob = OpBuilder(bb, f, texture=texture, target=target, tuning=tuning)

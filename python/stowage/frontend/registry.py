@@ -177,8 +177,8 @@ FLAG_ATTRIBUTES = frozenset((
 
 def check_schemas(nodes, opset_of):
     """Raises InvalidInputError naming the first node that its schema does not
-    allow: more inputs or outputs than it takes, a required input left out, fewer
-    outputs than it requires, a flag attribute other than 0 or 1; UnsupportedError
+    allow: more inputs or outputs than it takes, a required input or attribute left
+    out, fewer outputs than it requires, a flag attribute other than 0 or 1; UnsupportedError
     for an attribute it does not declare, as a converter's check_attrs would (a
     node folded at import never reaches its converter). ONNX Runtime refuses each;
     a converter would otherwise ignore an extra input."""
@@ -195,6 +195,9 @@ def check_schemas(nodes, opset_of):
         if not found.min_output <= len(node.outputs) <= found.max_output:
             raise node.invalid(f"{len(node.outputs)} outputs; {where} takes {found.min_output} to "
                                f"{found.max_output}")
+        missing = [name for name, a in found.attributes.items() if a.required and name not in node.attrs]
+        if missing:
+            raise node.invalid(f"attribute '{missing[0]}' is required by {where}")
         for name, value in node.attrs.items():
             declared = found.attributes.get(name)
             if declared is None:  # as a converter's check_attrs says it, for nodes folded at import too

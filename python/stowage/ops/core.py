@@ -84,7 +84,7 @@ _NUMPY_ACTIVATIONS = {
     5: lambda v, a, b: np.clip(a * v + b, 0, 1),
     6: lambda v, a, b: np.where(v >= 0, v, a * v),
     7: lambda v, a, b: np.tanh(v),
-    8: lambda v, a, b: 0.5 * v * (1 + _ERF(np.asarray(v, np.float64) / math.sqrt(2)).astype(np.float64)),
+    8: lambda v, a, b: 0.5 * v * (1 + np.asarray(_ERF(np.asarray(v, np.float64) / math.sqrt(2)), np.float64)),
     9: lambda v, a, b: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))),
     10: lambda v, a, b: np.where(v >= 0, v, a * np.expm1(np.minimum(v, 0))),
     11: lambda v, a, b: v / (1 + np.exp(-v)),

@@ -44,7 +44,7 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x):
-    return _ERF(np.asarray(x, np.float64)).astype(np.float64)
+    return np.asarray(_ERF(np.asarray(x, np.float64)), np.float64)  # a ufunc of a 0-d array gives a float
 
 
 def _shrink(x, lambd, bias):

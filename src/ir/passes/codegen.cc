@@ -133,8 +133,10 @@ class FunctionLowering {
       define(p.name);
     }
     for (const auto& binding : f_.bindings) {
+      current_ = &binding;
       STOWAGE_TRY(lower_binding(binding));
     }
+    current_ = nullptr;
     STOWAGE_TRY(lower_return());
     out_.num_registers = next_reg_;
     return std::move(out_);
@@ -185,8 +187,21 @@ class FunctionLowering {
     size_t i = 0;
     for (uint64_t v : ops) ins.ops[i++] = v;
     ins.list = std::move(list);
+    // Kernels and copies are what profiles time: they keep the nodes they compute.
+    if (current_ != nullptr && !current_->origins.empty() && (op == Opcode::kCallKernel || op == Opcode::kCopyTensor)) {
+      origins_.sites.push_back(SiteOrigin{static_cast<uint32_t>(out_.code.size()), current_->origins});
+    }
     out_.code.push_back(std::move(ins));
   }
+
+ public:
+  // The nodes behind the lowered function's instructions (after lower()).
+  FunctionOrigins take_origins() {
+    origins_.function = f_.name;
+    return std::move(origins_);
+  }
+
+ private:
 
   // Registers for call arguments; literals are loaded into fresh registers.
   Expected<std::vector<uint32_t>> arg_registers(const Binding& b, const std::vector<DType>& literal_types) {
@@ -325,6 +340,8 @@ class FunctionLowering {
   std::map<std::string, uint32_t> regs_;
   std::map<std::string, std::string> storage_scope_;
   uint32_t next_reg_ = 0;
+  const Binding* current_ = nullptr;  // the binding being lowered
+  FunctionOrigins origins_;
 };
 
 // The constant storages and tensors of `plan`, their bytes shared with the module.
@@ -398,8 +415,11 @@ Expected<Executable> generate_executable(const Module& module, const TargetDesc&
   const ConstantPlan& plan = options.constants != nullptr ? *options.constants : planned;
   std::map<std::string, uint32_t> constants = add_constants(builder, module, plan);
   for (const auto& f : module.functions) {
-    STOWAGE_TRY_ASSIGN(stowage::Function lowered, FunctionLowering(builder, f, kernels, functions, constants).lower());
+    FunctionLowering lowering(builder, f, kernels, functions, constants);
+    STOWAGE_TRY_ASSIGN(stowage::Function lowered, lowering.lower());
     exe.functions.push_back(std::move(lowered));
+    FunctionOrigins origins = lowering.take_origins();
+    if (!origins.sites.empty()) exe.origins.push_back(std::move(origins));
   }
   // A scope whose tensors all sit at offset 0 constrains no alignment: any power
   // of two divides 0, so record the largest.

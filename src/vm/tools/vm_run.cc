@@ -19,8 +19,10 @@
 
 #include "host_arrays.h"
 #include "npy.h"
+#include "profile_report.h"
 #include "stowage/backend/opencl.h"
 #include "stowage/bytecode/file.h"
+#include "stowage/support/file.h"
 #include "stowage/vm/vm.h"
 
 namespace {
@@ -41,6 +43,7 @@ struct Options {
   uint64_t seed = 0;
   bool profile = false;
   bool kernel_times = false;
+  std::string profile_json;
   bool check_bounds = false;
   bool no_svm = false;
   bool info = false;
@@ -358,7 +361,7 @@ int run(const Options& opt) {
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
   vm_options.profile = opt.profile;
-  vm_options.kernel_times = opt.kernel_times;
+  vm_options.kernel_times = opt.kernel_times || !opt.profile_json.empty();
   vm_options.check_bounds = opt.check_bounds;
   vm_options.svm = !opt.no_svm;
   Expected<std::unique_ptr<vm::VirtualMachine>> machine = Error(ErrorKind::kRuntime, "not created");
@@ -370,7 +373,7 @@ int run(const Options& opt) {
   // Inputs go to the device once, however often the function runs.
   for (vm::Value& arg : args) arg = vm::Value::from((*machine)->upload(arg.as_tensor()));
   vm::Value result;
-  if (opt.kernel_times) {  // the first launches of a kernel may include the driver's own set-up
+  if (vm_options.kernel_times) {  // the first launches of a kernel may include the driver's own set-up
     (*machine)->invoke(opt.function, args);
     (*machine)->synchronize();
     (*machine)->reset_profile();
@@ -427,7 +430,20 @@ int run(const Options& opt) {
     if (Status status = write_outputs(f, result, opt.outputs); !status) return fail(status.error());
   }
   if (opt.profile) print_profile((*machine)->profile(), opt.repeat);
-  if (opt.kernel_times) print_kernel_times((*machine)->profile(), opt.repeat * opt.reps);
+  if (opt.kernel_times) {
+    print_kernel_times((*machine)->profile(), opt.repeat * opt.reps);
+    print_node_times((*machine)->profile(), opt.repeat * opt.reps);
+  }
+  if (!opt.profile_json.empty()) {
+    uint64_t dropped = 0;
+    std::vector<vm::LaunchRecord> launches = (*machine)->launches(&dropped);
+    Status written = write_file_atomically(opt.profile_json, vm::chrome_trace(*exe, launches), "trace file",
+                                           WrittenFile::kOutput);
+    if (!written) return fail(written.error());
+    fmt::print("trace: {} kernel launches written to {}{}\n", launches.size(), opt.profile_json,
+               dropped == 0 ? "" : fmt::format(" ({} past the first {} not recorded)", dropped,
+                                               vm::VirtualMachine::kMaxRecordedLaunches));
+  }
   return 0;
 }
 
@@ -461,6 +477,10 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
   app.add_flag("--kernel-times", opt.kernel_times,
                "each kernel's time on the device and the device's idle time between kernels (profiling events)");
+  app.add_option("--profile-json", opt.profile_json,
+                 "write the kernel launches as a Chrome trace (chrome://tracing, Perfetto), each named after the "
+                 "model nodes it computes; times kernels as --kernel-times does")
+      ->type_name("FILE");
   app.add_flag("--check-bounds", opt.check_bounds,
                "guard the end of every storage and fail on the kernel that writes past one (slow)");
   app.add_flag("--no-svm", opt.no_svm,

@@ -72,7 +72,7 @@ def gemm(g, x, v):
     return _bounded_out(y, x, inner, w=2.0, bias=2.0)
 
 
-def _spatial_attrs(g, x, kernel, with_dilations=True, pads_below_kernel=False):
+def _spatial_attrs(g, x, kernel, with_dilations=True, pads_below_kernel=False, with_conv=False):
     """strides, pads, dilations and auto_pad for a window of `kernel` over x's
     spatial dims; rejects a choice that leaves an output dim of 0."""
     d = len(kernel)
@@ -91,7 +91,12 @@ def _spatial_attrs(g, x, kernel, with_dilations=True, pads_below_kernel=False):
         s = strides[i] if strides else 1
         dl = dilations[i] if dilations else 1
         total = (pads[i] + pads[i + d]) if pads else 0
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if same:
+            # A stride past the window makes SAME's padding negative: ONNX Runtime
+            # centres the windows from the pools' schema 19 on and refuses before, Stowage
+            # (as TensorFlow's SAME) pads by 0; the specification does not say.
+            if s > dl * (kernel[i] - 1) + 1 and not with_conv:
+                reject("SAME with a stride past the window")
             continue
         if out_size(sp[i], kernel[i], s, total, dl) < 1:
             reject("window larger than the input")
@@ -109,7 +114,7 @@ def conv(g, x, v):
     group = g.pick([1, c, g.pick(divisors)], [5, 2, 1])
     m = group * g.randint(1, 3 if group > 1 else 6)
     kernel = _kernel(g, x)
-    attrs = _spatial_attrs(g, x, kernel)
+    attrs = _spatial_attrs(g, x, kernel, with_conv=True)
     w = _weight(g, [m, c // group] + kernel)
     inputs = [x.name, w.name]
     if g.chance(0.6):

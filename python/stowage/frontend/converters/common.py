@@ -30,10 +30,10 @@ def spatial_pads(node, in_hw, kernel, strides, dilations):
     """ONNX (begins..., ends...) pads of a window over len(in_hw) dims, auto_pad resolved."""
     rank = len(in_hw)
     auto_pad = node.attr("auto_pad", "NOTSET")
+    pads = ints(node, "pads", (0,) * (2 * rank))  # checked beside an auto_pad too, which then ignores them
+    if len(pads) != 2 * rank:
+        raise node.invalid(f"pads {list(pads)} do not fit a {rank}D window")
     if auto_pad in ("NOTSET", ""):
-        pads = ints(node, "pads", (0,) * (2 * rank))
-        if len(pads) != 2 * rank:
-            raise node.invalid(f"pads {list(pads)} do not fit a {rank}D window")
         if any(p < 0 for p in pads):
             raise node.invalid(f"pads {list(pads)}: negative pads")
         return pads

@@ -444,7 +444,10 @@ def expand(ctx, node):
 
 
 def _repeats(ctx, node, rank):
-    repeats = [int(v) for v in ctx.static(node, 1, "repeats").reshape(-1)]
+    known = ctx.static(node, 1, "repeats")
+    if known.ndim != 1:
+        raise node.invalid(f"repeats of shape {list(known.shape)}; a 1-D tensor is expected")
+    repeats = [int(v) for v in known]
     if len(repeats) != rank or any(r < 0 for r in repeats):
         raise node.invalid(f"repeats {repeats}: expected {rank} values >= 0")
     return repeats
@@ -1125,6 +1128,9 @@ def _one_hot_geometry(ctx, node, rank):
     if not -rank - 1 <= axis <= rank:
         raise node.invalid(f"axis {axis} out of range for an output of rank {rank + 1}")
     axis %= rank + 1
+    values = ctx.shape(ctx.value(node, 2))
+    if values != (2,):
+        raise node.invalid(f"values of shape {list(values)}; [off, on] of shape [2] is expected")
     depth = ctx.value(node, 1)
     if isinstance(depth, np.ndarray):
         depth = _scalar(node, depth, "depth")
@@ -1136,9 +1142,7 @@ def _one_hot_geometry(ctx, node, rank):
 
 def _one_hot_fold(ctx, node, indices, depth, values):
     depth, axis = _one_hot_geometry(ctx, node, np.ndim(indices))
-    values = np.asarray(values).reshape(-1)
-    if values.size != 2:
-        raise node.invalid(f"values has {values.size} elements; [off, on] is expected")
+    values = np.asarray(values)
     indices = np.asarray(indices)
     if indices.dtype.kind == "f" and not np.all(np.isfinite(indices)):
         raise node.invalid("indices that are not finite")

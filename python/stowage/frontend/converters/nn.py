@@ -221,7 +221,9 @@ def conv_transpose_pads(node, in_sizes, kernel, strides, dilations, output_paddi
         if len(output_shape) != rank:
             raise node.invalid(f"output_shape {list(output_shape)} does not fit {rank} spatial dimensions")
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        output_shape = tuple(i * s for i, s in zip(in_sizes, strides))
+        # input * stride, but not past the full output: where the stride exceeds the
+        # window, ONNX's shape inference and ONNX Runtime pad by 0, not by a negative amount
+        output_shape = tuple(min(i * s, f) for i, s, f in zip(in_sizes, strides, full))
     if output_shape is None:
         if auto_pad == "VALID":
             return (0,) * (2 * rank), output_padding
