@@ -175,13 +175,15 @@ test_python() {
   log "the commands pip installed: stowc, vm-run, stowage-import"
   local command
   for command in stowc vm-run stowage-import; do
-    # Run by their path alone, as a user of the venv does: nothing from the build tree.
-    env -u PYTHONPATH PATH="$root/build/venv/bin:/usr/bin:/bin" "$command" --help >/dev/null ||
+    # Found on the venv's PATH, as a user of the venv finds them: nothing from the build tree.
+    [ -x "build/venv/bin/$command" ] &&
+      env -u PYTHONPATH PATH="$root/build/venv/bin:/usr/bin:/bin" "$command" --help >/dev/null ||
       { echo "build/venv/bin/$command --help failed" >&2; return 1; }
   done
   log "running Python tests"
-  # STOWAGE_VM_RUN: the command-line tests run the vm-run that pip installed.
-  (cd build && STOWAGE_VM_RUN="$root/build/venv/bin/vm-run" venv/bin/python -m pytest -q -p no:cacheprovider \
+  # STOWAGE_VM_RUN, STOWAGE_STOWC: the command-line tests run the tools pip installed.
+  (cd build && STOWAGE_VM_RUN="$root/build/venv/bin/vm-run" STOWAGE_STOWC="$root/build/venv/bin/stowc" \
+    venv/bin/python -m pytest -q -p no:cacheprovider \
     "$root/python/tests")
 }
 

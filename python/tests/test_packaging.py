@@ -1,14 +1,17 @@
 """What an installation gives a user: a model imported and run with no onnxruntime
 (an extra, for the tests and benchmarks), plot_memory naming the extra that brings
-matplotlib, and, where pip installed the package, stowc, vm-run and stowage-import
-on the environment's PATH."""
+matplotlib, an imported model run by vm-run on inputs it makes itself, and, where pip
+installed the package, stowc, vm-run and stowage-import on the environment's PATH."""
 
 import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 import sysconfig
 
+import numpy as np
 import pytest
 
 import stowage as sw
@@ -53,6 +56,44 @@ def test_plot_memory_names_the_extra_that_brings_matplotlib(add_mul_exe, tmp_pat
         sw.plot_memory(add_mul_exe, tmp_path / "plan.png")
     assert str(e.value) == "plot_memory needs matplotlib: pip install 'stowage[plot]' (or pip install matplotlib)"
     assert not (tmp_path / "plan.png").exists()
+
+
+def vm_run_command():
+    """vm-run as STOWAGE_VM_RUN names it, else the one pip installed beside this Python."""
+    return os.environ.get("STOWAGE_VM_RUN") or shutil.which("vm-run", path=os.path.dirname(sys.executable))
+
+
+def test_an_imported_model_runs_on_inputs_vm_run_makes(tmp_path, device):
+    """stowage-import, then vm-run --input input=random|zeros: a summary of the output, no files."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    vm_run = vm_run_command()
+    if not vm_run:
+        pytest.skip("no vm-run (STOWAGE_VM_RUN, or pip-installed beside this Python)")
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 8])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 8])
+    one = numpy_helper.from_array(np.ones((1,), np.float32), "one")
+    nodes = [helper.make_node("Relu", ["input"], ["r"]), helper.make_node("Add", ["r", "one"], ["output"])]
+    graph = helper.make_graph(nodes, "relu_plus_one", [x], [y], initializer=[one])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    command = shutil.which("stowage-import", path=os.path.dirname(sys.executable))
+    cmd = [command] if command else [sys.executable, "-m", "stowage.frontend.cli"]
+    subprocess.run(cmd + [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.stw")], check=True, capture_output=True)
+
+    run = subprocess.run([vm_run, str(tmp_path / "m.stw"), "--input", "input=zeros", "--device", device],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "input: zeros Tensor[(2, 8), float32]"
+    assert re.fullmatch(r"result\[0\] \S+: Tensor\[\(2, 8\), float32\]", lines[1]), lines  # the module's name for it
+    assert lines[2:] == ["  min 1, max 1, mean 1; first 8 of 16: [1, 1, 1, 1, 1, 1, 1, 1, ...]"]
+    run = subprocess.run([vm_run, str(tmp_path / "m.stw"), "--input", "input=random", "--seed", "3", "--device",
+                          device], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "input: random Tensor[(2, 8), float32], seed 3"
+    low, high = (float(v) for v in re.match(r"  min (\S+), max (\S+), mean ", lines[2]).groups())
+    assert 1 <= low < high < 2  # relu of values in [-1, 1), plus one
 
 
 def installed_commands():

@@ -121,8 +121,13 @@ TEST_F(VmRunCli, RepsShowProgressOnATerminalOnly) {
                                    "y=zeros", "-i", "z=zeros", "--reps", "3", "--output", path("e.npy")};
   RunResult r = testing::run_process_on_terminal(args, dir_ / "stdout.txt", std::chrono::seconds(120));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  // One line, rewritten in place, then blanked.
-  EXPECT_EQ(r.stderr_text, "\rvm-run: round 1/3\rvm-run: round 2/3\rvm-run: round 3/3\r" + std::string(17, ' ') + "\r");
+  // One line, rewritten in place after each round, then blanked.
+  EXPECT_EQ(r.stderr_text,
+            "\rvm-run: rounds [........................] 0/3"
+            "\rvm-run: rounds [########................] 1/3"
+            "\rvm-run: rounds [################........] 2/3"
+            "\rvm-run: rounds [########################] 3/3\r" +
+                std::string(45, ' ') + "\r");
   EXPECT_NE(stdout_text().find("timing: 3 rounds of 1 invocations: median "), std::string::npos) << stdout_text();
 
   r = run("vm-run", {stw_, "-i", "x=zeros", "-i", "y=zeros", "-i", "z=zeros", "--reps", "3", "-o", path("e.npy")});

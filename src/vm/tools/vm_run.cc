@@ -383,13 +383,20 @@ int run(const Options& opt) {
   std::vector<double> enqueue_us;  // host time to issue a round, before waiting for the device
   uint64_t launches_before = (*machine)->profile().kernel_launches;
   std::chrono::duration<double, std::micro> took{};
-  // Progress on a terminal only: one line, rewritten in place, then cleared.
+  // Progress on a terminal only: one line with a bar, rewritten in place after each
+  // round, then cleared (as stowage's own progress line draws it).
   const bool progress = opt.reps > 1 && ::isatty(STDERR_FILENO) == 1;
+  std::string progress_line;
+  auto draw_progress = [&](int done) {
+    constexpr int kBarWidth = 24;
+    const int filled = kBarWidth * done / opt.reps;
+    progress_line = fmt::format("vm-run: rounds [{}{}] {}/{}", std::string(filled, '#'),
+                                std::string(kBarWidth - filled, '.'), done, opt.reps);
+    fmt::print(stderr, "\r{}", progress_line);
+    std::fflush(stderr);
+  };
+  if (progress) draw_progress(0);
   for (int rep = 0; rep < opt.reps; ++rep) {
-    if (progress) {
-      fmt::print(stderr, "\rvm-run: round {}/{}", rep + 1, opt.reps);
-      std::fflush(stderr);
-    }
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < opt.repeat; ++i) {
       result = vm::Value();  // drop the last result so its storage is reused
@@ -400,9 +407,10 @@ int run(const Options& opt) {
     (*machine)->synchronize();
     took = std::chrono::steady_clock::now() - start;
     per_invoke_us.push_back(took.count() / opt.repeat);
+    if (progress) draw_progress(rep + 1);
   }
   if (progress) {
-    fmt::print(stderr, "\r{:{}}\r", "", fmt::format("vm-run: round {}/{}", opt.reps, opt.reps).size());
+    fmt::print(stderr, "\r{:{}}\r", "", progress_line.size());
     std::fflush(stderr);
   }
   const double launches = static_cast<double>((*machine)->profile().kernel_launches - launches_before) /
