@@ -69,7 +69,9 @@ def find_tool(name):
 def workspace(tmp_path):
     """The folder a block runs in, and its environment."""
     for entry in ROOT.iterdir():
-        if not entry.name.startswith(".") and not entry.name.startswith("build"):
+        if entry.name == "examples":  # blocks write beside the examples (stowc's default output): a copy
+            shutil.copytree(entry, tmp_path / entry.name)
+        elif not entry.name.startswith(".") and not entry.name.startswith("build"):
             (tmp_path / entry.name).symlink_to(entry)
     bin_dir = tmp_path / "bin"
     tools = tmp_path / "build" / "src"

@@ -145,7 +145,7 @@ def test_an_empty_tensor_with_a_huge_extent_is_refused():
     model = onnx_model([helper.make_node("Pad", ["x", "p"], ["y"])], [tensor_info("x", "float32", (1, 3, 5))],
                        [tensor_info("y", "float32", None)])
     model.graph.initializer.append(pads)
-    assert "has an extent above 2^31 - 1" in refused(model, sw.UnsupportedError)
+    assert "has extents whose product is above 2^31 - 1" in refused(model, sw.UnsupportedError)
 
 
 @pytest.mark.parametrize("indices_shape", [(2, 1), (1, 2)])
@@ -159,3 +159,68 @@ def test_gather_elements_folded_with_indices_shorter_than_data(indices_shape, de
     model = onnx_model(nodes, [tensor_info("x", "float32", indices_shape)], [tensor_info("y", "float32", None)],
                        [("d", data), ("i", indices)])
     run_both(model, {"x": np.ones(indices_shape, np.float32)}, device)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_conv_transpose_same_with_a_stride_past_the_window(auto_pad, device):
+    """Kernel 1, stride 2: the full output (9 of 5) is shorter than input * stride;
+    ONNX's shape inference and ONNX Runtime pad by 0 there, Stowage made 10."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 2, 5, 3)).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], auto_pad=auto_pad, strides=[2, 1])
+    model = onnx_model([node], [tensor_info("x", "float32", x.shape)], [tensor_info("y", "float32", None)],
+                       [("w", rng.standard_normal((2, 2, 1, 1)).astype(np.float32))], opset=20)
+    run_both(model, {"x": x}, device)
+
+
+@pytest.mark.parametrize("op", ["Erf", "Gelu"])
+def test_erf_folded_of_a_scalar(op, device):
+    """np.frompyfunc gives a float for a 0-d array, which had no astype."""
+    nodes = [helper.make_node(op, ["c"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])]
+    model = onnx_model(nodes, [tensor_info("x", "float32", ())], [tensor_info("y", "float32", ())],
+                       [("c", np.array(0.5, np.float32))], opset=20)
+    run_both(model, {"x": np.array(1.0, np.float32)}, device)
+
+
+def test_one_hot_values_of_another_shape_are_refused():
+    nodes = [helper.make_node("OneHot", ["x", "d", "v"], ["y"])]
+    model = onnx_model(nodes, [tensor_info("x", "int64", (3,))], [tensor_info("y", "float32", None)],
+                       [("d", np.array(4, np.int64)), ("v", np.array([[0.0], [1.0]], np.float32))], opset=11)
+    assert "values of shape [2, 1]; [off, on] of shape [2] is expected" in refused(model)
+
+
+def test_tile_repeats_of_rank_two_are_refused():
+    model = onnx_model([helper.make_node("Tile", ["x", "r"], ["y"])], [tensor_info("x", "float32", (2,))],
+                       [tensor_info("y", "float32", None)], [("r", np.array([[2]], np.int64))])
+    assert "repeats of shape [1, 1]; a 1-D tensor is expected" in refused(model)
+
+
+def test_a_required_attribute_left_out_is_refused():
+    model = onnx_model([helper.make_node("Unsqueeze", ["x"], ["y"])], [tensor_info("x", "float32", (2,))],
+                       [tensor_info("y", "float32", None)], opset=11)
+    assert "attribute 'axes' is required by the schema of Unsqueeze (version 11)" in refused(model)
+
+
+def test_pads_beside_an_auto_pad_are_checked():
+    node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2], auto_pad="SAME_UPPER", pads=[1 << 40])
+    model = onnx_model([node], [tensor_info("x", "float32", (1, 1, 5))], [tensor_info("y", "float32", None)])
+    assert "pads [1099511627776] do not fit a 1D window" in refused(model)
+
+
+def test_clip_bounds_that_are_not_scalars_are_refused():
+    """Clip(c, t) with the inputs swapped: a 4-D min was broadcast (or its first element taken)."""
+    model = onnx_model([helper.make_node("Clip", ["c", "x"], ["y"])], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], [("c", np.array(0.5, np.float32))])
+    assert "min of shape [2, 3]; a scalar is expected" in refused(model)
+
+
+def test_pads_of_rank_two_are_refused():
+    model = onnx_model([helper.make_node("Pad", ["x", "p"], ["y"])], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], [("p", np.ones((4, 1), np.int64))])
+    assert "pads of shape [4, 1]; a 1-D tensor is expected" in refused(model)
+
+
+def test_flatten_takes_a_negative_axis_from_schema_11():
+    model = onnx_model([helper.make_node("Flatten", ["x"], ["y"], axis=-1)], [tensor_info("x", "float32", (2, 3))],
+                       [tensor_info("y", "float32", None)], opset=9)
+    assert "axis -1: Flatten takes a negative axis from schema 11" in refused(model)

@@ -2,31 +2,49 @@
 
 A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
 into its weights), then an Add of a tensor of the same shape (the residual), then an
-activation (any op the registry marks as one, Clip with constant bounds). A Gemm
-absorbs an activation; an elementwise Add, Sub, Mul or Div absorbs one too. An
-activation may also be x * sigmoid(x) written as a Sigmoid of x and a Mul of x by
-its result (SiLU as exported): absorbed as the epilogue's SiLU when x is read by
-those two alone; elsewhere the Sigmoid takes the Mul into its own group (one
-kernel). A node is absorbed only when the value it takes is used by it alone and is
-no graph output (Swish with an alpha other than 1 is no epilogue activation). A
-depthwise Conv (one channel per group, without a residual) absorbs the pointwise Conv
-(1x1, stride 1, no padding, one group) that alone reads its result, with that Conv's
-own epilogue: the library may run the two as one kernel. A
-GlobalAveragePool absorbs the Flatten (axis 1) that alone reads its result and the
-Gemm that alone reads that as its A, with constant B and a constant C of one row,
-and the Gemm's activation: a classifier's end in one kernel. A ReduceMean over two
-axes the graph gives (a global average pool as PyTorch exports it) absorbs the same,
-with a Reshape to a shape of two the graph gives in place of the Flatten, or neither
-when it keeps no dims, and a MatMul by a constant 2-D B with the Add of a constant
-bias after it in place of the Gemm; its converter emits the absorbed nodes one by
-one when the axes turn out not to be H and W of an NCHW input, or the Reshape not
-to make [N, C]. Groups
-are emitted in a topological order that keeps the graph's order where it can: a
-residual Add may come in the graph before the branch that feeds it.
+activation. A Gemm, a BatchNormalization left on its own and an elementwise Add, Sub,
+Mul or Div absorb an activation too. An activation is an op the registry marks as
+one (Clip with constant bounds), or one written out of several nodes as exporters
+write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
+alpha 1/6 (hardswish, the TorchScript exporter below opset 14), Clip(x + 3, 0, 6) / 6
+(a HardSigmoid; or times 1/6) and x times it, or x * Clip(x + 3, 0, 6) / 6
+(hardswish): absorbed when x is read by those nodes alone; elsewhere the first of
+them (a Sigmoid, HardSigmoid or Add) takes the rest into its own group, one unary
+kernel. A node is absorbed only when the value it takes is used by it alone and is
+no graph output (Swish with an alpha other than 1 is no epilogue activation).
+
+A Conv (with a known 2D weight, not depthwise) reads its input through a Prologue:
+a BatchNormalization with known statistics (and the activation alone reading it)
+whose result it alone reads, as DenseNet's BatchNormalization and ReLU before each
+convolution: it convolves act(x * scale + shift) per channel, zero padding left zero;
+or the Mul of x by a squeeze-and-excitation's scale: it reads x * s per image and
+channel. A GlobalAveragePool (or a ReduceMean over two axes the graph gives, keeping
+them) absorbs a squeeze-and-excitation: the 1x1 Conv that alone reads its result,
+that Conv's activation, the 1x1 Conv that alone reads that and its activation (two
+kernels: stowage.ops squeeze_excite); its converter emits the nodes one by one when
+the pool turns out not to be over H and W of an NCHW input.
+
+A depthwise Conv (one channel per group, without a residual or a Prologue) absorbs
+the pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its
+result, with that Conv's own epilogue: the library may run the two as one kernel. A
+GlobalAveragePool absorbs, where no squeeze-and-excitation follows, the Flatten
+(axis 1) that alone reads its result and the Gemm that alone reads that as its A,
+with constant B and a constant C of one row, and the Gemm's activation: a
+classifier's end in one kernel. A ReduceMean over two axes the graph gives (a global
+average pool as PyTorch exports it) absorbs the same, with a Reshape to a shape of
+two the graph gives in place of the Flatten, or neither when it keeps no dims, and a
+MatMul by a constant 2-D B with the Add of a constant bias after it in place of the
+Gemm; its converter emits the absorbed nodes one by one when the axes turn out not
+to be H and W of an NCHW input, or the Reshape not to make [N, C]. Groups are emitted
+in a topological order that keeps the graph's order where it can: a residual Add may
+come in the graph before the branch that feeds it.
 """
 
 import heapq
 
+import numpy as np
+
+from ..errors import StowageError
 from .graph import Node
 
 # Ops whose kernel ends in an activation epilogue (beside Conv and Gemm).
@@ -50,6 +68,9 @@ class Group:
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
         self.linear = None  # the Gemm after a GlobalAveragePool and Flatten (or MatMul after a ReduceMean)
         self.linear_bias = None  # the Add after that MatMul
+        self.excite = None  # a squeeze-and-excitation's two 1x1 Convs after its pool, Groups with their activations
+        self.pre = None  # a Conv's Prologue: what it reads its input through
+        self.written = None  # the input of a written-out activation the group computes whole (main its first node)
         self.nodes = [main]
 
     @property
@@ -103,49 +124,154 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 group.add, group.residual = add, other
                 group.nodes.append(add)
                 out = add.outputs[0]
-    if node.op_type in ("Conv", "Gemm") + ELEMENTWISE:
+    if node.op_type in ("Conv", "Gemm", "BatchNormalization") + ELEMENTWISE:
         absorb_activation(graph, group, out, is_static, absorbed)
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):
     """Adds to `group` the activation that alone reads `out`, if it can take it."""
-    if absorb_silu(graph, group, out, absorbed, alone=True):
-        return
+    found = activation_after(graph, out, is_static, absorbed)
+    if found is not None:
+        group.nodes.extend(found[0])
+        group.act = found[1]
+
+
+def activation_after(graph, out, is_static, absorbed):
+    """(nodes, activation node) of the activation that alone reads `out`: one node the
+    registry marks as an activation (its other inputs known at import), or an
+    activation written out of several (written_activation); else None."""
+    written = written_activation(graph, out, absorbed)
+    if written is not None:
+        nodes, spec = written
+        readers = graph.consumers.get(out, [])
+        if out not in graph.output_names and all(n in nodes for n in readers):
+            return nodes, written_node(nodes[-1], out, spec)
     act = only_consumer(graph, out, None, absorbed)
     if act is not None and act.op_type == "Swish" and act.attr("alpha", 1.0) != 1.0:
-        return  # x * sigmoid(alpha x): no epilogue computes it
+        return None  # x * sigmoid(alpha x): no epilogue computes it
     if act is not None and act.inputs and act.inputs[0] == out and all(is_static(n) for n in act.inputs[1:] if n):
-        group.act = act
-        group.nodes.append(act)
+        return [act], act
+    return None
 
 
-class _SiluSpec:
-    """The registry row a fused Sigmoid and Mul answer to: the SiLU activation."""
-
-    activation = staticmethod(lambda ctx, node: ("silu",))
+# ---- activations written out of several nodes ----------------------------------------
 
 
-def absorb_silu(graph, group, x, absorbed, alone):
-    """Adds to `group` a Sigmoid of `x` and the Mul of `x` by its result (x * sigmoid(x))
-    as the activation SiLU; with `alone`, only when those two are all that read `x`.
-    The Sigmoid may be the group's main node (then it is not added again)."""
-    if x in graph.output_names and alone:
-        return False
-    readers = graph.consumers.get(x, [])
-    sigmoid = group.main if group.main.op_type == "Sigmoid" and not alone else next(
-        (n for n in readers if n.op_type == "Sigmoid" and n.index not in absorbed), None)
-    if sigmoid is None or (alone and len(readers) != 2) or len(sigmoid.outputs) != 1:
-        return False
-    s = sigmoid.outputs[0]
-    mul = only_consumer(graph, s, ("Mul",), absorbed)
-    if mul is None or sorted(mul.inputs) != sorted([x, s]) or x == s:
-        return False
-    if sigmoid is not group.main:
-        group.nodes.append(sigmoid)
-    group.nodes.append(mul)
-    group.act = Node(mul.index, mul.name, "Mul", mul.domain, [x], mul.outputs, {})
-    group.act.spec = _SiluSpec
-    return True
+class _Written:
+    """The registry row a written-out activation answers to: its library spec."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def activation(self, ctx, node):
+        return self.spec
+
+
+def is_written(node):
+    """Whether `node` stands for an activation written out of several nodes."""
+    return isinstance(node.spec, _Written)
+
+
+def written_node(last, x, spec):
+    """A node standing for a written-out activation of `x` whose result `last` makes."""
+    node = Node(last.index, last.name, last.op_type, last.domain, [x], last.outputs, {})
+    node.spec = _Written(spec)
+    return node
+
+
+HARD_ALPHA = 1.0 / 6.0  # HardSigmoid's slope in hardswish (PyTorch's), as a float32 holds it
+
+
+def written_activation(graph, x, absorbed, first=None):
+    """(nodes in graph order, library spec) of an activation of `x` written out of
+    several nodes, as exporters write them: x * sigmoid(x) (SiLU), x * HardSigmoid(x)
+    with alpha 1/6 and beta 1/2 (hardswish), Clip(x + 3, 0, 6) / 6 (a HardSigmoid;
+    times 1/6 too) and x times it, or Clip(x + 3, 0, 6) times x, then / 6 (hardswish).
+    Every value between its nodes is read by the next alone and is no graph output;
+    `first`: the node it must start with."""
+    starts = [first] if first is not None else graph.consumers.get(x, [])
+    for start in starts:
+        if start.index in absorbed or len(start.outputs) != 1:
+            continue
+        found = _written_from(graph, x, start, absorbed)
+        if found is not None:
+            return found
+    return None
+
+
+def _written_from(graph, x, start, absorbed):
+    out = start.outputs[0]
+    if start.op_type == "Sigmoid" and start.inputs[:1] == [x]:
+        mul = _times(graph, out, x, absorbed)
+        return ([start, mul], ("silu",)) if mul is not None else None
+    if (start.op_type == "HardSigmoid" and start.inputs[:1] == [x] and _near(start.attr("alpha", 0.2), HARD_ALPHA)
+            and _near(start.attr("beta", 0.5), 0.5)):
+        mul = _times(graph, out, x, absorbed)
+        return ([start, mul], ("hardswish",)) if mul is not None else None
+    if start.op_type != "Add" or len(start.inputs) != 2 or x not in start.inputs:
+        return None
+    if not _near(scalar(graph, start.inputs[1] if start.inputs[0] == x else start.inputs[0]), 3.0):
+        return None
+    clip = only_consumer(graph, out, ("Clip",), absorbed)
+    if clip is None or clip.inputs[0] != out or clip_bounds(graph, clip) != (0.0, 6.0):
+        return None
+    six = _sixth(graph, clip.outputs[0], absorbed)
+    if six is not None:
+        mul = _times(graph, six.outputs[0], x, absorbed)
+        if mul is not None:
+            return [start, clip, six, mul], ("hardswish",)
+        return [start, clip, six], ("hardsigmoid", HARD_ALPHA, 0.5)
+    mul = _times(graph, clip.outputs[0], x, absorbed)
+    six = _sixth(graph, mul.outputs[0], absorbed) if mul is not None else None
+    return ([start, clip, mul, six], ("hardswish",)) if six is not None else None
+
+
+def _times(graph, v, x, absorbed):
+    """The Mul of `x` by `v` that alone reads `v`, or None."""
+    mul = only_consumer(graph, v, ("Mul",), absorbed)
+    if mul is None or v == x or sorted(mul.inputs) != sorted([x, v]) or len(mul.outputs) != 1:
+        return None
+    return mul
+
+
+def _sixth(graph, v, absorbed):
+    """The Div of `v` by 6 (or Mul by 1/6) that alone reads `v`, or None."""
+    node = only_consumer(graph, v, ("Div", "Mul"), absorbed)
+    if node is None or len(node.inputs) != 2 or len(node.outputs) != 1:
+        return None
+    if node.op_type == "Div":
+        return node if node.inputs[0] == v and _near(scalar(graph, node.inputs[1]), 6.0) else None
+    other = node.inputs[1] if node.inputs[0] == v else node.inputs[0]
+    return node if other != v and _near(scalar(graph, other), HARD_ALPHA) else None
+
+
+def _near(value, want):
+    """Whether `value` is `want` as float32 stores it."""
+    return value is not None and abs(float(value) - want) <= 1e-6 * max(abs(want), 1.0)
+
+
+def scalar(graph, name):
+    """The number a single-element constant of the graph holds, else None."""
+    value = graph_constant(graph, name) if name else None
+    try:
+        value = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return float(value.reshape(-1)[0]) if value.size == 1 and value.dtype != object else None
+
+
+def clip_bounds(graph, clip):
+    """(min, max) of a Clip whose bounds the graph gives, else None."""
+    if clip.since is not None and clip.since < 11:
+        return float(clip.attr("min", -np.inf)), float(clip.attr("max", np.inf))
+    bounds = []
+    for i, default in ((1, -np.inf), (2, np.inf)):
+        name = clip.input(i)
+        value = scalar(graph, name) if name else default
+        if value is None:
+            return None
+        bounds.append(value)
+    return tuple(bounds)
 
 
 def absorb_linear(graph, group, is_static, absorbed):
@@ -207,11 +333,15 @@ def absorb_matmul_linear(graph, group, a, between, is_static, absorbed):
 
 
 def graph_constant(graph, name):
-    """The value of `name` when the graph gives it (an initializer or a Constant), else None."""
+    """The value of `name` when the graph gives it (an initializer, or a Constant as its
+    registry row folds it: its attribute as the front end left it is no array), else None."""
     value = graph.initializers.get(name)
     producer = graph.producer.get(name)
-    if value is None and producer is not None and producer.op_type == "Constant":
-        value = producer.attr("value")
+    if value is None and producer is not None and producer.op_type == "Constant" and producer.spec is not None:
+        try:
+            value = producer.spec.fold(None, producer)
+        except StowageError:  # a malformed Constant: its own group says so
+            return None
     return value
 
 
@@ -259,6 +389,8 @@ def group_nodes(graph, is_static):
     time. A node whose inputs are all known stays alone: it folds."""
     absorbed = set()
     groups = []
+    prologues = {}  # Conv node index -> the Prologue it reads its input through
+    excited = set()  # the scales squeeze-and-excitation groups make
     for node in graph.nodes:
         if node.index in absorbed:
             continue
@@ -267,8 +399,20 @@ def group_nodes(graph, is_static):
             absorbed.add(node.index)
             groups.append(group)
             continue
+        pre = find_prologue(graph, node, is_static, absorbed, excited)
+        if pre is not None:  # emitted by the Conv after it
+            prologues[pre.conv.index] = pre
+            absorbed.update(n.index for n in pre.nodes)
+            continue
+        group.pre = prologues.pop(node.index, None)
+        if group.pre is not None:
+            group.nodes[:0] = group.pre.nodes
+        if absorb_written(graph, group, absorbed):
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
+            continue
         absorb_epilogue(graph, group, is_static, absorbed)
-        if node.op_type == "Conv" and group.add is None and is_depthwise(graph, node):
+        if node.op_type == "Conv" and group.add is None and group.pre is None and is_depthwise(graph, node):
             after = only_consumer(graph, group.output, ("Conv",), absorbed)
             if after is not None and is_pointwise(graph, after) and after.inputs[0] == group.output:
                 pointwise = Group(after)
@@ -277,12 +421,107 @@ def group_nodes(graph, is_static):
                 group.pointwise = pointwise
                 group.nodes.extend(pointwise.nodes)
         if node.op_type == "GlobalAveragePool" or pools_two_axes(graph, node):
-            absorb_linear(graph, group, is_static, absorbed)
-        if node.op_type == "Sigmoid":
-            absorb_silu(graph, group, node.inputs[0], absorbed, alone=False)
+            if absorb_squeeze_excite(graph, group, is_static, absorbed):
+                excited.add(group.output)
+            else:
+                absorb_linear(graph, group, is_static, absorbed)
         absorbed.update(n.index for n in group.nodes)
         groups.append(group)
     return schedule(graph, groups)
+
+
+def absorb_written(graph, group, absorbed):
+    """Makes `group` a written-out activation (written_activation) that starts with its
+    main node, a Sigmoid, HardSigmoid or Add, reading a value others read too (else
+    its producer took it): one unary kernel. Whether it did."""
+    node = group.main
+    if node.op_type not in ("Sigmoid", "HardSigmoid", "Add") or not node.inputs:
+        return False
+    for x in dict.fromkeys(node.inputs):
+        found = written_activation(graph, x, absorbed, first=node)
+        if found is not None:
+            nodes, spec = found
+            group.nodes = nodes
+            group.act = written_node(nodes[-1], x, spec)
+            group.written = x
+            return True
+    return False
+
+
+# ---- what a Conv reads its input through ----------------------------------------------
+
+
+class Prologue:
+    """A Conv's input map: the Conv reads act(x * scale + shift) per input channel in
+    place of x, the nodes that computed it absorbed. `bn`: a BatchNormalization (its
+    scale and shift), `act` the activation node after it (or None); `scale`: a
+    squeeze-and-excitation's scale (the Mul of x by it)."""
+
+    def __init__(self, conv, x, nodes, bn=None, act=None, scale=None):
+        self.conv = conv
+        self.x = x
+        self.nodes = nodes
+        self.bn = bn
+        self.act = act
+        self.scale = scale
+
+
+def find_prologue(graph, node, is_static, absorbed, excited):
+    """The Prologue `node` starts, when the value it makes (through an activation
+    after a BatchNormalization) is read by a Conv alone, as its input: a
+    BatchNormalization with known statistics (and the activation alone reading it), or
+    the Mul of a tensor by a squeeze-and-excitation's scale (`excited`). The Conv has a
+    known 2D weight and is not depthwise (whose kernels read x as it is)."""
+    if node.op_type == "BatchNormalization":
+        if len(node.outputs) != 1 or len(node.inputs) < 5 or not all(is_static(n) for n in node.inputs[1:5]):
+            return None
+        out, nodes, act = node.outputs[0], [node], None
+        found = activation_after(graph, out, is_static, absorbed)
+        if found is not None:
+            nodes, act = nodes + found[0], found[1]
+            out = nodes[-1].outputs[0]
+        conv = _reading_conv(graph, out, absorbed)
+        return None if conv is None else Prologue(conv, node.inputs[0], nodes, bn=node, act=act)
+    if node.op_type == "Mul" and len(node.inputs) == 2 and len(node.outputs) == 1:
+        scale = next((n for n in node.inputs if n in excited), None)
+        x = node.inputs[1] if node.inputs[0] == scale else node.inputs[0]
+        conv = _reading_conv(graph, node.outputs[0], absorbed) if scale is not None and x != scale else None
+        return None if conv is None else Prologue(conv, x, [node], scale=scale)
+    return None
+
+
+def _reading_conv(graph, name, absorbed):
+    """The Conv that alone reads `name`, as its input, with a known 2D weight, not depthwise."""
+    conv = only_consumer(graph, name, ("Conv",), absorbed)
+    shape = conv_weight_shape(graph, conv) if conv is not None and conv.inputs[0] == name else None
+    if shape is None or len(shape) != 4 or is_depthwise(graph, conv) or shape[1] == 1:
+        return None
+    return conv
+
+
+# ---- squeeze-and-excitation -------------------------------------------------------------
+
+
+def absorb_squeeze_excite(graph, group, is_static, absorbed):
+    """Adds to a GlobalAveragePool's (or ReduceMean's, keeping dims) `group` the 1x1 Conv
+    that alone reads its result, that Conv's activation, the 1x1 Conv that alone reads
+    that and its activation: a squeeze-and-excitation's scale. Whether it found them."""
+    if group.main.op_type == "ReduceMean" and not group.main.attr("keepdims", 1):
+        return False
+    convs = []
+    out = group.main.outputs[0]
+    for _ in range(2):
+        conv = only_consumer(graph, out, ("Conv",), absorbed)
+        if (conv is None or conv.inputs[0] != out or not is_pointwise(graph, conv) or len(conv.outputs) != 1
+                or not all(is_static(n) for n in conv.inputs[1:3] if n)):
+            return False
+        sub = Group(conv)
+        absorb_activation(graph, sub, conv.outputs[0], is_static, absorbed)
+        convs.append(sub)
+        out = sub.output
+    group.excite = tuple(convs)
+    group.nodes.extend(convs[0].nodes + convs[1].nodes)
+    return True
 
 
 def schedule(graph, groups):

@@ -43,6 +43,9 @@ class ElementwiseOps(Core):
             if affine is not None:
                 var, scale, shift = affine
                 return self._channel_affine_image(var, scale, shift, act, out)
+            per_channel = self._per_channel_operand(op, a, b, out_shape)
+            if per_channel is not None:
+                return self._binary_channels_image(op, *per_channel, act, out)
         a_var = self._buffer(name, "a", a)
         b_var = self._buffer(name, "b", b)
         dst = self._dest(name, out, out_shape)
@@ -87,6 +90,37 @@ class ElementwiseOps(Core):
             with np.errstate(divide="ignore"):
                 return var, 1.0 / per_channel, zeros
         return None
+
+    def _per_channel_operand(self, op, a, b, out_shape):
+        """(image, buffer Var, its strides per image and per channel) when ``a op b`` is an
+        image of the output's shape and a tensor computed at run time with one value per
+        image and channel at most ([N or 1, C or 1, 1, 1], as a squeeze-and-excitation's
+        scale); the image comes first for sub and div."""
+        if not isinstance(a, Var) or not isinstance(b, Var) or len(out_shape) != 4:
+            return None
+        image, other = (a, b) if self.is_texture(a) else (b, a)
+        if (op in ("sub", "div") and image is not a) or self.shape_of(image) != out_shape or self.is_texture(other):
+            return None
+        shape = self.shape_of(other)
+        shape4 = (1,) * (4 - len(shape)) + tuple(shape)
+        n, c = out_shape[:2]
+        if len(shape) > 4 or shape4[2:] != (1, 1) or shape4[0] not in (1, n) or shape4[1] not in (1, c):
+            return None
+        self._check_float("binary", "b" if other is b else "a", other)
+        batch = shape4[1] if shape4[0] == n and n > 1 else 0
+        return image, other, batch, int(shape4[1] == c and c > 1)
+
+    def _binary_channels_image(self, op, image, other, batch, channel, act, out):
+        name = "binary"
+        shape = self.shape_of(image)
+        n, c, h, w = shape
+        rows = n * shapes.ceil_div(c, 4) * h
+        y = self._new_image(shape)
+        unit = self._unit("elementwise_texture")
+        grid, local = shapes.launch_3d(w, rows, 1)
+        self._launch(unit, "stowage_binary_channels_image", image, other, y, rows, h, w, c, batch, channel,
+                     BINARY_OPS[op], *act, grid=grid[:2], local=local[:2])
+        return self._deliver_image(name, y, out)
 
     def _binary_image(self, op, a, b, act, out):
         name = "binary"
@@ -152,7 +186,9 @@ class ElementwiseOps(Core):
         self._launch(unit, "stowage_unary_image", x, y, rows, h, w, c, *act, grid=grid[:2], local=local[:2])
         return self._deliver_image(name, y, out)
 
-    def batch_norm(self, x, scale, bias, mean, var, epsilon, *, out=None):
+    def batch_norm(self, x, scale, bias, mean, var, epsilon, *, activation=None, out=None):
+        """BatchNormalization of x [N, C, ...] with constant statistics, then the
+        activation: one channel_affine kernel."""
         name = "batch_norm"
         shape = self.shape_of(x)
         if len(shape) < 2:
@@ -170,18 +206,25 @@ class ElementwiseOps(Core):
             raise InvalidInputError(f"{name}: argument 'epsilon': expected a finite number >= 0, got {epsilon!r}")
         s = params["scale"] / np.sqrt(params["var"] + epsilon)
         t = params["bias"] - params["mean"] * s
-        act = (0, 0.0, 0.0)
+        return self._channel_affine(x, s, t, parse_activation(name, activation), out)
+
+    def _channel_affine(self, x, scale, shift, act, out=None):
+        """act(x * scale[c] + shift[c]) over x [N, C, ...] with arrays scale and shift [C]
+        and a parsed activation: stowage_channel_affine (its image twin on an image)."""
+        name = "channel_affine"
+        shape = self.shape_of(x)
+        c = shape[1]
         if not isinstance(x, Var):
-            xv = np.asarray(x, np.float64)
             bshape = (1, c) + (1,) * (len(shape) - 2)
-            return self._deliver_const(name, (xv * s.reshape(bshape) + t.reshape(bshape)).astype(np.float32), out)
+            value = np.asarray(x, np.float64) * scale.reshape(bshape) + shift.reshape(bshape)
+            return self._deliver_const(name, apply_activation(value, act).astype(np.float32), out)
         if self.is_texture(x) and len(shape) == 4:
-            return self._channel_affine_image(x, s, t, act, out)
+            return self._channel_affine_image(x, scale, shift, act, out)
         x_var = self._buffer(name, "x", x)
         dst = self._dest(name, out, shape)
         hw = shapes.prod(shape[2:])
         unit = self._unit("elementwise")
         grid, local = shapes.launch_3d(hw, c, shape[0])
-        self._launch(unit, "stowage_channel_affine", x_var, self._const(s), self._const(t), dst, c, hw, *act,
+        self._launch(unit, "stowage_channel_affine", x_var, self._const(scale), self._const(shift), dst, c, hw, *act,
                      grid=grid, local=local)
         return dst

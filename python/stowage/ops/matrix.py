@@ -129,7 +129,17 @@ class MatrixOps(Core):
     # ---- convolution ----------------------------------------------------------
 
     def conv2d(self, x, weight, bias=None, *, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1,
-               activation=None, residual=None, in_place=False, out=None):
+               activation=None, residual=None, in_place=False, out=None, in_scale=None, in_shift=None,
+               in_activation=None):
+        """A 2D convolution of x [N, C, H, W] by weight [K, C / group, R, S] (a numpy array,
+        or a Var computed at run time) with bias [K], and its epilogue: + residual (a Var
+        of the output's shape), then the activation. With in_scale, in_shift or
+        in_activation it convolves in_activation(x * in_scale + in_shift) per input
+        channel instead of x, zero padding left zero: in_scale a numpy array [C] or a Var
+        [N or 1, C, 1, 1] computed at run time (a squeeze-and-excitation's scale),
+        in_shift a numpy array [C] (a BatchNormalization before the convolution). The
+        convolution kernels read x through it; a depthwise convolution (or one of a single
+        input channel) and one with run-time weights apply it as an op of its own first."""
         op = "conv2d"
         xs = self.shape_of(x)
         if len(xs) != 4:
@@ -170,9 +180,63 @@ class MatrixOps(Core):
         geometry = dict(n=n, c=c, h=h, w=wd, k=k, p=p, q=q, r=r, s=s, strides=strides, pads=pads,
                         dilations=dilations, group=group)
         runtime = isinstance(w, Var) or isinstance(b, Var)
+        pre = self._input_affine(op, x, in_scale, in_shift, in_activation)
+        if pre is not None and (runtime or cg == 1):  # kernels that read x as it is
+            x, pre = self._apply_input_affine(x, pre), None
         if not runtime and self._conv_on_images(geometry):
-            return self._conv2d_image(x, w, b, geometry, act, residual, out)
-        return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out)
+            return self._conv2d_image(x, w, b, geometry, act, residual, out, pre)
+        return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out, pre)
+
+    def _input_affine(self, op, x, scale, shift, activation):
+        """(scale, shift, activation) of a convolution's input map, checked against x
+        [N, C, H, W] (scale a numpy array [C] or a Var [N or 1, C, 1, 1], shift an
+        array [C] or None), or None for none."""
+        if scale is None and shift is None and activation is None:
+            return None
+        n, c = self.shape_of(x)[:2]
+        if isinstance(scale, Var):
+            self._check_float(op, "in_scale", scale)
+            if self.shape_of(scale) not in ((n, c, 1, 1), (1, c, 1, 1)):
+                raise InvalidInputError(f"{op}: argument 'in_scale': expected shape [{n}, {c}, 1, 1] or "
+                                        f"[1, {c}, 1, 1], got {list(self.shape_of(scale))}")
+        elif scale is not None and np.shape(scale) != (c,):
+            raise InvalidInputError(f"{op}: argument 'in_scale': expected shape [{c}], got {list(np.shape(scale))}")
+        if shift is not None and (isinstance(shift, Var) or np.shape(shift) != (c,)):
+            raise InvalidInputError(f"{op}: argument 'in_shift': expected a numpy array of shape [{c}]")
+        scale = np.ones(c, np.float32) if scale is None else scale
+        if not isinstance(scale, Var):
+            scale = np.asarray(scale, np.float32)
+        shift = np.zeros(c, np.float32) if shift is None else np.asarray(shift, np.float32)
+        parse_activation(op, activation)  # checked now
+        return scale, shift, activation
+
+    def _apply_input_affine(self, x, pre):
+        """in_activation(x * in_scale + in_shift) as ops of their own."""
+        scale, shift, activation = pre
+        if not isinstance(scale, Var):
+            return self._channel_affine(x, scale, shift, parse_activation("conv2d", activation))
+        if not shift.any():
+            return self.binary("mul", x, scale, activation=activation)
+        return self.binary("add", self.binary("mul", x, scale), shift.reshape(-1, 1, 1), activation=activation)
+
+    def _input_affine_args(self, op, pre, x_shape):
+        """The kernels' arguments of an input map: in_scale, in_shift (buffers of C
+        floats, in_scale N C for a scale per image), in_scale's stride per image and the
+        activation (code, a, b)."""
+        scale, shift, activation = pre
+        n, c = x_shape[:2]
+        if isinstance(scale, Var):
+            batch = c if self.shape_of(scale)[0] == n and n > 1 else 0
+            scale_var = self._buffer(op, "in_scale", scale)
+        else:
+            batch, scale_var = 0, self._const(scale)
+        return (scale_var, self._const(shift), batch, *parse_activation(op, activation))
+
+    @staticmethod
+    def _input_affine_defines(in_args):
+        """The defines of a unit reading its input through the map of ``in_args`` (its
+        activation fixed when the unit is built), or None without one."""
+        return {"STOWAGE_IN_AFFINE": 1, "STOWAGE_IN_ACT": in_args[3]} if in_args else None
 
     def _runtime_weight(self, op, weight, rank):
         """A weight computed at run time (a graph input): a float32 buffer of ``rank`` dimensions."""
@@ -318,7 +382,7 @@ class MatrixOps(Core):
         cg, kg = c // group, k // group
         return cg % 4 == 0 and kg % 4 == 0 and cg * g["r"] * g["s"] <= max_w
 
-    def _conv2d_image(self, x, w, b, g, act, residual, out):
+    def _conv2d_image(self, x, w, b, g, act, residual, out, pre=None):
         op = "conv2d"
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
         group = g["group"]
@@ -334,7 +398,8 @@ class MatrixOps(Core):
             res_img = self._image(op, "residual", residual)
             flags |= EPI_RESIDUAL
         y = self._new_image((n, k, p, q))
-        unit = self._unit("conv_texture")
+        in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
+        unit = self._unit("conv_texture", self._input_affine_defines(in_args))
         px = _setting(unit, TCONV_DEFAULTS, "TCONV_PX")
         geometry = (h, wd, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"])
         if group == c == k:
@@ -357,7 +422,7 @@ class MatrixOps(Core):
                                               taps=r * s)
             self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
                          p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
-                         grid=grid, local=local)
+                         *in_args, grid=grid, local=local)
         return self._deliver_image(op, y, out)
 
     def _buffer_epilogue(self, op, x_buf, bias, residual, in_place, out, shape):
@@ -380,12 +445,14 @@ class MatrixOps(Core):
             return bias_var, res_var, res_var, flags
         return bias_var, res_var, self._dest(op, out, shape), flags
 
-    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out):
+    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out, pre=None):
         op = "conv2d"
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
         group = g["group"]
         x_buf = self._buffer(op, "x", x)
         bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, b, residual, in_place, out, (n, k, p, q))
+        in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
+        in_unit = self._input_affine_defines(in_args)
         cg, kg = c // group, k // group
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
@@ -402,7 +469,7 @@ class MatrixOps(Core):
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
         if not runtime and self._direct_conv(g):
-            self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act)
+            self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act, in_args)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
         if runtime:
@@ -411,23 +478,27 @@ class MatrixOps(Core):
             w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
                            self.launch, n * k * p * q * 4)
-        if pointwise and k_split == 1:
+        if pointwise and k_split == 1 and (not in_args or group == 1):
             hw = h * wd
+            in_batch = in_args[2] if in_args else 0  # the input map's scale stride per image
             self._gemm_launch(w_t, x_buf, bias_var, res_var, dst, m=kg, n=hw, k=cg, sam=1, sak=kg, sbk=hw, sbn=1,
-                              sbias=(1, 0), levels=[(n, 0, c * hw, k * hw, 0), (group, kg * cg, cg * hw, kg * hw, kg)],
-                              alpha=1.0, flags=flags, act=act)
+                              sbias=(1, 0), levels=[(n, 0, c * hw, k * hw, 0, in_batch),
+                                                    (group, kg * cg, cg * hw, kg * hw, kg, 0)],
+                              alpha=1.0, flags=flags, act=act,
+                              in_affine=(in_args[:2] + in_args[3:]) if in_args else None)
             return dst
         grid = (tiles[0] * local[0], tiles[1] * local[1], group * k_split)
         geometry = (n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group)
+        sum_unit, unit = unit, self._unit("conv", in_unit)  # the sum reads partial sums: no input map
         if k_split == 1:
             self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, *geometry, 1, flags,
-                         *act, grid=grid, local=local)
+                         *act, *in_args, grid=grid, local=local)
             return dst
         partial = self._new_buffer((k_split, k, n * p * q))
         self._launch(unit, "stowage_conv2d", x_buf, w_t, w_t, w_t, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
-                     grid=grid, local=local)
+                     *in_args, grid=grid, local=local)
         sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
-        self._launch(unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
+        self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
 
@@ -447,7 +518,7 @@ class MatrixOps(Core):
         return (pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
                 and (longest == 0 or reduction <= longest))
 
-    def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
+    def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act, in_args=()):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         group = g["group"]
         cg, kg = c // group, k // group
@@ -455,13 +526,13 @@ class MatrixOps(Core):
         wp = np.zeros((group, kg4 * 4, cg, r, s), np.float32)
         wp[:, :kg] = w.reshape(group, kg, cg, r, s)
         w_var = self._const(wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2))
-        unit = self._unit("conv_direct")
+        unit = self._unit("conv_direct", self._input_affine_defines(in_args))
         px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
         grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,
                                           unit.defines.get("DCONV_MAX_GROUP", 128), self.launch)
         self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, bias_var or w_var, res_var or w_var, dst, n, c,
                      g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
-                     flags, *act, grid=grid, local=local)
+                     flags, *act, *in_args, grid=grid, local=local)
 
     def conv3d(self, x, weight, bias=None, *, strides, pads, dilations, group=1, out=None):
         """A convolution of x [N, C, D, H, W] with weight [K, C / group, k0, k1, k2] (a
@@ -847,14 +918,20 @@ class MatrixOps(Core):
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,
-                     bases=(0, 0, 0)):
+                     bases=(0, 0, 0), in_affine=None):
         """Launches stowage_gemm. ``levels``: the batch dimensions, outermost first,
-        each (count, a stride, b stride, y stride, bias stride); at most two per
-        launch, so more are unrolled into launches with base offsets."""
-        levels = [lv for lv in levels if lv[0] != 1]
+        each (count, a stride, b stride, y stride, bias stride[, in_scale stride]); at
+        most two per launch, so more are unrolled into launches with base offsets (not
+        with ``in_affine``). ``in_affine`` (in_scale, in_shift, in_act, in_act_a,
+        in_act_b): B's rows read through an affine map and an activation (the unit
+        built with STOWAGE_IN_AFFINE)."""
+        levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
         while len(levels) < 2:
-            levels.insert(0, (1, 0, 0, 0, 0))
-        unit = self._unit("gemm")
+            levels.insert(0, (1, 0, 0, 0, 0, 0))
+        if in_affine is not None and len(levels) > 2:
+            raise InvalidInputError("gemm: an input map takes at most two batch levels")
+        in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
+        unit = self._unit("gemm", {"STOWAGE_IN_AFFINE": 1, "STOWAGE_IN_ACT": in_affine[2]} if in_args else None)
         tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
         outer, (l1, l2) = levels[:-2], levels[-2:]
         grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], l1[0] * l2[0])
@@ -864,7 +941,7 @@ class MatrixOps(Core):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
             self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, m, n, k, sam, sak, sbk, sbn, *sbias,
                          l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(alpha), flags,
-                         *act, grid=grid, local=local)
+                         *act, *in_args, grid=grid, local=local)
 
     def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
         op = "gemm"

@@ -1,8 +1,11 @@
-"""MaxPool, AveragePool, LpPool and the global pools."""
+"""MaxPool, AveragePool, LpPool, the global pools and squeeze-and-excitation."""
 
+import numpy as np
+
+from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import Core
+from .core import Core, parse_activation
 
 
 def _ceil_extent(size, k, s, d, b, e):
@@ -147,3 +150,69 @@ class PoolingOps(Core):
         self._launch(unit, "stowage_global_avg_pool", x_var, dst, shapes.prod(shape[2:]),
                      grid=(gap, shape[0] * shape[1]), local=(gap, 1))
         return dst
+
+    def squeeze_excite(self, x, w1, b1, w2, b2, *, activation1=None, activation2=None):
+        """A squeeze-and-excitation's scales: s [N, C, 1, 1] = act2(b2 + w2 act1(b1 + w1
+        mean_HW(x))) for x [N, C, H, W], w1 [R, C] (or [R, C, 1, 1]), w2 [C, R] (or
+        [C, R, 1, 1]), biases [R] and [C] or None, all constants. Two kernels, each a
+        work-group per image and block of channels: stowage_squeeze (its image twin on an
+        image) pools a block of channels and multiplies its means into the first
+        convolution, stowage_excite adds the blocks' parts and computes a block of
+        scales. More hidden values than SE_MAX_HIDDEN: the pool and two conv2d. The
+        scales are a buffer in both modes (conv2d's in_scale reads them; so does binary
+        on an image)."""
+        op = "squeeze_excite"
+        xs = self.shape_of(x)
+        if len(xs) != 4:
+            raise InvalidInputError(f"{op}: argument 'x': expected [N, C, H, W], got shape {list(xs)}")
+        n, c, h, w = xs
+        weights = []
+        for arg, weight in (("w1", w1), ("w2", w2)):
+            if isinstance(weight, Var):
+                raise InvalidInputError(f"{op}: argument '{arg}': expected a numpy array (weights are constants)")
+            weight = np.asarray(weight, np.float32)
+            weights.append(weight.reshape(weight.shape[:2]) if weight.ndim == 4 and weight.shape[2:] == (1, 1)
+                           else weight)
+        w1, w2 = weights
+        if w1.ndim != 2 or w2.ndim != 2 or w1.shape[1] != c or w2.shape != (c, w1.shape[0]):
+            raise InvalidInputError(f"{op}: weights {list(w1.shape)} and {list(w2.shape)} do not fit {c} channels "
+                                    f"(needs [R, {c}] and [{c}, R])")
+        r = w1.shape[0]
+        biases = []
+        for arg, bias, count in (("b1", b1, r), ("b2", b2, c)):
+            if bias is not None and (isinstance(bias, Var) or np.shape(bias) != (count,)):
+                raise InvalidInputError(f"{op}: argument '{arg}': expected a numpy array of shape [{count}]")
+            biases.append(np.zeros(count, np.float32) if bias is None else np.asarray(bias, np.float32))
+        b1, b2 = biases
+        acts = parse_activation(op, activation1), parse_activation(op, activation2)
+        shapes.check_elements(op, xs)
+        unit = self._unit("pooling")
+        local = unit.defines.get("SE_LOCAL", 256)
+        if r > unit.defines.get("SE_MAX_HIDDEN", 1024):
+            pooled = self.global_avg_pool(x)
+            hidden = self.conv2d(pooled, w1[:, :, None, None], b1, activation=activation1)
+            return self._buffer(op, "s", self.conv2d(hidden, w2[:, :, None, None], b2, activation=activation2))
+        image = self.is_texture(x) and self._fits_image(xs)
+        squeeze_unit = self._unit("pooling_texture") if image else unit
+        squeeze_local = squeeze_unit.defines.get("SE_LOCAL", 256)
+        lanes = min(_pow2_at_most(h * w), squeeze_local)  # work-items a channel (a block of 4 on an image)
+        blocks = shapes.ceil_div(shapes.ceil_div(c, 4) if image else c, squeeze_local // lanes)
+        parts = self._new_buffer((n, blocks, r))
+        w1_var = self._const(np.ascontiguousarray(w1))
+        if image:
+            self._launch(squeeze_unit, "stowage_squeeze_image", self._image(op, "x", x), w1_var, parts, c, h, w, r,
+                         lanes, grid=(squeeze_local, n * blocks), local=(squeeze_local, 1))
+        else:
+            self._launch(unit, "stowage_squeeze", self._buffer(op, "x", x), w1_var, parts, c, h * w, r, lanes,
+                         grid=(squeeze_local, n * blocks), local=(squeeze_local, 1))
+        s = self._new_buffer((n, c, 1, 1))
+        block = unit.defines.get("SE_BLOCK", 64)
+        self._launch(unit, "stowage_excite", parts, self._const(b1), self._const(np.ascontiguousarray(w2.T)),
+                     self._const(b2), s, c, r, blocks, *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)),
+                     local=(local, 1))
+        return s
+
+
+def _pow2_at_most(value):
+    """The largest power of two not above ``value`` (>= 1)."""
+    return 1 << (max(int(value), 1).bit_length() - 1)

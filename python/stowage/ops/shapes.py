@@ -38,12 +38,13 @@ def axis(op, axis, rank):
 
 
 def check_elements(op, shape):
-    """Kernels index with 32-bit ints: every tensor has fewer than 2^31 elements and
-    every extent is below 2^31 (one of no elements too: its strides would not fit)."""
+    """Kernels index with 32-bit ints: every tensor has fewer than 2^31 elements, and
+    one of no elements too once its 0 extents are left out (its strides would not
+    fit, and numpy cannot describe [0, 2^62, 5])."""
     if prod(shape) > INT32_MAX:
         raise UnsupportedError(f"{op}: a tensor of shape {list(shape)} has more than 2^31 - 1 elements")
-    if any(int(d) > INT32_MAX for d in shape):
-        raise UnsupportedError(f"{op}: a tensor of shape {list(shape)} has an extent above 2^31 - 1")
+    if prod(d for d in shape if int(d) != 0) > INT32_MAX:
+        raise UnsupportedError(f"{op}: a tensor of shape {list(shape)} has extents whose product is above 2^31 - 1")
 
 
 def pair(op, name, value):

@@ -32,7 +32,36 @@
 // output's shape), activation. res may be y itself (a residual updated in place):
 // each output is read and written by the same work-item. Indices are int: every
 // tensor has fewer than 2^31 elements (the Python layer checks).
+//
+// A unit built with STOWAGE_IN_AFFINE 1 gives stowage_conv2d six more arguments
+// after act_b (in_scale, in_shift, in_batch, in_act, in_act_a, in_act_b) and reads
+// input channel c of image n as in_act(x * in_scale[n in_batch + c] + in_shift[c]):
+// a BatchNormalization (and activation) before the convolution, or a
+// squeeze-and-excitation scale per image (in_batch = C). The padding stays zero.
 #include <stowage/epilogue.cl.h>
+
+#ifndef STOWAGE_IN_AFFINE
+#define STOWAGE_IN_AFFINE 0
+#endif
+#if STOWAGE_IN_AFFINE
+#define CONV_IN_PARAMS                                                                                     \
+  , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
+      float in_act_b
+// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
+// is then not read), so that no switch runs per value read.
+#ifdef STOWAGE_IN_ACT
+#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
+#else
+#define STOWAGE_IN_ACT_CODE(act) (act)
+#endif
+// A value of channel kc of group g read for pixel column j, through the map.
+#define CONV_IN(v, j, kc)                                                                  \
+  stowage_activate_code(fma((v), in_scale[b_scale[j] + (kc)], in_shift[g * Cg + (kc)]), \
+                        STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
+#else
+#define CONV_IN_PARAMS
+#define CONV_IN(v, j, kc) (v)
+#endif
 
 #ifndef CONV_TILE_M
 #define CONV_TILE_M 64
@@ -84,7 +113,7 @@ __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))
     __global const float* x, __global const float* w, __global const float* bias, __global const float* res,
     __global float* y, int N, int C, int H, int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
     int pad_top, int pad_left, int dil_h, int dil_w, int groups, int k_split, int flags, int act, float act_a,
-    float act_b) {
+    float act_b CONV_IN_PARAMS) {
   __local float a_tile[CONV_TILE_K][CONV_TILE_M];
   __local float b_tile[CONV_TILE_K][CONV_TILE_N];
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -103,12 +132,18 @@ __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))
   // The pixels this work-item loads: image offset and the top-left input position.
   const int b_col = tid % CONV_TILE_N, b_row = tid / CONV_TILE_N;
   int b_base[CONV_B_COLS], b_ih[CONV_B_COLS], b_iw[CONV_B_COLS];
+#if STOWAGE_IN_AFFINE
+  int b_scale[CONV_B_COLS];  // where the pixel's image's scales start (channel 0 of group g)
+#endif
 #pragma unroll
   for (int j = 0; j < CONV_B_COLS; ++j) {
     const int n = n0 + b_col + j * CONV_THREADS;
     const int img = n / PQ, pq = n - img * PQ, p = pq / Q, q = pq - p * Q;
     const bool inside = n < NPQ;
     b_base[j] = inside ? img * CHW : 0;
+#if STOWAGE_IN_AFFINE
+    b_scale[j] = (inside ? img * in_batch : 0) + g * Cg;
+#endif
     b_ih[j] = inside ? p * stride_h - pad_top : -(1 << 30);  // outside: every row test fails
     b_iw[j] = q * stride_w - pad_left;
   }
@@ -144,7 +179,7 @@ __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))
       for (int j = 0; j < CONV_B_COLS; ++j) {
         const int ih = b_ih[j] + dy, iw = b_iw[j] + dx;
         const bool inside = k_inside && ih >= 0 && ih < H && iw >= 0 && iw < W;
-        b_tile[kk][b_col + j * CONV_THREADS] = inside ? xg[b_base[j] + c_off + ih * W + iw] : 0.0f;
+        b_tile[kk][b_col + j * CONV_THREADS] = inside ? CONV_IN(xg[b_base[j] + c_off + ih * W + iw], j, kc) : 0.0f;
       }
       ks += CONV_B_ROW_STEP;
       while (ks >= S) {

@@ -35,8 +35,34 @@
 // output's shape), activation. res may be y itself (a residual updated in place):
 // each output is read and written by the same work-item. Indices are int: every
 // tensor has fewer than 2^31 elements (the Python layer checks).
+//
+// A unit built with STOWAGE_IN_AFFINE 1 gives stowage_conv2d_direct six more
+// arguments after act_b (in_scale, in_shift, in_batch, in_act, in_act_a, in_act_b)
+// and reads input channel c of image n as in_act(x * in_scale[n in_batch + c] +
+// in_shift[c]), as conv.cl's stowage_conv2d does. The padding stays zero.
 #include <stowage/epilogue.cl.h>
 #include <stowage/slices.cl.h>
+
+#ifndef STOWAGE_IN_AFFINE
+#define STOWAGE_IN_AFFINE 0
+#endif
+#if STOWAGE_IN_AFFINE
+#define DCONV_IN_PARAMS                                                                                     \
+  , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
+      float in_act_b
+// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
+// is then not read), so that no switch runs per value read.
+#ifdef STOWAGE_IN_ACT
+#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
+#else
+#define STOWAGE_IN_ACT_CODE(act) (act)
+#endif
+// A value read from the input, through the map (in_s, in_t: its channel's scale and shift).
+#define DCONV_IN(v) stowage_activate_code(fma((v), in_s, in_t), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
+#else
+#define DCONV_IN_PARAMS
+#define DCONV_IN(v) (v)
+#endif
 
 #ifndef DCONV_PX
 #define DCONV_PX 4
@@ -77,7 +103,8 @@ inline void stowage_direct_store4(__global float* y, __global const float* bias,
 __kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* bias,
                                     __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                     int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
-                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
+                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a,
+                                    float act_b DCONV_IN_PARAMS) {
   __local float4 partial[DCONV_MAX_GROUP * DCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
@@ -107,6 +134,9 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   // Slice `slice` of the work-group takes the input channels slice, slice + slices, ...
   for (int ci = slice; active && ci < Cg; ci += slices) {
     const __global float* plane = xg + ci * HW;
+#if STOWAGE_IN_AFFINE
+    const float in_s = in_scale[img * in_batch + g * Cg + ci], in_t = in_shift[g * Cg + ci];
+#endif
     for (int r = 0; r < R; ++r) {
       const int ih = p * stride_h - pad_top + r * dil_h;
       if (ih < 0 || ih >= H) continue;
@@ -116,7 +146,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
 #pragma unroll
         for (int i = 0; i < DCONV_PX; ++i) {
           const int iw = iw0 + i * stride_w + s * dil_w;
-          in[i] = (iw >= 0 && iw < W) ? row[iw] : 0.0f;
+          in[i] = (iw >= 0 && iw < W) ? DCONV_IN(row[iw]) : 0.0f;
         }
         const int tap = (ci * R + r) * S + s;
 #pragma unroll

@@ -47,9 +47,42 @@
 // All end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
 // shape; pass x when there is none: an image cannot be read and written by one
 // launch, so a residual is never updated in place here).
+//
+// A unit built with STOWAGE_IN_AFFINE 1 gives stowage_conv2d_image six more
+// arguments after act_b (in_scale, in_shift: buffers of floats; in_batch, in_act,
+// in_act_a, in_act_b) and reads input channel c of image n as in_act(x *
+// in_scale[n in_batch + c] + in_shift[c]), as conv.cl's stowage_conv2d does (lanes
+// past C meet zero weights). The padding stays zero.
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
 #include <stowage/slices.cl.h>
+
+#ifndef STOWAGE_IN_AFFINE
+#define STOWAGE_IN_AFFINE 0
+#endif
+#if STOWAGE_IN_AFFINE
+#define TCONV_IN_PARAMS                                                                                     \
+  , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
+      float in_act_b
+// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
+// is then not read), so that no switch runs per value read.
+#ifdef STOWAGE_IN_ACT
+#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
+#else
+#define STOWAGE_IN_ACT_CODE(act) (act)
+#endif
+
+/* Channels c0 .. c0 + 3 of v[base + c], zero from channel C on. */
+inline float4 stowage_in_lanes(__global const float* v, int base, int c0, int C) {
+  return (float4)(v[base + c0], c0 + 1 < C ? v[base + c0 + 1] : 0.0f, c0 + 2 < C ? v[base + c0 + 2] : 0.0f,
+                  c0 + 3 < C ? v[base + c0 + 3] : 0.0f);
+}
+// A value read from the input, through the map (in_s, in_t: its block's scales and shifts).
+#define TCONV_IN(v) stowage_activate_code4(fma((v), in_s, in_t), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
+#else
+#define TCONV_IN_PARAMS
+#define TCONV_IN(v) (v)
+#endif
 
 #ifndef TCONV_WEIGHT_BUFFER
 #define TCONV_WEIGHT_BUFFER 0
@@ -86,7 +119,8 @@
 __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
                                    read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
-                                   int dil_h, int dil_w, int groups, int flags, int act, float act_a, float act_b) {
+                                   int dil_h, int dil_w, int groups, int flags, int act, float act_a,
+                                   float act_b TCONV_IN_PARAMS) {
   __local float4 partial[TCONV_MAX_GROUP * TCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
@@ -118,6 +152,11 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
   // Slice `slice` of the work-group takes the input blocks slice, slice + slices, ...
   for (int cb = slice; active && cb < Cg4; cb += slices) {
     const int plane_row = (img * C4 + g * Cg4 + cb) * H;
+#if STOWAGE_IN_AFFINE
+    const int in_c0 = (g * Cg4 + cb) * 4;
+    const float4 in_s = stowage_in_lanes(in_scale, img * in_batch, in_c0, C);
+    const float4 in_t = stowage_in_lanes(in_shift, 0, in_c0, C);
+#endif
     for (int r = 0; r < R; ++r) {
       const int ih = p * stride_h - pad_top + r * dil_h;
       if (ih < 0 || ih >= H) continue;
@@ -126,7 +165,8 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
 #pragma unroll
         for (int i = 0; i < TCONV_PX; ++i) {
           const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
-          in[i] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)) : (float4)(0.0f);
+          in[i] = (iw >= 0 && iw < W) ? TCONV_IN(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)))
+                                      : (float4)(0.0f);
         }
         const int col = (cb * 4 * R + r) * S + s;
 #pragma unroll

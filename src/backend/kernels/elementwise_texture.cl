@@ -8,6 +8,9 @@
 // stowage_unary_image: y = act(x).
 // stowage_channel_affine_image: y = act(x * scale[c] + shift[c]) with scale and
 //   shift C4 float4s (BatchNormalization, or a binary op with a per-channel constant).
+// stowage_binary_channels_image: y = act(a op b[n b_batch + c b_channel]), b a buffer
+//   computed at run time with one value per image and channel (a squeeze-and-excitation
+//   scale [N, C, 1, 1]; b_batch 0: the same for every image, b_channel 0: for every channel).
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
 
@@ -52,4 +55,18 @@ __kernel void stowage_channel_affine_image(read_only image2d_t x, __global const
   const int c4 = (row / H) % ((C + 3) / 4);
   const float4 v = fma(read_imagef(x, kStowageSampler, (int2)(col, row)), scale[c4], shift[c4]);
   write_imagef(y, (int2)(col, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), c4, C));
+}
+
+__kernel void stowage_binary_channels_image(read_only image2d_t a, __global const float* b, write_only image2d_t y,
+                                            int rows, int H, int W, int C, int b_batch, int b_channel, int op, int act,
+                                            float act_a, float act_b) {
+  const int col = get_global_id(0), row = get_global_id(1);
+  if (col >= W || row >= rows) return;
+  const int C4 = (C + 3) / 4, plane = row / H, n = plane / C4, c4 = plane - n * C4, c = c4 * 4;
+  const __global float* bn = b + n * b_batch;
+  const float4 vb = (float4)(bn[c * b_channel], c + 1 < C ? bn[(c + 1) * b_channel] : 0.0f,
+                             c + 2 < C ? bn[(c + 2) * b_channel] : 0.0f, c + 3 < C ? bn[(c + 3) * b_channel] : 0.0f);
+  const float4 v = stowage_activate4(stowage_binary_op4(read_imagef(a, kStowageSampler, (int2)(col, row)), vb, op),
+                                     act, act_a, act_b);
+  write_imagef(y, (int2)(col, row), stowage_mask_channels(v, c4, C));
 }

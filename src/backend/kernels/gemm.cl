@@ -17,7 +17,36 @@
 // choice, uniform over the launch), so transposed operands stay coalesced.
 // Launch: local = [GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1],
 //   grid = [ceil(N / GEMM_TILE_N) * local0, ceil(M / GEMM_TILE_M) * local1, batches].
+//
+// A unit built with STOWAGE_IN_AFFINE 1 reads B[k][n] through an affine map per row
+// k and an activation, as a 1x1 convolution reads its input after a BatchNormalization
+// (and ReLU) or a squeeze-and-excitation scale:
+//   B[k][n] = in_act(b[...] * in_scale[in_z1 z1 + in_z2 z2 + k] + in_shift[k])
+// with seven more arguments after act_b: in_scale, in_shift, in_z1, in_z2, in_act,
+// in_act_a, in_act_b (in_z1, in_z2: in_scale's strides per batch level).
 #include <stowage/epilogue.cl.h>
+
+#ifndef STOWAGE_IN_AFFINE
+#define STOWAGE_IN_AFFINE 0
+#endif
+#if STOWAGE_IN_AFFINE
+#define GEMM_IN_PARAMS                                                                                    \
+  , __global const float* in_scale, __global const float* in_shift, int in_z1, int in_z2, int in_act, \
+      float in_act_a, float in_act_b
+// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
+// is then not read), so that no switch runs per value read.
+#ifdef STOWAGE_IN_ACT
+#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
+#else
+#define STOWAGE_IN_ACT_CODE(act) (act)
+#endif
+// B[k][n] read through the map.
+#define GEMM_IN(v, k) \
+  stowage_activate_code(fma((v), in_scale_z[k], in_shift[k]), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
+#else
+#define GEMM_IN_PARAMS
+#define GEMM_IN(v, k) (v)
+#endif
 
 #ifndef GEMM_TILE_M
 #define GEMM_TILE_M 64
@@ -52,7 +81,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     __global const float* a, __global const float* b, __global const float* bias, __global const float* res,
     __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sbias_m, int sbias_n, int nz2,
     int a_z1, int a_z2, int b_z1, int b_z2, int y_z1, int y_z2, int bias_z1, int bias_z2, int a_base, int b_base,
-    int y_base, float alpha, int flags, int act, float act_a, float act_b) {
+    int y_base, float alpha, int flags, int act, float act_a, float act_b GEMM_IN_PARAMS) {
   __local float a_tile[GEMM_TILE_K][GEMM_TILE_M];
   __local float b_tile[GEMM_TILE_K][GEMM_TILE_N];
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -63,6 +92,9 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
   const __global float* bz = b + b_base + b_z1 * z1 + b_z2 * z2;
   const bool a_along_m = sam == 1;  // else along k
   const bool b_along_n = sbn == 1;  // else along k
+#if STOWAGE_IN_AFFINE
+  const __global float* in_scale_z = in_scale + in_z1 * z1 + in_z2 * z2;
+#endif
 
   float acc[GEMM_WPT_M][GEMM_WPT_N];
 #pragma unroll
@@ -85,7 +117,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       const int kk = b_along_n ? e / GEMM_TILE_N : e % GEMM_TILE_K;
       const int nn = b_along_n ? e % GEMM_TILE_N : e / GEMM_TILE_K;
       const int k = k0 + kk, n = n0 + nn;
-      b_tile[kk][nn] = (k < K && n < N) ? bz[k * sbk + n * sbn] : 0.0f;
+      b_tile[kk][nn] = (k < K && n < N) ? GEMM_IN(bz[k * sbk + n * sbn], k) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll

@@ -18,8 +18,46 @@
 //   channels t, t + PL_LOCAL, ... (neighbouring work-items, neighbouring weights)
 //   into its PL_ROWS sums, which the work-group adds in a fixed order.
 //   Launch: local = [PL_LOCAL, 1], grid = [PL_LOCAL, N * ceil(J / PL_ROWS)].
+// stowage_squeeze, stowage_excite: a squeeze-and-excitation's scales per image and
+//   channel, s [N, C] = act2(b2 + w2 act1(b1 + w1 mean_HW(x))) for x [N, C, HW], w1 [R, C],
+//   w2t [R, C] (w2 [C, R] transposed), b1 [R], b2 [C] (zeros for none), in two launches
+//   that each fill the device:
+//   stowage_squeeze: a work-group takes `slots` = SE_LOCAL / lanes neighbouring channels of
+//     an image (block blk), their means (`lanes` work-items a channel, a power of two,
+//     added in a fixed order), and their part of the first 1x1 convolution:
+//     p[n][blk][r] = sum over its channels c of w1[r][c] mean_c, p [N, blocks, R].
+//     Launch: local = [SE_LOCAL, 1], grid = [SE_LOCAL, N * blocks], blocks = ceil(C / slots).
+//   stowage_excite: a work-group adds the parts of every hidden value of an image,
+//     act1(b1[r] + sum over blk of p[n][blk][r]) (R <= SE_MAX_HIDDEN), then writes the
+//     scales of a block of SE_BLOCK channels, SE_LOCAL / SE_BLOCK work-items each.
+//     Launch: local = [SE_LOCAL, 1], grid = [SE_LOCAL, N * ceil(C / SE_BLOCK)].
 #include <stowage/epilogue.cl.h>
 #include <stowage/pooling.cl.h>
+
+#ifndef SE_LOCAL
+#define SE_LOCAL 256  // work-items of a squeeze-and-excitation work-group (a power of two)
+#endif
+#ifndef SE_BLOCK
+#define SE_BLOCK 64  // scales a work-group of stowage_excite writes (dividing SE_LOCAL)
+#endif
+#ifndef SE_MAX_HIDDEN
+#define SE_MAX_HIDDEN 1024  // the most hidden values (squeezed channels) of stowage_excite
+#endif
+#if SE_LOCAL & (SE_LOCAL - 1) || SE_LOCAL % SE_BLOCK
+#error "SE_LOCAL must be a power of two, SE_BLOCK divide it"
+#endif
+
+/* Adds partial[t .. t + lanes) into partial[t] for the work-items of lane 0 (`lanes`
+ * a power of two, the same in the whole work-group), in a fixed order; every
+ * work-item runs it once it has written partial[t]. */
+#define STOWAGE_SE_LANES_SUM(partial, t, lane, lanes)          \
+  do {                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                              \
+    for (int step_ = (lanes) / 2; step_ > 0; step_ >>= 1) {    \
+      if ((lane) < step_) partial[t] += partial[(t) + step_];  \
+      barrier(CLK_LOCAL_MEM_FENCE);                            \
+    }                                                          \
+  } while (0)
 
 __kernel void stowage_max_pool2d(__global const float* x, __global float* y, int H, int W, int P, int Q, int kernel_h,
                                  int kernel_w, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
@@ -176,4 +214,60 @@ __kernel void stowage_max_pool_indices(__global const float* x, __global float* 
   if (storage_order) index = at0 + (long)at1 * D + (long)at2 * D * H;  // column-major: dimension 0 fastest
   y[out] = best;
   indices[out] = (long)plane * D * H * W + index;
+}
+
+// ---- squeeze-and-excitation ----------------------------------------------------------
+
+__kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_squeeze(__global const float* x,
+                                                                                    __global const float* w1,
+                                                                                    __global float* p, int C, int HW,
+                                                                                    int R, int lanes) {
+  __local float partial[SE_LOCAL];
+  const int t = get_local_id(0), slots = SE_LOCAL / lanes, blocks = (C + slots - 1) / slots;
+  const int n = get_group_id(1) / blocks, blk = get_group_id(1) - n * blocks, c0 = blk * slots;
+  const int lane = t & (lanes - 1), slot = t / lanes;
+  float sum = 0.0f;
+  if (c0 + slot < C) {
+    const __global float* plane = x + (n * C + c0 + slot) * HW;
+    for (int i = lane; i < HW; i += lanes) sum += plane[i];
+  }
+  partial[t] = sum;
+  STOWAGE_SE_LANES_SUM(partial, t, lane, lanes);
+  if (lane == 0) partial[t] /= (float)HW;  // channel c0 + slot's mean, at partial[slot * lanes]
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int count = min(slots, C - c0);
+  for (int r = t; r < R; r += SE_LOCAL) {
+    const __global float* row = w1 + r * C + c0;
+    float v = 0.0f;
+    for (int j = 0; j < count; ++j) v = fma(row[j], partial[j * lanes], v);
+    p[(n * blocks + blk) * R + r] = v;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_excite(
+    __global const float* p, __global const float* b1, __global const float* w2t, __global const float* b2,
+    __global float* s, int C, int R, int blocks, int act1, float act1_a, float act1_b, int act2, float act2_a,
+    float act2_b) {
+  __local float hidden[SE_MAX_HIDDEN];
+  __local float part[SE_LOCAL];
+  const int t = get_local_id(0), scale_blocks = (C + SE_BLOCK - 1) / SE_BLOCK;
+  const int n = get_group_id(1) / scale_blocks, c0 = (get_group_id(1) - n * scale_blocks) * SE_BLOCK;
+  const __global float* pn = p + n * blocks * R;
+  for (int r = t; r < R; r += SE_LOCAL) {
+    float v = b1[r];
+    for (int b = 0; b < blocks; ++b) v += pn[b * R + r];
+    hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int parts = SE_LOCAL / SE_BLOCK, k = t % SE_BLOCK, q = t / SE_BLOCK, c = c0 + k;
+  float v = 0.0f;
+  if (c < C)
+    for (int r = q; r < R; r += parts) v = fma(w2t[r * C + c], hidden[r], v);
+  part[t] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (q == 0 && c < C) {
+    v = b2[c];
+    for (int j = 0; j < parts; ++j) v += part[j * SE_BLOCK + k];
+    s[n * C + c] = stowage_activate_code(v, act2, act2_a, act2_b);
+  }
 }

@@ -11,10 +11,30 @@
 // stowage_pooled_linear_image: stowage_pooled_linear (pooling.cl) reading x, a global
 //   average pool's result, from its image [N, C4, 1, 1, 4]; w, bias and y are
 //   buffers as there. Launch as there.
+// stowage_squeeze_image: stowage_squeeze (pooling.cl) reading x from its image
+//   [N, C4, H, W, 4]: a work-group takes `slots` = SE_LOCAL / lanes neighbouring blocks of
+//   4 channels (blocks = ceil(C4 / slots)); w1 and p are buffers as there. Launch as there.
 // Padded channels stay zero: every operation maps zeros to zeros.
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
 #include <stowage/pooling.cl.h>
+
+#ifndef SE_LOCAL
+#define SE_LOCAL 256  // work-items of a squeeze-and-excitation work-group (a power of two)
+#endif
+#if SE_LOCAL & (SE_LOCAL - 1)
+#error "SE_LOCAL must be a power of two"
+#endif
+
+/* As in pooling.cl. */
+#define STOWAGE_SE_LANES_SUM(partial, t, lane, lanes)          \
+  do {                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                              \
+    for (int step_ = (lanes) / 2; step_ > 0; step_ >>= 1) {    \
+      if ((lane) < step_) partial[t] += partial[(t) + step_];  \
+      barrier(CLK_LOCAL_MEM_FENCE);                            \
+    }                                                          \
+  } while (0)
 
 __kernel void stowage_max_pool2d_image(read_only image2d_t x, write_only image2d_t y, int H, int W, int P, int Q,
                                        int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_top,
@@ -86,4 +106,40 @@ __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pool
     }
   }
   stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b);
+}
+
+// ---- squeeze-and-excitation ----------------------------------------------------------
+
+__kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_squeeze_image(
+    read_only image2d_t x, __global const float* w1, __global float* p, int C, int H, int W, int R, int lanes) {
+  __local float4 partial[SE_LOCAL];
+  const int t = get_local_id(0), C4 = (C + 3) / 4, HW = H * W;
+  const int slots = SE_LOCAL / lanes, blocks = (C4 + slots - 1) / slots;
+  const int n = get_group_id(1) / blocks, blk = get_group_id(1) - n * blocks, b0 = blk * slots;
+  const int lane = t & (lanes - 1), slot = t / lanes;
+  float4 sum = (float4)(0.0f);
+  if (b0 + slot < C4) {
+    const int plane_row = (n * C4 + b0 + slot) * H;
+    for (int i = lane; i < HW; i += lanes) {
+      const int h = i / W;
+      sum += read_imagef(x, kStowageSampler, (int2)(i - h * W, plane_row + h));
+    }
+  }
+  partial[t] = sum;
+  STOWAGE_SE_LANES_SUM(partial, t, lane, lanes);
+  if (lane == 0) partial[t] /= (float)HW;  // the means of block b0 + slot, at partial[slot * lanes]
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int c0 = b0 * 4, count = min(slots * 4, C - c0);
+  for (int r = t; r < R; r += SE_LOCAL) {
+    const __global float* row = w1 + r * C + c0;
+    float v = 0.0f;
+    for (int j = 0; j < count; j += 4) {  // channels past C: zero means, w1 not read
+      const float4 m = partial[(j / 4) * lanes];
+      v = fma(row[j], m.x, v);
+      if (j + 1 < count) v = fma(row[j + 1], m.y, v);
+      if (j + 2 < count) v = fma(row[j + 2], m.z, v);
+      if (j + 3 < count) v = fma(row[j + 3], m.w, v);
+    }
+    p[(n * blocks + blk) * R + r] = v;
+  }
 }

@@ -20,7 +20,6 @@ KNOWN = [
          why="an operand of a type the op's schema does not allow (or that differs from its sibling operands' type) "
              "is accepted (operand types are not checked against the schema)"),
     dict(kind="accepted-invalid", message=r"Inferred shape and existing shape differ",
-         mutations=r"^output |; output ",
          why="a graph output declared with other dims than its node makes is accepted (declared output shapes are "
              "not checked)"),
     dict(kind="accepted-invalid", message=r".", mutations=r"opset [156]\b",
@@ -36,6 +35,10 @@ KNOWN = [
     dict(kind="mismatch", message=r"NaN|infinities", ops={"MaxPool"},
          why="a MaxPool window over padding only (pads below the kernel, a dilation stepping over the input): "
              "Stowage gives -inf, ONNX Runtime -FLT_MAX, ONNX's reference evaluator 0"),
+    dict(kind="mismatch", message=r"NaN", ops={"MeanVarianceNormalization"},
+         why="MeanVarianceNormalization of a constant row: ONNX Runtime computes the variance as E[x^2] - E[x]^2 "
+             "(as the specification's function does), which rounds below 0 and gives NaN; Stowage's two passes "
+             "give 0 (not Stowage's defect; the generator cannot see a constant row coming)"),
     dict(kind="mismatch", message=r"shape", mutations=r"=-9223372036854775808", ops={"Slice"},
          why="a Slice step of -2^63: ONNX Runtime's extent overflows (1 element where the slice is empty)"),
 ]

@@ -82,5 +82,9 @@ def clip_bounds(ctx, node):
     """(lo, hi) of a Clip, or None when a bound is computed at run time."""
     if node.since is not None and node.since < 11:
         return float(node.attr("min", -math.inf)), float(node.attr("max", math.inf))
+    for i, name in ((1, "min"), (2, "max")):  # scalars, or one element (ONNX Runtime's IsScalar)
+        v = ctx.optional(node, i)
+        if v is not None and ctx.shape(v) not in ((), (1,)):
+            raise node.invalid(f"{name} of shape {list(ctx.shape(v))}; a scalar is expected")
     lo, hi = bound(ctx, node, 1, -math.inf), bound(ctx, node, 2, math.inf)
     return None if lo is None or hi is None else (lo, hi)

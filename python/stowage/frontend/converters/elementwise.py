@@ -1,5 +1,6 @@
 """Elementwise operators: arithmetic with numpy broadcasting, the activations a
-kernel's epilogue can absorb (and x * sigmoid(x), fused by fusion.py)."""
+kernel's epilogue can absorb (and those written out of several nodes, x * sigmoid(x)
+or hardswish as Add, Clip, Mul and Div, that fusion.py finds)."""
 
 import math
 
@@ -7,8 +8,10 @@ import numpy as np
 
 from ...ops.core import ACTIVATION_PARAMS, apply_activation, parse_activation
 from ...ops.math import numpy_binary
+from ..fusion import is_written
 from ..registry import FLOAT, NUMERIC, register
 from .common import activation_spec, as_float32, clip_bounds
+from .reduce import emit_one_by_one
 
 ARITHMETIC_VERSIONS = (7, 13, 14)
 
@@ -41,7 +44,13 @@ def binary(ctx, node):
     a, b = ctx.value(node, 0), ctx.value(node, 1)
     name = group.output if group is not None else node.outputs[0]
     op = node.op_type.lower()
-    if operand_type(ctx, a, b) == "float32":
+    float32 = operand_type(ctx, a, b) == "float32"
+    written = group is not None and (group.written is not None or (group.act is not None and is_written(group.act)))
+    if written and not float32:  # an activation written out of several nodes, on integers: node by node
+        return emit_one_by_one(ctx, group, ctx.ob.math_binary(op, a, b))
+    if group is not None and group.written is not None:  # the group is the activation of x written out
+        return {name: activation_op(ctx, act, ctx.values[group.written], ctx.out_for(name))}
+    if float32:
         a = as_float32(a) if isinstance(a, np.ndarray) else a
         b = as_float32(b) if isinstance(b, np.ndarray) else b
         return {name: ctx.ob.binary(op, a, b, activation=act, out=ctx.out_for(name))}
@@ -66,7 +75,9 @@ def integer_activation(ctx, node, y, act, out):
 
 for _op in ("Add", "Sub", "Mul", "Div"):
     register(_op, versions=ARITHMETIC_VERSIONS, fold=_fold_binary(_op.lower()), writes_into=True, texture=True,
-             types=NUMERIC, fuses="absorbs an activation (and x * sigmoid(x)); a Conv absorbs an Add of a residual")(
+             types=NUMERIC, fuses="absorbs an activation (or one written out of several nodes: x * sigmoid(x), "
+                                  "hardswish, Clip(x + 3, 0, 6) / 6); a Conv absorbs an Add of a residual and reads "
+                                  "through a Mul by a squeeze-and-excitation's scale")(
         binary)
 
 
@@ -86,9 +97,15 @@ def unary(ctx, node):
     x = ctx.value(node, 0)
     if not isinstance(x, np.ndarray) and x.dtype != "float32":
         return {name: integer_activation(ctx, node, x, spec, ctx.out_for(name))}
-    x = ctx.tensor(node, 0)
+    return {name: activation_op(ctx, spec, ctx.tensor(node, 0), ctx.out_for(name))}
+
+
+def activation_op(ctx, spec, x, out):
+    """The library's activation `spec` of x as a kernel of its own."""
+    if isinstance(x, np.ndarray):
+        x = ctx.ob.constant(as_float32(x))
     attrs = dict(zip(ACTIVATION_PARAMS.get(spec[0], ()), spec[1:]))
-    return {name: ctx.ob.unary(spec[0], x, out=ctx.out_for(name), **attrs)}
+    return ctx.ob.unary(spec[0], x, out=out, **attrs)
 
 
 def clip_at_run_time(ctx, node):
@@ -174,7 +191,7 @@ def _act_clip(ctx, node):
     return None if bounds is None else ("clip", *bounds)
 
 
-_FUSES = "absorbed by a Conv, Gemm or elementwise op before it"
+_FUSES = "absorbed by a Conv, Gemm, BatchNormalization or elementwise op before it"
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 ACTIVATION_ROWS = (
     ("Relu", (6, 13, 14), _no_attrs("relu"), ("float32", "int32", "int64")),

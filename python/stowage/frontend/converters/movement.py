@@ -65,6 +65,8 @@ def flatten(ctx, node):
     x = ctx.value(node, 0)
     shape = ctx.shape(x)
     axis = int(node.int_attr("axis", 1))
+    if axis < 0 and node.since < 11:
+        raise node.invalid(f"axis {axis}: Flatten takes a negative axis from schema 11")
     axis = axis + len(shape) if axis < 0 else axis
     if not 0 <= axis <= len(shape):
         raise node.invalid(f"axis {node.attr('axis')} out of range for rank {len(shape)}")
@@ -189,7 +191,10 @@ def _pad_geometry(ctx, node, rank):
     if node.since < 11:
         pads = list(ints(node, "pads", None) or [])
     else:
-        pads = [int(p) for p in ctx.static(node, 1, "pads").reshape(-1)]
+        known = ctx.static(node, 1, "pads")
+        if known.ndim != 1:
+            raise node.invalid(f"pads of shape {list(known.shape)}; a 1-D tensor is expected")
+        pads = [int(p) for p in known]
     if node.input(3):
         axes = [int(a) + rank if int(a) < 0 else int(a) for a in ctx.static(node, 3, "axes").reshape(-1)]
         if len(pads) != 2 * len(axes) or len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):

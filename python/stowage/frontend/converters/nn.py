@@ -62,8 +62,10 @@ def as_2d_geometry(geometry):
 def conv_runtime(ctx, node, group, x):
     """A Conv whose weight or bias is computed at run time (a graph input), or a 1D
     one: the library relays the weight out on the device; BatchNormalization after it
-    runs as its own op."""
+    runs as its own op, and so does its input map (a Prologue)."""
     node.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+    if group.pre is not None:
+        x = prologue_as_ops(ctx, group.pre, x)
     x_shape = ctx.shape(x)
     weight, bias = ctx.value(node, 1), ctx.optional(node, 2)
     w_shape = ctx.shape(weight)
@@ -172,12 +174,49 @@ def fold_batch_norm(ctx, bn, weight, bias):
     return weight * factor[:, None, None, None], (bias - mean) * factor + b
 
 
+def prologue_input(ctx, pre):
+    """The tensor a Conv's Prologue maps: x."""
+    x = ctx.values.get(pre.x)
+    if x is None:
+        raise pre.nodes[0].invalid(f"input '{pre.x}' is made by no node before it")
+    return ctx.ob.constant(x) if isinstance(x, np.ndarray) else x
+
+
+def prologue_args(ctx, pre, x_shape):
+    """conv2d's in_scale, in_shift and in_activation for a Prologue, or None when the
+    scale does not fit x [N, C, H, W] as one value per image and channel (then it
+    runs as ops of its own)."""
+    if pre.bn is not None:
+        scale, b, mean, var, epsilon = batch_norm_statistics(ctx, pre.bn)
+        if scale.shape != (x_shape[1],) or len(x_shape) != 4:
+            raise pre.bn.invalid(f"statistics of {scale.shape[0]} channels for an input of shape {list(x_shape)}")
+        factor = scale / np.sqrt(var + epsilon)
+        act = activation_spec(ctx, pre.act) if pre.act is not None else None
+        return dict(in_scale=as_float32(factor), in_shift=as_float32(b - mean * factor), in_activation=act)
+    pre.nodes[0].check_attrs(())
+    scale = ctx.values[pre.scale]
+    shape = ctx.shape(scale)
+    if (isinstance(scale, np.ndarray) or len(x_shape) != 4 or ctx.dtype(scale) != "float32"
+            or tuple(shape) not in ((x_shape[0], x_shape[1], 1, 1), (1, x_shape[1], 1, 1))):
+        return None
+    return dict(in_scale=scale)
+
+
+def prologue_as_ops(ctx, pre, x):
+    """x through a Prologue's nodes, each an op of its own."""
+    if pre.bn is not None:
+        act = activation_spec(ctx, pre.act) if pre.act is not None else None
+        return ctx.ob.batch_norm(x, *batch_norm_statistics(ctx, pre.bn), activation=act)
+    return ctx.ob.binary("mul", x, ctx.values[pre.scale])
+
+
 @register("Conv", versions=(1, 11, 22), writes_into=True, texture=True,
           fuses="absorbs BatchNormalization, a residual Add and an activation; a depthwise Conv absorbs the "
-                "pointwise Conv after it")
+                "pointwise Conv after it; reads its input through a BatchNormalization (and activation) or a "
+                "squeeze-and-excitation's scale before it")
 def conv(ctx, node):
     group = ctx.group
-    x = ctx.tensor(node, 0)
+    x = ctx.tensor(node, 0) if group.pre is None else prologue_input(ctx, group.pre)
     x_shape = ctx.shape(x)
     if group.pointwise is None and (not isinstance(ctx.value(node, 1), np.ndarray)
                                     or not isinstance(ctx.optional(node, 2), (type(None), np.ndarray))
@@ -199,8 +238,13 @@ def conv(ctx, node):
             out=ctx.out_for(group.output),
         )}
     residual, in_place, act = conv_epilogue(ctx, group)
+    pre = {}
+    if group.pre is not None:
+        pre = prologue_args(ctx, group.pre, x_shape)
+        if pre is None:  # a scale of another shape: the Mul on its own
+            x, pre = prologue_as_ops(ctx, group.pre, x), {}
     return {group.output: ctx.ob.conv2d(x, as_float32(weight), as_float32(bias), **geometry, activation=act,
-                                        residual=residual, in_place=in_place, out=ctx.out_for(group.output))}
+                                        residual=residual, in_place=in_place, out=ctx.out_for(group.output), **pre)}
 
 
 # ---- ConvTranspose ------------------------------------------------------------------
@@ -436,10 +480,13 @@ def global_lp_pool(ctx, node):
 
 
 @register("GlobalAveragePool", versions=(1, 22), writes_into=True, texture=True,
-          fuses="absorbs a classifier's Flatten and Gemm (with its activation)")
+          fuses="absorbs a classifier's Flatten and Gemm (with its activation), or a squeeze-and-excitation's two "
+                "1x1 Convs and their activations")
 def global_avg_pool(ctx, node):
     if ctx.group is not None and ctx.group.linear is not None:
         return pooled_linear(ctx, ctx.group)
+    if ctx.group is not None and ctx.group.excite is not None:
+        return squeeze_excite(ctx, ctx.group)
     node.check_attrs(())
     x = ctx.tensor(node, 0)
     if len(ctx.shape(x)) < 3:
@@ -471,3 +518,39 @@ def pooled_linear(ctx, group):
     return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
                                                         None if bias is None else as_float32(bias),
                                                         activation=act, out=ctx.out_for(group.output))}
+
+
+def squeeze_excite(ctx, group):
+    """A global average pool (a GlobalAveragePool, or a ReduceMean over H and W keeping
+    them) and the two 1x1 Convs after it with their activations, as fusion.py found
+    them: the scale of a squeeze-and-excitation in one op; else the nodes one by one."""
+    from .reduce import emit_one_by_one
+
+    pool = group.main
+    x = ctx.tensor(pool, 0)
+    shape = ctx.shape(x)
+    fc1, fc2 = group.excite
+    acts = [activation_spec(ctx, g.act) if g.act is not None else None for g in (fc1, fc2)]
+    params = []
+    for g in (fc1, fc2):
+        g.main.check_attrs(("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+        weight, bias = ctx.static(g.main, 1), ctx.optional(g.main, 2)
+        params.append((weight, bias))
+    (w1, b1), (w2, b2) = params
+    fits = (len(shape) == 4 and ctx.dtype(x) == "float32" and w1.ndim == 4 and w1.shape[1] == shape[1]
+            and w2.ndim == 4 and w2.shape[:2] == (shape[1], w1.shape[0]))
+    axes, keepdims = (2, 3), True
+    if pool.op_type == "ReduceMean":
+        from .reduce import reduce_axes
+
+        axes, keepdims = reduce_axes(pool, len(shape), ctx.optional(pool, 1))
+    else:
+        pool.check_attrs(())
+    if (not fits or (axes, keepdims) != ((2, 3), True)
+            or any(g.act is not None and a is None for g, a in zip((fc1, fc2), acts))):
+        first = ctx.ob.global_avg_pool(x) if pool.op_type == "GlobalAveragePool" else ctx.ob.reduce(
+            "mean", x, axes, keepdims)
+        return emit_one_by_one(ctx, group, first)
+    s = ctx.ob.squeeze_excite(x, as_float32(w1), None if b1 is None else as_float32(b1), as_float32(w2),
+                              None if b2 is None else as_float32(b2), activation1=acts[0], activation2=acts[1])
+    return {group.output: s}

@@ -96,6 +96,10 @@ def convert_reduce(ctx, node):
     check_reduce_type(node, dtype)
     if ctx.group is not None and ctx.group.linear is not None:
         return reduce_mean_linear(ctx, ctx.group, x, axes, keepdims)
+    if ctx.group is not None and ctx.group.excite is not None:
+        from .nn import squeeze_excite
+
+        return squeeze_excite(ctx, ctx.group)
     x = ctx.tensor(node, 0)
     if not axes and name in ("sum", "mean", "max", "min", "prod"):
         return x  # each element reduced alone is itself
@@ -109,7 +113,8 @@ for _op, (_name, _versions, _) in REDUCE_OPS.items():
     register(_op, versions=_versions, fold=fold_reduce, types=NUMERIC if _name in INTEGER_REDUCTIONS else FLOAT,
              texture=_op == "ReduceMean",
              fuses=("over H and W of NCHW: a global average pool, absorbing a classifier's Flatten and Gemm "
-                    "(or MatMul and Add)" if _op == "ReduceMean" else ""))(names_node(convert_reduce))
+                    "(or MatMul and Add), or keeping dims a squeeze-and-excitation's two 1x1 Convs"
+                    if _op == "ReduceMean" else ""))(names_node(convert_reduce))
 
 
 def reduce_mean_linear(ctx, group, x, axes, keepdims):
@@ -495,7 +500,8 @@ def check_batch_norm(ctx, node):
 
 
 @register("BatchNormalization", versions=(7, 9, 14, 15), fold=fold_batch_norm, texture=True,
-          fuses="folded into the Conv before it")
+          fuses="folded into the Conv before it, or read by the Conv after it through its input (with the "
+                "activation between); else absorbs an activation")
 @names_node
 def batch_norm(ctx, node):
     check_batch_norm(ctx, node)
@@ -504,6 +510,14 @@ def batch_norm(ctx, node):
     params = [float_input(ctx, node, i) for i in range(1, 5)]
     if any(p is None for p in params):
         raise node.invalid("inputs 1 to 4 (scale, B, mean, var) are required")
-    if all(isinstance(p, np.ndarray) for p in params):
+    known = all(isinstance(p, np.ndarray) for p in params)
+    group = ctx.group
+    if group is not None and group.act is not None:  # the activation it absorbed
+        act = activation_spec(ctx, group.act)
+        if act is not None and known:
+            return {group.output: ctx.ob.batch_norm(x, *params, epsilon, activation=act)}
+        first = ctx.ob.batch_norm(x, *params, epsilon) if known else ctx.ob.batch_norm_runtime(x, *params, epsilon)
+        return emit_one_by_one(ctx, group, first)
+    if known:
         return ctx.ob.batch_norm(x, *params, epsilon)
     return ctx.ob.batch_norm_runtime(x, *params, epsilon)

@@ -1,0 +1,264 @@
+"""ONNX import: the fusions real CNNs need, each against ONNX Runtime with its kernel
+launches counted in buffer and texture mode: squeeze-and-excitation (the pool and both
+1x1 Convs in one kernel, the scale read by the Conv after it), a BatchNormalization
+and ReLU read by the Conv after them, and activations written out of several nodes."""
+
+import collections
+
+import numpy as np
+import pytest
+from onnx import helper, numpy_helper
+
+from onnx_testing import assert_matches, call_kernels, onnx_model, reference_outputs, stowage_outputs, tensor_info
+
+MODES = pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+
+
+def make_model(nodes, inputs, initializers, opset=13):
+    """A model of `nodes` reading float32 `inputs` ((name, shape) pairs) and giving "y"."""
+    return onnx_model(nodes, [tensor_info(n, np.float32, s) for n, s in inputs], [tensor_info("y", np.float32, None)],
+                      initializers, opset)
+
+
+rng = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def check(model, feeds, device, texture, target="opencl"):
+    """Stowage's output matches ONNX Runtime's; returns the kernels the module calls."""
+    got = stowage_outputs(model, feeds, device, texture, target)[0][0]
+    assert_matches(got, reference_outputs(model, feeds)[0])
+    return call_kernels(model, texture=texture) if target == "opencl" else None
+
+
+def launches(kernels):
+    return dict(collections.Counter(kernels))
+
+
+# ---- squeeze-and-excitation ------------------------------------------------------------
+
+
+def excite_nodes(kind):
+    """The nodes from the pooled value "p" to the scale "s", as exporters write them:
+    'mobilenet_v3' (torchvision's TorchScript export: Relu, HardSigmoid), 'efficientnet'
+    (SiLU as Sigmoid and Mul, Sigmoid), 'written' (HardSigmoid as Add, Clip, Div)."""
+    nodes = [helper.make_node("Conv", ["p", "w1", "b1"], ["f1"])]
+    if kind == "mobilenet_v3":
+        nodes.append(helper.make_node("Relu", ["f1"], ["a1"]))
+    else:
+        nodes += [helper.make_node("Sigmoid", ["f1"], ["g1"]), helper.make_node("Mul", ["f1", "g1"], ["a1"])]
+    nodes.append(helper.make_node("Conv", ["a1", "w2", "b2"], ["f2"]))
+    if kind == "mobilenet_v3":
+        nodes.append(helper.make_node("HardSigmoid", ["f2"], ["s"], alpha=1.0 / 6))
+    elif kind == "efficientnet":
+        nodes.append(helper.make_node("Sigmoid", ["f2"], ["s"]))
+    else:
+        nodes += [helper.make_node("Add", ["f2", "three"], ["h1"]), helper.make_node("Clip", ["h1", "zero", "six"],
+                                                                                     ["h2"]),
+                  helper.make_node("Div", ["h2", "six"], ["s"])]
+    return nodes
+
+
+def se_model(kind="efficientnet", pool="GlobalAveragePool", scale_first=True, after="Conv", residual=True, n=2,
+             c=12, r=4, k=12):
+    """x -> 3x3 Conv (+ SiLU) = t -> pool -> 1x1 Conv -> act -> 1x1 Conv -> gate = s ->
+    Mul(t, s) -> `after` (a 1x1 Conv, + x when `residual`; or an Add of t) -> y."""
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c0"], ["g0"]), helper.make_node("Mul", ["c0", "g0"], ["t"])]
+    opset = 13
+    if pool == "GlobalAveragePool":
+        nodes.append(helper.make_node(pool, ["t"], ["p"]))
+    else:  # timm's x.mean((2, 3), keepdim=True), its axes a Constant node from opset 18
+        opset = 18
+        nodes += [helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([2, 3]), "axes")),
+                  helper.make_node("ReduceMean", ["t", "axes"], ["p"], keepdims=1)]
+    nodes += excite_nodes(kind)
+    nodes.append(helper.make_node("Mul", ["s", "t"] if scale_first else ["t", "s"], ["m"]))
+    if after == "Conv":
+        nodes.append(helper.make_node("Conv", ["m", "w3", "b3"], ["pc" if residual else "y"]))
+        if residual:
+            nodes.append(helper.make_node("Add", ["pc", "x"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Add", ["m", "t"], ["y"]))
+    inits = [("w0", rand(c, c, 3, 3) * 0.3), ("b0", rand(c)), ("w1", rand(r, c, 1, 1)), ("b1", rand(r)),
+             ("w2", rand(c, r, 1, 1)), ("b2", rand(c)), ("w3", rand(k, c, 1, 1)), ("b3", rand(k)),
+             ("three", np.array(3, np.float32)), ("zero", np.array(0, np.float32)), ("six", np.array(6, np.float32))]
+    return make_model(nodes, [("x", (n, c, 9, 11))], inits, opset), {"x": rand(n, c, 9, 11)}
+
+
+@MODES
+@pytest.mark.parametrize("kind,pool,scale_first", [
+    ("mobilenet_v3", "GlobalAveragePool", True), ("efficientnet", "GlobalAveragePool", True),
+    ("efficientnet", "ReduceMean", False), ("written", "GlobalAveragePool", False)])
+def test_squeeze_excitation_is_two_kernels_and_the_conv_after_it_reads_the_scale(kind, pool, scale_first, texture,
+                                                                                  device):
+    """The pool and both 1x1 Convs with their activations: stowage_squeeze and
+    stowage_excite; the Mul by the scale: the 1x1 Conv after it reads x * s."""
+    model, feeds = se_model(kind, pool, scale_first)
+    kernels = check(model, feeds, device, texture)
+    if texture:  # the SE stays in images: the input's and the output's conversions alone
+        assert launches(kernels) == {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 1,
+                                     "stowage_squeeze_image": 1, "stowage_excite": 1,
+                                     "stowage_conv2d_image_ina0_in1": 1, "stowage_image_to_nchw": 1}
+    else:  # the 3x3 Conv (SiLU absorbed), the scale, the 1x1 Conv reading x * s (residual absorbed)
+        assert launches(kernels) == {"stowage_conv2d": 1, "stowage_squeeze": 1, "stowage_excite": 1,
+                                     "stowage_gemm_ina0_in1": 1}
+
+
+@MODES
+def test_squeeze_excitation_scale_read_by_an_add_is_one_kernel_more(texture, device):
+    model, feeds = se_model(after="Add")
+    kernels = check(model, feeds, device, texture)
+    if texture:
+        assert launches(kernels) == {"stowage_nchw_to_image": 1, "stowage_conv2d_image": 1,
+                                     "stowage_squeeze_image": 1, "stowage_excite": 1,
+                                     "stowage_binary_channels_image": 1, "stowage_binary_image": 1,
+                                     "stowage_image_to_nchw": 1}
+    else:
+        assert launches(kernels) == {"stowage_conv2d": 1, "stowage_squeeze": 1, "stowage_excite": 1,
+                                     "stowage_binary": 1, "stowage_binary_flat": 1}
+
+
+@MODES
+@pytest.mark.parametrize("c,r,hw", [(150, 70, (1, 1)), (150, 70, (5, 3)), (9, 1100, (2, 2))],
+                         ids=["pooled", "blocks_of_channels_and_hidden_values", "more_hidden_than_the_kernel_takes"])
+def test_squeeze_excitation_of_many_channels(c, r, hw, texture, device):
+    """Channels past one work-group's block, more hidden values than a row group
+    (squeeze's blocks, excite's blocks), and more hidden values than SE_MAX_HIDDEN
+    (then the pool and two 1x1 convolutions)."""
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("GlobalAveragePool", ["t"], ["p"])]
+    nodes += excite_nodes("mobilenet_v3") + [helper.make_node("Mul", ["t", "s"], ["y"])]
+    inits = [("w1", rand(r, c, 1, 1) * 0.1), ("b1", rand(r)), ("w2", rand(c, r, 1, 1) * 0.1), ("b2", rand(c))]
+    model = make_model(nodes, [("x", (2, c) + hw)], inits)
+    kernels = check(model, {"x": rand(2, c, *hw)}, device, texture)
+    assert ("stowage_excite" in kernels) == (r <= 1024)
+
+
+@pytest.mark.parametrize("texture,target", [(False, "opencl"), (True, "opencl"), (False, "opencl-gpu")])
+@pytest.mark.parametrize("shape", [(1, 96, 4, 4), (3, 40, 13, 5)], ids=["split_k", "batch_3"])
+def test_the_scale_reaches_every_convolution_kernel(shape, texture, target, device):
+    """Split-K (stowage_conv2d and its sum), a grouped and a padded 3x3 Conv, and under
+    opencl-gpu the direct convolution: each reads x * s per image and channel."""
+    n, c, h, w = shape
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("GlobalAveragePool", ["t"], ["p"])]
+    nodes += excite_nodes("efficientnet")
+    nodes += [helper.make_node("Mul", ["t", "s"], ["m"]),
+              helper.make_node("Conv", ["m", "w3"], ["y1"]),
+              helper.make_node("Mul", ["t", "s"], ["m2"]),
+              helper.make_node("Conv", ["m2", "w4"], ["y2"], pads=[1, 1, 1, 1], group=2),
+              helper.make_node("Add", ["y1", "y2"], ["y"])]
+    inits = [("w1", rand(8, c, 1, 1)), ("b1", rand(8)), ("w2", rand(c, 8, 1, 1)), ("b2", rand(c)),
+             ("w3", rand(64, c, 1, 1)), ("w4", rand(64, c // 2, 3, 3))]
+    model = make_model(nodes, [("x", shape)], inits)
+    check(model, {"x": rand(*shape)}, device, texture, target)
+
+
+# ---- BatchNormalization (and ReLU) read by the Conv after it ---------------------------
+
+
+def batch_norm_inits(c, prefix="n"):
+    return [(prefix + "s", rand(c) * 0.5 + 1), (prefix + "b", rand(c) + 0.5), (prefix + "m", rand(c)),
+            (prefix + "v", np.abs(rand(c)) + 0.5)]
+
+
+@pytest.mark.parametrize("texture,target", [(False, "opencl"), (True, "opencl"), (False, "opencl-gpu")])
+@pytest.mark.parametrize("attrs,k", [({}, 16), ({"pads": [1, 1, 1, 1]}, 8),
+                                     ({"pads": [1, 0, 2, 1], "strides": [2, 2]}, 8),
+                                     ({"pads": [1, 1, 1, 1], "group": 4}, 8)],
+                         ids=["1x1", "3x3_padded", "3x3_strided", "grouped"])
+def test_batch_norm_and_relu_are_read_by_the_conv_after_them(attrs, k, texture, target, device):
+    """DenseNet's Concat -> BatchNormalization -> ReLU -> Conv: the Conv reads
+    relu(x * scale + shift); its zero padding stays zero (the shifts are positive, so
+    padding read through the map would show)."""
+    c = 24
+    kh = 1 if not attrs else 3
+    nodes = [helper.make_node("Relu", ["a"], ["ra"]), helper.make_node("Concat", ["ra", "b"], ["cat"], axis=1),
+             helper.make_node("BatchNormalization", ["cat", "ns", "nb", "nm", "nv"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]), helper.make_node("Conv", ["r", "w"], ["y"], **attrs)]
+    inits = batch_norm_inits(c) + [("w", rand(k, c // attrs.get("group", 1), kh, kh))]
+    model = make_model(nodes, [("a", (2, 16, 7, 9)), ("b", (2, 8, 7, 9))], inits)
+    kernels = check(model, {"a": rand(2, 16, 7, 9), "b": rand(2, 8, 7, 9)}, device, texture, target)
+    if target == "opencl":
+        assert not [name for name in kernels if "affine" in name]  # no BatchNormalization kernel
+        assert len([name for name in kernels if "unary" in name]) == 1  # the first Relu, not the second
+        assert len([name for name in kernels if name.endswith("_in1")]) == 1
+
+
+@MODES
+def test_batch_norm_alone_absorbs_its_relu(texture, device):
+    """Where no Conv reads it (DenseNet's last norm before the pool), the activation after
+    a BatchNormalization is its kernel's epilogue."""
+    nodes = [helper.make_node("BatchNormalization", ["x", "ns", "nb", "nm", "nv"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    model = make_model(nodes, [("x", (2, 6, 5, 7))], batch_norm_inits(6))
+    kernels = check(model, {"x": rand(2, 6, 5, 7)}, device, texture)
+    assert len([name for name in kernels if "affine" in name]) == 1 and not [n for n in kernels if "unary" in n]
+
+
+def test_a_depthwise_conv_takes_the_batch_norm_as_its_own_kernel(device):
+    nodes = [helper.make_node("BatchNormalization", ["x", "ns", "nb", "nm", "nv"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]),
+             helper.make_node("Conv", ["r", "w"], ["y"], group=6, pads=[1, 1, 1, 1])]
+    model = make_model(nodes, [("x", (1, 6, 5, 7))], batch_norm_inits(6) + [("w", rand(6, 1, 3, 3))])
+    kernels = check(model, {"x": rand(1, 6, 5, 7)}, device, False)
+    assert launches(kernels) == {"stowage_channel_affine": 1, "stowage_conv2d_depthwise": 1}
+
+
+# ---- activations written out of several nodes --------------------------------------------
+
+
+def written(form, x, y):
+    """Nodes computing activation `form` of x into y, as exporters write them."""
+    if form == "HardSwish":
+        return [helper.make_node("HardSwish", [x], [y])]
+    if form == "x*HardSigmoid(x)":  # the TorchScript exporter below opset 14
+        return [helper.make_node("HardSigmoid", [x], ["hs"], alpha=1.0 / 6), helper.make_node("Mul", [x, "hs"], [y])]
+    if form == "x*sigmoid(x)":
+        return [helper.make_node("Sigmoid", [x], ["sg"]), helper.make_node("Mul", ["sg", x], [y])]
+    nodes = [helper.make_node("Add", [x, "three"], ["p3"]), helper.make_node("Clip", ["p3", "zero", "six"], ["r6"])]
+    if form == "Clip(x+3,0,6)/6":  # F.relu6(x + 3) / 6: a HardSigmoid
+        return nodes + [helper.make_node("Div", ["r6", "six"], [y])]
+    if form == "x*Clip(x+3,0,6)/6":  # x * F.relu6(x + 3) / 6
+        return nodes + [helper.make_node("Mul", [x, "r6"], ["xr"]), helper.make_node("Div", ["xr", "six"], [y])]
+    return nodes + [helper.make_node("Mul", ["r6", "sixth"], ["hs"]), helper.make_node("Mul", ["hs", x], [y])]
+
+
+FORMS = ["HardSwish", "x*HardSigmoid(x)", "x*sigmoid(x)", "Clip(x+3,0,6)/6", "x*Clip(x+3,0,6)/6",
+         "x*(Clip(x+3,0,6)*(1/6))"]
+CONSTANTS = [("three", np.array(3, np.float32)), ("zero", np.array(0, np.float32)), ("six", np.array(6, np.float32)),
+             ("sixth", np.array(1 / 6, np.float32))]
+
+
+def constant_nodes():
+    """CONSTANTS as Constant nodes, as PyTorch's exporters write them."""
+    return [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+            for name, value in CONSTANTS]
+
+
+@MODES
+@pytest.mark.parametrize("constants", ["initializers", "Constant nodes"])
+@pytest.mark.parametrize("form", FORMS)
+def test_written_activations_are_the_conv_epilogue(form, constants, texture, device):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1])] + written(form, "c", "y")
+    inits = [("w", rand(8, 4, 3, 3)), ("b", rand(8))]
+    if constants == "initializers":
+        inits += CONSTANTS
+    else:
+        nodes = constant_nodes() + nodes
+    model = make_model(nodes, [("x", (1, 4, 6, 5))], inits, opset=14)
+    kernels = check(model, {"x": rand(1, 4, 6, 5) * 2}, device, texture)
+    assert len(kernels) == (3 if texture else 1)  # the Conv alone (and the conversions in texture mode)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_written_activations_of_a_value_read_elsewhere_are_one_kernel(form, device):
+    """x is also read by the final Add: the activation cannot be an epilogue, and runs as
+    one unary kernel."""
+    nodes = [helper.make_node("Relu", ["x"], ["c"])] + written(form, "c", "a") + [
+        helper.make_node("Add", ["a", "c"], ["y"])]
+    model = make_model(nodes, [("x", (2, 3, 4, 5))], CONSTANTS, opset=14)
+    kernels = check(model, {"x": rand(2, 3, 4, 5) * 4}, device, False)
+    assert launches(kernels) == {"stowage_unary": 2, "stowage_binary_flat": 1}
