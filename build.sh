@@ -5,8 +5,9 @@
 #   ./build.sh test   install what is missing, build, run every test (plain and
 #                     under AddressSanitizer + UndefinedBehaviorSanitizer), the
 #                     thread test under ThreadSanitizer, each fuzzer for a while
-#                     (with clang), then `pip install .` into a fresh venv and run
-#                     the Python tests
+#                     (with clang), then `pip install .` into a fresh venv, check
+#                     that stowc, vm-run and stowage-import run from its bin, and
+#                     run the Python tests
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo),
 # missing Python packages with pip. Build trees: build/, build-sanitize/,
@@ -171,9 +172,18 @@ test_python() {
   rm -rf build/venv
   python3 -m venv --system-site-packages build/venv
   build/venv/bin/python -m pip install -q .
+  log "the commands pip installed: stowc, vm-run, stowage-import"
+  local command
+  for command in stowc vm-run stowage-import; do
+    # Found on the venv's PATH, as a user of the venv finds them: nothing from the build tree.
+    [ -x "build/venv/bin/$command" ] &&
+      env -u PYTHONPATH PATH="$root/build/venv/bin:/usr/bin:/bin" "$command" --help >/dev/null ||
+      { echo "build/venv/bin/$command --help failed" >&2; return 1; }
+  done
   log "running Python tests"
-  # STOWAGE_VM_RUN: the command-line tests run the vm-run of the plain build.
-  (cd build && STOWAGE_VM_RUN="$root/build/src/vm-run" venv/bin/python -m pytest -q -p no:cacheprovider \
+  # STOWAGE_VM_RUN, STOWAGE_STOWC: the command-line tests run the tools pip installed.
+  (cd build && STOWAGE_VM_RUN="$root/build/venv/bin/vm-run" STOWAGE_STOWC="$root/build/venv/bin/stowc" \
+    venv/bin/python -m pytest -q -p no:cacheprovider \
     "$root/python/tests")
 }
 

@@ -3,9 +3,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/stowage DESTINATION ${CMAKE_INST
 # The operator library's OpenCL C kernels (their shared headers are in include/stowage/opencl).
 file(GLOB STOWAGE_OPERATOR_KERNELS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/kernels/*.cl)
 install(FILES ${STOWAGE_OPERATOR_KERNELS} DESTINATION ${CMAKE_INSTALL_DATADIR}/stowage/kernels)
+# stowage::stowage_runtime runs bytecode files, stowage::stowage_compiler makes them
+# (stowage::runtime and stowage::compiler for short, stowageConfig.cmake.in).
 set(STOWAGE_INSTALLED_LIBRARIES stowage_support stowage_bytecode)
 if(TARGET stowage_runtime)
   list(APPEND STOWAGE_INSTALLED_LIBRARIES stowage_runtime)
+endif()
+if(TARGET stowage_compiler)
+  list(APPEND STOWAGE_INSTALLED_LIBRARIES stowage_compiler)
 endif()
 install(TARGETS ${STOWAGE_INSTALLED_LIBRARIES} EXPORT stowageTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -102,7 +102,7 @@ def plot_memory(executable, path, function=None):
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise ImportError("plot_memory needs matplotlib: pip install matplotlib") from e
+        raise ImportError("plot_memory needs matplotlib: pip install 'stowage[plot]' (or pip install matplotlib)") from e
 
     # A Figure without pyplot: no global state, no display needed.
     fig = Figure(figsize=(10, 1.0 + 3.2 * len(scopes)), dpi=110)

@@ -185,11 +185,19 @@ TEST_F(VmRunOutputs, ACountMismatchIsOneErrorBeforeAnythingRuns) {
                            "output, in order\n");
 }
 
-TEST_F(VmRunOutputs, WithoutOutputsItRunsAndPrintsNothing) {
+// Without --output, each output's name, type and a summary (integers exactly).
+TEST_F(VmRunOutputs, WithoutOutputsItPrintsEachOutputsSummary) {
   RunResult r = vm_run({stw_, "--input", "x=" + ids_});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text, "");
-  EXPECT_EQ(stdout_text(), "");
+  EXPECT_EQ(stdout_text(),
+            "result[0] d: Tensor[(8), int64]\n"
+            "  min -68719476736, max 4611686018427387902, mean 5.76461e+17; [0, 2, -6, 2199023255562, "
+            "-68719476736, 14, 4611686018427387902, -2]\n"
+            "result[1] h: Tensor[(8), int32]\n"
+            "  min -8, max 536870911, mean 6.71089e+07; [0, 0, -1, 256, -8, 0, 536870911, -1]\n"
+            "result[2] o: Tensor[(8), bool]\n"
+            "  min 0, max 1, mean 0.75; [false, true, true, true, false, true, true, true]\n");
 }
 
 TEST_F(VmRunOutputs, InfoShowsTheReturnTypes) {

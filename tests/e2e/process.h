@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,21 +38,17 @@ inline std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-// Runs `argv` with stdout and stderr sent to files, killing it after `limit`.
-inline RunResult run_process(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
-                      std::chrono::seconds limit) {
+namespace detail {
+
+// Spawns `argv` with `actions` and waits for it, killing it after `limit`.
+inline RunResult spawn_and_wait(const std::vector<std::string>& argv, const posix_spawn_file_actions_t& actions,
+                                std::chrono::seconds limit) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
   RunResult result;
-  if (rc != 0) return result;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) return result;
   auto deadline = std::chrono::steady_clock::now() + limit;
   int status = 0;
   while (true) {
@@ -71,7 +68,47 @@ inline RunResult run_process(const std::vector<std::string>& argv, const fs::pat
   } else if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
   }
-  result.stderr_text = read_text(err);
+  return result;
+}
+
+}  // namespace detail
+
+// Runs `argv` with stdout and stderr sent to files, killing it after `limit`.
+inline RunResult run_process(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
+                      std::chrono::seconds limit) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  RunResult result = detail::spawn_and_wait(argv, actions, limit);
+  posix_spawn_file_actions_destroy(&actions);
+  if (result.exited || result.signal != 0) result.stderr_text = read_text(err);
+  return result;
+}
+
+// As run_process, but stderr is a pseudo-terminal (isatty is true there); what the
+// process wrote to it is returned as stderr_text (a few KiB at most: the terminal's
+// buffer is read once the process has ended).
+inline RunResult run_process_on_terminal(const std::vector<std::string>& argv, const fs::path& out,
+                                         std::chrono::seconds limit) {
+  RunResult result;
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) return result;
+  const std::string terminal = ::ptsname(master);
+  // Held open here too, so the terminal keeps what was written after the process ends.
+  int held = ::open(terminal.c_str(), O_RDWR | O_NOCTTY);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, terminal.c_str(), O_RDWR | O_NOCTTY, 0);
+  result = detail::spawn_and_wait(argv, actions, limit);
+  posix_spawn_file_actions_destroy(&actions);
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(master, buffer, sizeof buffer)) > 0) result.stderr_text.append(buffer, static_cast<size_t>(n));
+  if (held >= 0) ::close(held);
+  ::close(master);
   return result;
 }
 

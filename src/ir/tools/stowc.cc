@@ -4,8 +4,9 @@
 //   stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--output OUT.csv]
 //
 // Each form has its own --help.
-// Exit codes: 0 success, 1 internal or I/O failure while writing, 2 bad input
-// (arguments, syntax, verification, kernel source). Errors are one line on stderr.
+// Exit codes: 0 written, 1 the output could not be written or an internal failure,
+// 2 bad input (arguments, syntax, verification, kernel source, unreadable files).
+// Errors are one line on stderr.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -51,7 +52,7 @@ int compile(const Options& opt) {
   if (!opt.report_json.empty()) {
     Status written = write_file_atomically(opt.report_json, ir::memory_report_json(result->memory) + "\n",
                                            "memory report", WrittenFile::kOutput);
-    if (!written) return fail(written.error());
+    if (!written) return fail(Error(ErrorKind::kRuntime, written.error().message()));
   }
   std::string output = opt.output;
   if (output.empty()) {
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Also: stowc plan-csv FILE.csv [--capacity N] [--time-limit S] [--output OUT.csv]\n"
       "  places the buffers of a planning CSV file; see stowc plan-csv --help.\n"
-      "Exit status: 0 success, 1 failure while writing, 2 bad input.");
+      "Exit status: 0 written, 1 the output could not be written (or an internal error), 2 bad input\n"
+      "(arguments, the text IR, its kernels, the target, a file that cannot be read).");
   Options opt;
   app.add_option("input", opt.input, "text IR file")->required();
   app.add_option("-o,--output", opt.output, "bytecode file to write (default: input with .stw)");

@@ -1,5 +1,6 @@
 // vm-run: runs a function of a Stowage bytecode file on an OpenCL device, with
-// .npy files in and out.
+// .npy files (or generated inputs: random, zeros) in, and .npy files or a summary
+// of each result out.
 //
 // Exit codes: 0 success, 1 runtime error (device, OpenCL, capacity), 2 bad input
 // (arguments, bytecode file, .npy files). Errors are one line on stderr.
@@ -14,7 +15,9 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <random>
 
+#include "host_arrays.h"
 #include "npy.h"
 #include "profile_report.h"
 #include "stowage/backend/opencl.h"
@@ -37,6 +40,7 @@ struct Options {
   std::string device;
   int repeat = 1;
   int reps = 1;
+  uint64_t seed = 0;
   bool profile = false;
   bool kernel_times = false;
   std::string profile_json;
@@ -107,8 +111,20 @@ std::string describe(const ValueDesc& d) {
 // How many values `f` returns: each field of a tuple, else its one result.
 size_t output_count(const Function& f) { return f.result.kind == ValueKind::kTuple ? f.result.fields.size() : 1; }
 
+std::string tensor_type(const std::vector<int64_t>& shape, DType dtype) {
+  return fmt::format("Tensor[({}), {}]", fmt::join(shape, ", "), dtype_name(dtype));
+}
+
+// "result[0] NAME: TYPE" then, indented, the summary of its values (as
+// iree-run-module prints its results).
+void print_summary(size_t index, const std::string& name, const std::string& type, const std::string& summary) {
+  fmt::print("result[{}]{}{}: {}\n", index, name.empty() ? "" : " ", name, type);
+  if (!summary.empty()) fmt::print("  {}\n", summary);
+}
+
 // Copies each returned tensor to the host (waiting for the device) and writes it to
-// its --output file, if given; outputs.size() is 0 or the function's output count.
+// its --output file; without --output, prints each result's type and a summary of
+// its values. outputs.size() is 0 or the function's output count.
 Status write_outputs(const Function& f, const vm::Value& result, const std::vector<std::string>& outputs) {
   std::vector<const vm::Value*> values;
   if (result.kind == vm::Value::Kind::kTuple) {
@@ -118,15 +134,27 @@ Status write_outputs(const Function& f, const vm::Value& result, const std::vect
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const vm::Value& value = *values[i];
+    const ValueDesc& desc = f.result.kind == ValueKind::kTuple && i < f.result.fields.size() ? f.result.fields[i]
+                                                                                              : f.result;
     if (value.kind != vm::Value::Kind::kTensor) {
-      if (outputs.empty()) continue;
+      if (outputs.empty()) {
+        print_summary(i, desc.name, value.kind_name(),
+                      value.kind == vm::Value::Kind::kInt     ? fmt::format("{}", value.int_value)
+                      : value.kind == vm::Value::Kind::kFloat ? fmt::format("{:.6g}", value.float_value)
+                                                              : "");
+        continue;
+      }
       return Error(ErrorKind::kInvalidInput,
                    fmt::format("'{}' returns {}, not a tensor to write", f.name, value.kind_name()));
     }
     vm::Tensor out = value.as_tensor();
     std::vector<std::byte> bytes(out.nbytes());
     out.copy_to_host(bytes);
-    if (i < outputs.size()) STOWAGE_TRY(npy::write_file(outputs[i], out.shape(), out.dtype(), bytes));
+    if (i < outputs.size()) {
+      STOWAGE_TRY(npy::write_file(outputs[i], out.shape(), out.dtype(), bytes));
+    } else if (outputs.empty()) {
+      print_summary(i, desc.name, tensor_type(out.shape(), out.dtype()), host_arrays::summarize(out.dtype(), bytes));
+    }
   }
   return Status::ok();
 }
@@ -259,7 +287,9 @@ int run(const Options& opt) {
   if (index < 0) return fail(Error(ErrorKind::kInvalidInput, fmt::format("{}: no function '{}'", opt.file, opt.function)));
   const Function& f = exe->functions[static_cast<size_t>(index)];
 
-  // NAME=FILE.npy names a parameter; a bare FILE.npy takes the next parameter not named.
+  // NAME=FILE.npy names a parameter; a bare FILE.npy takes the next parameter not
+  // named. In place of FILE.npy, `random` or `zeros` makes the input from the
+  // parameter's shape and dtype in the file.
   std::map<std::string, std::string> input_files;
   std::vector<std::string> positional;
   for (const auto& spec : opt.inputs) {
@@ -282,6 +312,10 @@ int run(const Options& opt) {
                                                             positional.front(), f.name, f.params.size())));
   }
   std::vector<vm::Value> args;
+  // Generated inputs are drawn in parameter order from one engine, so that two
+  // random inputs differ and a seed gives the same inputs every time.
+  std::mt19937_64 engine(opt.seed);
+  std::vector<std::string> generated;  // printed once every input is known good
   for (const auto& p : f.params) {
     auto it = input_files.find(p.name);
     if (it == input_files.end()) {
@@ -290,6 +324,17 @@ int run(const Options& opt) {
     }
     if (p.kind != ValueKind::kTensor) {
       return fail(Error(ErrorKind::kInvalidInput, fmt::format("parameter '{}' is not a tensor", p.name)));
+    }
+    if (it->second == "random" || it->second == "zeros") {
+      const std::string what = fmt::format("--input {}={}", p.name, it->second);
+      auto bytes = it->second == "random" ? host_arrays::random(p.shape, p.dtype, engine, what)
+                                          : host_arrays::zeros(p.shape, p.dtype, what);
+      if (!bytes) return fail(bytes.error());
+      generated.push_back(fmt::format("{}: {} {}{}\n", p.name, it->second, tensor_type(p.shape, p.dtype),
+                                      it->second == "random" ? fmt::format(", seed {}", opt.seed) : ""));
+      args.push_back(vm::Value::from(vm::host_tensor(p.shape, p.dtype, *bytes)));
+      input_files.erase(it);
+      continue;
     }
     // No file larger than the parameter's tensor (and a header) is read.
     std::optional<uint64_t> nbytes = checked_nbytes(p.shape, p.dtype);
@@ -311,6 +356,7 @@ int run(const Options& opt) {
                                   f.name, want, want == 1 ? "" : "s", opt.outputs.size(),
                                   opt.outputs.size() == 1 ? "" : "s")));
   }
+  for (const std::string& line : generated) fmt::print("{}", line);
 
   vm::VmOptions vm_options;
   vm_options.device = opt.device;
@@ -337,6 +383,19 @@ int run(const Options& opt) {
   std::vector<double> enqueue_us;  // host time to issue a round, before waiting for the device
   uint64_t launches_before = (*machine)->profile().kernel_launches;
   std::chrono::duration<double, std::micro> took{};
+  // Progress on a terminal only: one line with a bar, rewritten in place after each
+  // round, then cleared (as stowage's own progress line draws it).
+  const bool progress = opt.reps > 1 && ::isatty(STDERR_FILENO) == 1;
+  std::string progress_line;
+  auto draw_progress = [&](int done) {
+    constexpr int kBarWidth = 24;
+    const int filled = kBarWidth * done / opt.reps;
+    progress_line = fmt::format("vm-run: rounds [{}{}] {}/{}", std::string(filled, '#'),
+                                std::string(kBarWidth - filled, '.'), done, opt.reps);
+    fmt::print(stderr, "\r{}", progress_line);
+    std::fflush(stderr);
+  };
+  if (progress) draw_progress(0);
   for (int rep = 0; rep < opt.reps; ++rep) {
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < opt.repeat; ++i) {
@@ -348,11 +407,20 @@ int run(const Options& opt) {
     (*machine)->synchronize();
     took = std::chrono::steady_clock::now() - start;
     per_invoke_us.push_back(took.count() / opt.repeat);
+    if (progress) draw_progress(rep + 1);
+  }
+  if (progress) {
+    fmt::print(stderr, "\r{:{}}\r", "", progress_line.size());
+    std::fflush(stderr);
   }
   const double launches = static_cast<double>((*machine)->profile().kernel_launches - launches_before) /
                           (static_cast<double>(opt.repeat) * opt.reps);
 
-  if (Status status = write_outputs(f, result, opt.outputs); !status) return fail(status.error());
+  // --output files are written before anything is printed; without them the
+  // results' summaries follow the timings.
+  if (!opt.outputs.empty()) {
+    if (Status status = write_outputs(f, result, opt.outputs); !status) return fail(status.error());
+  }
   if (opt.repeat > 1 || opt.profile) {
     fmt::print("{}: {} invocation{} in {:.1f} us ({:.2f} us each) on {}\n", f.name, opt.repeat,
                opt.repeat == 1 ? "" : "s", took.count(), took.count() / opt.repeat, (*machine)->device().summary());
@@ -365,6 +433,9 @@ int run(const Options& opt) {
                opt.reps, opt.repeat, median_of(per_invoke_us), sorted.front(), launches);
     // When issuing takes as long as the whole round, the host, not the device, sets the pace.
     fmt::print("host: median {:.2f} us per invocation to issue its commands\n", median_of(enqueue_us));
+  }
+  if (opt.outputs.empty()) {
+    if (Status status = write_outputs(f, result, opt.outputs); !status) return fail(status.error());
   }
   if (opt.profile) print_profile((*machine)->profile(), opt.repeat);
   if (opt.kernel_times) {
@@ -388,20 +459,29 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Runs a function of a Stowage bytecode file on an OpenCL device.", "vm-run"};
+  app.footer(
+      "Without --output, each result's type, min, max, mean and first values are printed.\n"
+      "Exit status: 0 success, 1 runtime error (device, OpenCL, capacity, host memory), 2 bad input\n"
+      "(arguments, the bytecode file, .npy files read or written).");
   Options opt;
   app.add_option("file", opt.file, "bytecode file (.stw)");
   app.add_option("--function,-f", opt.function, "function to run")->capture_default_str();
   app.add_option("--input,-i", opt.inputs,
-                 "NAME=FILE.npy for a tensor parameter, or FILE.npy for the next parameter not named");
+                 "NAME=FILE.npy for a tensor parameter, or FILE.npy for the next parameter not named; in place of "
+                 "FILE.npy, 'random' (floats in [-1, 1), integers in [0, 10), from --seed) or 'zeros' makes the "
+                 "input from the parameter's shape and dtype in the file (./random for a file so named)");
   app.add_option("--output,-o", opt.outputs,
                  "where to write the result (.npy); for a function returning a tuple, once per output, in order")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--device,-d", opt.device,
                  "opencl:N, gpu, cpu or part of a device name (default: STOWAGE_DEVICE, else the first suitable)");
-  app.add_option("--repeat,-r", opt.repeat, "invoke N times")->check(CLI::Range(1, 100000000));
-  app.add_option("--reps", opt.reps, "time R rounds of --repeat invocations; print their median and min")
-      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seed", opt.seed, "seed of the random inputs")->capture_default_str();
+  app.add_option("--repeat,-r", opt.repeat, "invoke N times")->check(CLI::Range(1, 100000000))->capture_default_str();
+  app.add_option("--reps", opt.reps,
+                 "time R rounds of --repeat invocations; print their median and min (progress on a terminal)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   app.add_flag("--profile", opt.profile, "per-instruction time, device allocations, bytes per scope");
   app.add_flag("--kernel-times", opt.kernel_times,
                "each kernel's time on the device and the device's idle time between kernels (profiling events)");
