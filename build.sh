@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Set-up, build, demo and tests in one place.
 #
-#   ./build.sh demo   install what is missing, build, run the example program
+#   ./build.sh demo   install what is missing, build, then: import MobileNetV2 from an
+#                     ONNX file, plan it, run it on the default device and check it
+#                     against ONNX Runtime (examples/demo_model.py); then the
+#                     storage-level example program
 #   ./build.sh test   install what is missing, build, run every test (plain and
 #                     under AddressSanitizer + UndefinedBehaviorSanitizer), the
 #                     thread test under ThreadSanitizer, each fuzzer for a while
@@ -25,6 +28,7 @@ DEBIAN_PACKAGES=(
   python3 python3-pip python3-venv
 )
 PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime atheris)
+DEMO_PYTHON_PACKAGES=(numpy matplotlib pybind11 onnx onnxruntime)  # what the demo needs, no more
 JOBS=${JOBS:-$(nproc)}
 
 log() { printf '== %s\n' "$*"; }
@@ -42,9 +46,10 @@ install_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-install_python_packages() {
-  local missing=()
-  for p in "${PYTHON_PACKAGES[@]}"; do
+install_python_packages() {  # packages... (default: PYTHON_PACKAGES)
+  local missing=() wanted=("$@")
+  [ ${#wanted[@]} -eq 0 ] && wanted=("${PYTHON_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     python3 -c "import ${p//-/_}" 2>/dev/null || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return
@@ -62,7 +67,13 @@ configure_and_build() {  # dir, extra cmake args...
 
 demo() {
   log "building"
-  configure_and_build build -DSTOWAGE_BUILD_TESTS=OFF -DSTOWAGE_BUILD_BENCHMARKS=OFF
+  configure_and_build build -DSTOWAGE_BUILD_TESTS=OFF -DSTOWAGE_BUILD_BENCHMARKS=OFF -DSTOWAGE_BUILD_PYTHON=ON
+  # build/python holds the package as built (its extension beside its sources).
+  export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"
+  log "a real network: MobileNetV2 as an ONNX file (python -m stowage.models), imported, planned, run, checked"
+  mkdir -p build/demo
+  python3 -m stowage.models mobilenet_v2 -o build/demo/mobilenet_v2.onnx
+  python3 examples/demo_model.py build/demo/mobilenet_v2.onnx build/demo
   log "compiling examples/add_mul.stir"
   ./build/src/stowc examples/add_mul.stir -o build/add_mul.stw
   log "running it through the C++ embedding API (examples/embed/embed.cc)"
@@ -188,7 +199,7 @@ test_python() {
 }
 
 case "${1:-}" in
-  demo) install_debian_packages; install_python_packages; demo ;;
+  demo) install_debian_packages; install_python_packages "${DEMO_PYTHON_PACKAGES[@]}"; demo ;;
   test)
     install_debian_packages; install_python_packages
     test_all; test_threads; test_fuzzers; test_python; test_importer_fuzzer
