@@ -51,6 +51,20 @@
 #define STOWAGE_ACT_CODE(act) (act)
 #endif
 
+/* The input map of the convolution and GEMM kernels: a unit built with
+ * STOWAGE_IN_AFFINE 1 reads its input through a per-channel affine map and an
+ * activation (a BatchNormalization and ReLU before the conv, a squeeze-and-excitation
+ * scale). STOWAGE_IN_ACT <code> fixes that activation when the unit is built (the
+ * in_act argument is then not read), so that no switch runs per value read. */
+#ifndef STOWAGE_IN_AFFINE
+#define STOWAGE_IN_AFFINE 0
+#endif
+#ifdef STOWAGE_IN_ACT
+#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
+#else
+#define STOWAGE_IN_ACT_CODE(act) (act)
+#endif
+
 /* The activation `act` at run time, whatever STOWAGE_FIXED_ACT says (a fused kernel's
  * inner activation, e.g. the depthwise half of a depthwise + pointwise kernel). */
 inline float stowage_activate_code(float v, int act, float a, float b) {

@@ -1,6 +1,7 @@
 /* What the pooling kernels on buffers and on images share (docs/operators.md):
  * the window of an output inside the input, the divisor of an average pool, the
- * global average pool's sum over a work-group, and the end of a pooled linear layer. */
+ * global average pool's sum over a work-group, the end of a pooled linear layer, and
+ * the squeeze-and-excitation kernels' sum over lanes. */
 #ifndef STOWAGE_POOLING_CL_H
 #define STOWAGE_POOLING_CL_H
 
@@ -71,5 +72,17 @@ inline void stowage_pooled_linear_end(const float* acc, __local float* partial, 
     y[n * J + j0 + t] = stowage_activate(v, act, act_a, act_b);
   }
 }
+
+/* Adds partial[t .. t + lanes) into partial[t] for the work-items of lane 0 (`lanes`
+ * a power of two, the same in the whole work-group), in a fixed order; every
+ * work-item runs it once it has written partial[t]. */
+#define STOWAGE_SE_LANES_SUM(partial, t, lane, lanes)          \
+  do {                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                              \
+    for (int step_ = (lanes) / 2; step_ > 0; step_ >>= 1) {    \
+      if ((lane) < step_) partial[t] += partial[(t) + step_];  \
+      barrier(CLK_LOCAL_MEM_FENCE);                            \
+    }                                                          \
+  } while (0)
 
 #endif

@@ -40,20 +40,10 @@
 // squeeze-and-excitation scale per image (in_batch = C). The padding stays zero.
 #include <stowage/epilogue.cl.h>
 
-#ifndef STOWAGE_IN_AFFINE
-#define STOWAGE_IN_AFFINE 0
-#endif
 #if STOWAGE_IN_AFFINE
 #define CONV_IN_PARAMS                                                                                     \
   , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
       float in_act_b
-// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
-// is then not read), so that no switch runs per value read.
-#ifdef STOWAGE_IN_ACT
-#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
-#else
-#define STOWAGE_IN_ACT_CODE(act) (act)
-#endif
 // A value of channel kc of group g read for pixel column j, through the map.
 #define CONV_IN(v, j, kc)                                                                  \
   stowage_activate_code(fma((v), in_scale[b_scale[j] + (kc)], in_shift[g * Cg + (kc)]), \

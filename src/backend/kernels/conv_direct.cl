@@ -43,20 +43,10 @@
 #include <stowage/epilogue.cl.h>
 #include <stowage/slices.cl.h>
 
-#ifndef STOWAGE_IN_AFFINE
-#define STOWAGE_IN_AFFINE 0
-#endif
 #if STOWAGE_IN_AFFINE
 #define DCONV_IN_PARAMS                                                                                     \
   , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
       float in_act_b
-// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
-// is then not read), so that no switch runs per value read.
-#ifdef STOWAGE_IN_ACT
-#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
-#else
-#define STOWAGE_IN_ACT_CODE(act) (act)
-#endif
 // A value read from the input, through the map (in_s, in_t: its channel's scale and shift).
 #define DCONV_IN(v) stowage_activate_code(fma((v), in_s, in_t), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
 #else

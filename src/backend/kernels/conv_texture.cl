@@ -57,20 +57,10 @@
 #include <stowage/image.cl.h>
 #include <stowage/slices.cl.h>
 
-#ifndef STOWAGE_IN_AFFINE
-#define STOWAGE_IN_AFFINE 0
-#endif
 #if STOWAGE_IN_AFFINE
 #define TCONV_IN_PARAMS                                                                                     \
   , __global const float* in_scale, __global const float* in_shift, int in_batch, int in_act, float in_act_a, \
       float in_act_b
-// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
-// is then not read), so that no switch runs per value read.
-#ifdef STOWAGE_IN_ACT
-#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
-#else
-#define STOWAGE_IN_ACT_CODE(act) (act)
-#endif
 
 /* Channels c0 .. c0 + 3 of v[base + c], zero from channel C on. */
 inline float4 stowage_in_lanes(__global const float* v, int base, int c0, int C) {

@@ -26,20 +26,10 @@
 // in_act_a, in_act_b (in_z1, in_z2: in_scale's strides per batch level).
 #include <stowage/epilogue.cl.h>
 
-#ifndef STOWAGE_IN_AFFINE
-#define STOWAGE_IN_AFFINE 0
-#endif
 #if STOWAGE_IN_AFFINE
 #define GEMM_IN_PARAMS                                                                                    \
   , __global const float* in_scale, __global const float* in_shift, int in_z1, int in_z2, int in_act, \
       float in_act_a, float in_act_b
-// STOWAGE_IN_ACT <code>: the input map's activation fixed when the unit is built (in_act
-// is then not read), so that no switch runs per value read.
-#ifdef STOWAGE_IN_ACT
-#define STOWAGE_IN_ACT_CODE(act) (STOWAGE_IN_ACT)
-#else
-#define STOWAGE_IN_ACT_CODE(act) (act)
-#endif
 // B[k][n] read through the map.
 #define GEMM_IN(v, k) \
   stowage_activate_code(fma((v), in_scale_z[k], in_shift[k]), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)

@@ -47,18 +47,6 @@
 #error "SE_LOCAL must be a power of two, SE_BLOCK divide it"
 #endif
 
-/* Adds partial[t .. t + lanes) into partial[t] for the work-items of lane 0 (`lanes`
- * a power of two, the same in the whole work-group), in a fixed order; every
- * work-item runs it once it has written partial[t]. */
-#define STOWAGE_SE_LANES_SUM(partial, t, lane, lanes)          \
-  do {                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                              \
-    for (int step_ = (lanes) / 2; step_ > 0; step_ >>= 1) {    \
-      if ((lane) < step_) partial[t] += partial[(t) + step_];  \
-      barrier(CLK_LOCAL_MEM_FENCE);                            \
-    }                                                          \
-  } while (0)
-
 __kernel void stowage_max_pool2d(__global const float* x, __global float* y, int H, int W, int P, int Q, int kernel_h,
                                  int kernel_w, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
                                  int dil_w) {

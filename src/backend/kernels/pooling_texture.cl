@@ -26,16 +26,6 @@
 #error "SE_LOCAL must be a power of two"
 #endif
 
-/* As in pooling.cl. */
-#define STOWAGE_SE_LANES_SUM(partial, t, lane, lanes)          \
-  do {                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                              \
-    for (int step_ = (lanes) / 2; step_ > 0; step_ >>= 1) {    \
-      if ((lane) < step_) partial[t] += partial[(t) + step_];  \
-      barrier(CLK_LOCAL_MEM_FENCE);                            \
-    }                                                          \
-  } while (0)
-
 __kernel void stowage_max_pool2d_image(read_only image2d_t x, write_only image2d_t y, int H, int W, int P, int Q,
                                        int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_top,
                                        int pad_left, int dil_h, int dil_w) {
