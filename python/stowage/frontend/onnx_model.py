@@ -200,9 +200,34 @@ def attributes_match_schemas(model):
     return True
 
 
+def refuse_names_not_text(graph, where="graph"):
+    """Refuses a name that is not text: protobuf hands a string field holding bytes that
+    are not UTF-8 over as bytes, which every later step takes for a str."""
+
+    def text(value, what):
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{where}: {what} {bytes(value)[:40]!r} is not UTF-8 text")
+
+    for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+        for v in values:
+            text(v.name, f"{kind} name")
+    for t in graph.initializer:
+        text(t.name, "initializer name")
+    for i, node in enumerate(graph.node):
+        for field in ("name", "op_type", "domain"):
+            text(getattr(node, field), f"node {i}'s {field}")
+        for name in list(node.input) + list(node.output):
+            text(name, f"node {i}'s value name")
+        for a in node.attribute:
+            text(a.name, f"node {i}'s attribute name")
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                refuse_names_not_text(g, f"{where}: node {i}: attribute '{a.name}'")
+
+
 def graph_of(model):
     """The neutral Graph of an ONNX model."""
     graph = model.graph
+    refuse_names_not_text(graph)
     for t in graph.sparse_initializer:
         raise UnsupportedError(f"sparse initializer '{t.values.name}' is not supported")
     initializers = {t.name: initializer_array(t) for t in graph.initializer}
