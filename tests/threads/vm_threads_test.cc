@@ -33,6 +33,16 @@ struct ThreadReport {
   std::string problem;
 };
 
+// Every thread saw no problem and every one of its invokes right.
+void expect_every_invoke_right(const std::vector<ThreadReport>& reports) {
+  int right = 0;
+  for (size_t t = 0; t < reports.size(); ++t) {
+    EXPECT_EQ(reports[t].problem, "") << "thread " << t;
+    right += reports[t].right;
+  }
+  EXPECT_EQ(right, kThreads * kInvokesPerThread);
+}
+
 // The inputs of invoke `i` on thread `thread`, and the result (x + y) * z they must give.
 struct Case {
   std::vector<int32_t> x, y, z, expected;
@@ -90,12 +100,7 @@ TEST(VmThreads, EightThreadsCreateVmsAtOnceFromAColdStartAndInvoke200TimesEach) 
     threads.emplace_back(run_thread, std::cref(exe), t, std::ref(start), std::ref(reports[t]));
   }
   for (auto& t : threads) t.join();
-  int right = 0;
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(reports[t].problem, "") << "thread " << t;
-    right += reports[t].right;
-  }
-  EXPECT_EQ(right, kThreads * kInvokesPerThread);
+  expect_every_invoke_right(reports);
   // The cache holds the one unit's binary, whole, and no temporary file.
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(cache)) files.push_back(entry.path().filename());
@@ -148,12 +153,7 @@ TEST(VmThreads, OneVmInvokedFromEightThreadsAtOnceGivesEveryResultRight) {
     threads.emplace_back(run_on_shared_vm, std::ref(**vm), t, std::ref(start), std::ref(reports[t]));
   }
   for (auto& t : threads) t.join();
-  int right = 0;
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(reports[t].problem, "") << "thread " << t;
-    right += reports[t].right;
-  }
-  EXPECT_EQ(right, kThreads * kInvokesPerThread);
+  expect_every_invoke_right(reports);
   // The VM goes on as before once the threads are gone.
   Case last = make_case(kThreads, kInvokesPerThread);
   EXPECT_EQ(invoke_case(**vm, last).as_tensor().to_vector<int32_t>(), last.expected);
