@@ -82,6 +82,14 @@ struct ImageExtent {
   friend bool operator==(const ImageExtent&, const ImageExtent&) = default;
 };
 
+// Where a tensor's rectangle starts inside its image storage, in pixels: column
+// x, row y. Written [y, x] in the text form, like sizes [height, width].
+struct ImageOffset {
+  uint64_t x = 0;
+  uint64_t y = 0;
+  friend bool operator==(const ImageOffset&, const ImageOffset&) = default;
+};
+
 // The image extent of a tensor of `shape` in `layout`; nullopt when the last
 // extent is not 4, the rank exceeds 5, or the extent overflows.
 std::optional<ImageExtent> image_extent(std::span<const int64_t> shape, ImageLayout layout);

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "stowage/bytecode/executable.h"
 #include "stowage/bytecode/kernel_signature.h"
 #include "stowage/bytecode/origins.h"
 #include "stowage/ir/op_table.h"
@@ -118,7 +119,8 @@ struct Binding {
   std::vector<std::string> vars;  // variable operands, see the table above
   std::vector<Arg> args;          // call_kernel / call
   std::vector<int64_t> shape;     // alloc_storage size, alloc_tensor / empty shape
-  int64_t offset = 0;             // alloc_tensor
+  int64_t offset = 0;             // alloc_tensor in a buffer scope: bytes
+  ImageOffset image_offset;       // alloc_tensor in an image scope: its top-left pixel
   int64_t device = 0;             // alloc_storage
   DType dtype = DType::kUInt8;    // alloc_storage / alloc_tensor / empty
   std::string scope;              // alloc_storage / empty / empty_discontiguous (the blocks')
@@ -137,7 +139,7 @@ struct Binding {
   // Structural equality (source locations and origins do not count).
   friend bool operator==(const Binding& a, const Binding& b) {
     return a.result == b.result && a.op == b.op && a.vars == b.vars && a.args == b.args &&
-           a.shape == b.shape && a.offset == b.offset && a.device == b.device &&
+           a.shape == b.shape && a.offset == b.offset && a.image_offset == b.image_offset && a.device == b.device &&
            a.dtype == b.dtype && a.scope == b.scope && a.callee == b.callee && a.grid == b.grid &&
            a.local == b.local && a.table_scope == b.table_scope && a.table_offsets == b.table_offsets &&
            a.data_offsets == b.data_offsets;
