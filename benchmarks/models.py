@@ -199,11 +199,12 @@ def zero_weights(model):
 
 
 def default_mode():
-    """The mode stowage.from_onnx compiles when not told, or None where that is no plain choice."""
+    """The mode stowage.from_onnx compiles when not told and given no tuning cache
+    (None: buffers; a tuning cache's whole-network choice is what `--choose fastest` shows)."""
     import inspect
 
     default = inspect.signature(sw.from_onnx).parameters["texture"].default
-    return ("texture" if default else "buffer") if isinstance(default, bool) else None
+    return "texture" if default else "buffer"
 
 
 # ---- Stowage -------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def load_module(path):
     return parse(text, path, constants=npz if os.path.exists(npz) else None)
 
 
-def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_limit=None,
+def from_onnx(model, shapes=None, texture=None, target=None, tuning=None, fold_limit=None,
               max_model_bytes=None):
     """An ONNX model (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`
     for ``target`` (None: :func:`default_target`, recorded as ``Module.target``);

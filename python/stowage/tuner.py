@@ -21,6 +21,15 @@ The compiler and the device may be on different machines, so the work is split:
 its input (zeros: no kernel's speed depends on the values); `time` needs only
 vm-run and numpy. Both show their progress on stderr; `--help` gives each option's
 default and the exit codes.
+
+Whole networks (stowage.tuner_nets): which mode and which convolution kernels each
+model runs fastest with, timed in the network's own sequence:
+
+    python -m stowage.tuner export-nets MODEL.onnx [MODEL.onnx ...] DIR [--layers CACHE]
+    python -m stowage.tuner time-nets DIR --vm-run PATH [-o stowage-tuning.json]
+
+`time-nets` adds a "nets" part to the cache (keeping the "layers" a cache file
+already has); from_onnx and stowage-import then take each listed model's choice.
 """
 
 import argparse
@@ -33,6 +42,7 @@ import sys
 import numpy as np
 
 from ._files import read_regular_file, write_atomically, write_text
+from . import tuner_nets
 from ._progress import Progress
 from .errors import InvalidInputError, StowageError
 
@@ -133,16 +143,20 @@ class _Quiet:
 
 
 def _time(vm_run, path, function, x, device, repeat, reps):
+    """vm-run's median time per invocation of `function` (us) and the device it ran on;
+    `x` is the input file, or a dict of parameter name to file."""
     reps = max(reps, 2)  # vm-run prints a median from 2 rounds on
-    cmd = [vm_run, path, "--function", function, "--input", x, "--repeat", str(repeat), "--reps", str(reps)]
+    inputs = [f"{name}={file}" for name, file in x.items()] if isinstance(x, dict) else [x]
+    cmd = [vm_run, path, "--info", "--function", function, *(a for i in inputs for a in ("--input", i)), "--repeat",
+           str(repeat), "--reps", str(reps)]
     if device:
         cmd += ["--device", device]
     run = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"median ([0-9.]+) us, min ([0-9.]+) us per invocation", run.stdout)
     if run.returncode != 0 or m is None:
         raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
-    first = run.stdout.splitlines()[0] if run.stdout else ""
-    return float(m.group(1)), first
+    on = re.search(r"^device: (.*)$", run.stdout, re.MULTILINE)
+    return float(m.group(1)), on.group(1) if on else None
 
 
 def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
@@ -158,9 +172,8 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
             times = {}
             for kernel in kernels:
                 steps.start(f"{kernel}: {layer['key']}")
-                times[kernel], first = _time(vm_run, path, kernel, x, device, repeat, reps)
-                m = re.search(r" on (.*)$", first)
-                device_name = device_name or (m.group(1) if m else None)
+                times[kernel], on = _time(vm_run, path, kernel, x, device, repeat, reps)
+                device_name = device_name or on
                 steps.done(f"{kernel} {times[kernel]:.1f} us: {layer['key']}")
             best = min(times, key=times.get)
             entries[layer["key"]] = {"kernel": best, "us": times}
@@ -168,16 +181,21 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
 
 
 def load(path):
-    """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel}}."""
+    """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel}},
+    and {"nets": {fingerprint: {"choice": candidate, ...}}} where the cache has whole networks."""
     cache = _read_json(path, "tuning cache")
-    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not isinstance(cache.get("layers"), dict):
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not isinstance(cache.get("layers", {}),
+                                                                                            dict):
         raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
     choices = {}
-    for key, entry in cache["layers"].items():
+    for key, entry in cache.get("layers", {}).items():
         if not isinstance(entry, dict) or not isinstance(entry.get("kernel"), str):
             raise InvalidInputError(f"tuning cache '{path}': layer '{key}' names no kernel")
         choices[key] = entry["kernel"]
-    return {"layers": choices}
+    tuning = {"layers": choices}
+    if "nets" in cache:
+        tuning["nets"] = tuner_nets.check_nets(cache["nets"], f"tuning cache '{path}'")
+    return tuning
 
 
 def _read_json(path, what):
@@ -189,8 +207,14 @@ def _read_json(path, what):
         raise InvalidInputError(f"{what} '{os.fsdecode(path)}': not JSON ({type(e).__name__}: {e})") from None
 
 
-def print_table(cache, out=sys.stdout):
+def print_table(cache, out=None):
+    out = out or sys.stdout
     print(f"# device: {cache['device']}; target: {cache['target']}\n", file=out)
+    if cache.get("nets"):
+        tuner_nets.print_nets_table(cache["nets"], out)
+        print(file=out)
+    if not cache.get("layers"):
+        return
     print("| layer | gemm (us) | direct (us) | chosen |", file=out)
     print("| --- | ---: | ---: | --- |", file=out)
     for key, entry in cache["layers"].items():
@@ -216,7 +240,7 @@ def main(argv=None):
                                                  "model takes, measured on the device, kept in a cache file that "
                                                  "stowage-import --tuning applies.",
                                      epilog=EPILOG, formatter_class=formatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time,export-nets,time-nets}")
     ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel (needs the compiler)",
                         description="Compiles each distinct buffer convolution of the models (not depthwise) as a "
                                     "function per kernel, into DIR: a .stw file and a zero input per layer, and "
@@ -237,8 +261,58 @@ def main(argv=None):
     tm.add_argument("--repeat", type=int, default=50, help="invocations per timed round")
     tm.add_argument("--reps", type=int, default=5, help="rounds per layer and kernel; the median round counts")
     tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write")
+    en = sub.add_parser("export-nets", help="compile whole models once per mode and kernel choice (needs the compiler)",
+                        description="Compiles each model once per candidate (buffer mode by the launch policy, "
+                                    "every convolution as GEMM, as direct, as a layer cache chose, texture mode) "
+                                    "into DIR, with zero inputs and DIR/nets.json.",
+                        epilog=EPILOG, formatter_class=formatter)
+    en.add_argument("paths", nargs="+", metavar="PATH", help="MODEL.onnx [MODEL.onnx ...] DIR")
+    en.add_argument("--target", default="opencl-gpu", help="a shipped target name or a target JSON file")
+    en.add_argument("--layers", metavar="CACHE", default=None,
+                    help="a layer cache (from `time`): adds the candidate of its per-layer choices")
+    tn = sub.add_parser("time-nets", help="time every exported model candidate in sequence and cache the fastest",
+                        description="Times each candidate of each exported model with vm-run on the device (whole "
+                                    "invocations), writes each model's fastest into the cache's 'nets' part (the "
+                                    "'layers' of an existing cache file are kept) and prints the table.",
+                        epilog=EPILOG, formatter_class=formatter)
+    tn.add_argument("dir", help="the folder export-nets wrote")
+    tn.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
+    tn.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
+    tn.add_argument("--repeat", type=int, default=20, help="invocations per timed round")
+    tn.add_argument("--reps", type=int, default=5, help="rounds per candidate; the median round counts")
+    tn.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "export-nets":
+            if len(args.paths) < 2:
+                en.error("export-nets needs at least one model and the output directory")
+            layers = load(args.layers) if args.layers else None
+            per_model = len(tuner_nets.CANDIDATES) - (0 if layers and layers["layers"] else 1)
+            with _steps(per_model * (len(args.paths) - 1), "compiling candidates", True) as steps:
+                nets = tuner_nets.export_nets(args.paths[:-1], args.paths[-1], args.target, layers, steps=steps)
+            print(f"exported {sum(len(n['candidates']) for n in nets)} candidates of {len(nets)} models to "
+                  f"{args.paths[-1]}")
+            return 0
+        if args.command == "time-nets":
+            if args.repeat < 1 or args.reps < 1:
+                tn.error("--repeat and --reps must be at least 1")
+            cache = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
+            if cache and cache.get("format") != CACHE_FORMAT:
+                raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
+            listing = _read_json(os.path.join(args.dir, "nets.json"), "network list")
+            total = sum(len(n.get("candidates", {})) for n in listing.get("nets", []) if isinstance(n, dict)) \
+                if isinstance(listing, dict) and isinstance(listing.get("nets"), list) else 0
+            with _steps(total, "timing candidates", True) as steps:
+                nets, first = tuner_nets.time_nets(
+                    args.dir, lambda path, inputs: _time(args.vm_run, path, "main", inputs, args.device, args.repeat,
+                                                         args.reps), steps=steps)
+            cache = {"format": CACHE_FORMAT, "target": listing.get("target"), "layers": {}, **cache,
+                     "device": first or cache.get("device")}
+            cache["nets"] = {**cache.get("nets", {}), **nets}
+            write_text(args.output, json.dumps(cache, indent=1))
+            print_table(cache)
+            print(f"\nwrote {args.output}")
+            return 0
         if args.command == "export":
             if len(args.paths) < 2:
                 ex.error("export needs at least one model and the output directory")

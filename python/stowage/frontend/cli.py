@@ -46,7 +46,12 @@ def main(argv=None):
                         help="a shipped target name or a target JSON file: kernels are chosen and compiled for it "
                              "(default: the default device's, opencl-gpu for a GPU, else opencl; STOWAGE_DEVICE "
                              "chooses the device)")
-    parser.add_argument("--texture", action="store_true", help="activations and convolution weights in textures")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--texture", dest="texture", action="store_const", const=True, default=None,
+                      help="activations and convolution weights in textures (default: the mode --tuning measured "
+                           "fastest for this model, else buffers)")
+    mode.add_argument("--buffers", dest="texture", action="store_const", const=False,
+                      help="activations and weights in buffers")
     parser.add_argument("--shape", action="append", default=[],
                         help="NAME=1x3x224x224 for an input left dynamic or of unknown rank")
     parser.add_argument("--report", action="store_true", help="print the memory report")
@@ -60,7 +65,8 @@ def main(argv=None):
                              f"reading (default {DEFAULT_MAX_MODEL_BYTES})")
     args = parser.parse_args(argv)
     from .. import compile as compile_module
-    from .onnx import from_onnx
+    from .onnx import from_onnx, mode_and_tuning
+    from .onnx_model import load_model
 
     malformed = _malformed()
     try:
@@ -70,12 +76,20 @@ def main(argv=None):
             from ..tuner import load
 
             tuning = load(args.tuning)
-        module = from_onnx(args.model, shapes=shapes, texture=args.texture, target=args.target, tuning=tuning,
+        model = load_model(args.model, args.max_model_bytes)
+        texture, tuning, why = mode_and_tuning(model, args.texture, tuning)
+        module = from_onnx(model, shapes=shapes, texture=texture, target=args.target, tuning=tuning,
                            fold_limit=args.fold_limit, max_model_bytes=args.max_model_bytes)
         exe = compile_module(module)  # for the target the module records
         exe.save(args.output)
         chosen = "" if args.target else " (the default device's; --target names another)"
-        print(f"wrote {args.output} for target {module.target}{chosen}")
+        mode = "texture" if texture else "buffer"
+        if why.startswith("tuning "):
+            why = f" (candidate {why.split(' ', 1)[1]}, measured fastest for this model: --tuning)"
+        else:
+            why = {"argument": "", "default": " (the default, not measured for this model: python -m stowage.tuner "
+                                              "export-nets and time-nets measure both modes on the device)"}[why]
+        print(f"wrote {args.output} for target {module.target}{chosen}, {mode} mode{why}")
     except (InvalidInputError, UnsupportedError) as e:
         print(f"stowage-import: error: {e}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ from .onnx_model import DEFAULT_MAX_MODEL_BYTES, graph_of, load_model, needs_upg
 from .registry import all_supported
 
 
-def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_limit=DEFAULT_FOLD_LIMIT,
+def from_onnx(model, shapes=None, texture=None, target=None, tuning=None, fold_limit=DEFAULT_FOLD_LIMIT,
               max_model_bytes=DEFAULT_MAX_MODEL_BYTES):
     """The ONNX ``model`` (an ``onnx.ModelProto``, bytes or a path) as a :class:`Module`
     whose function ``main`` takes the graph's inputs (named and ordered as the graph
@@ -32,8 +32,11 @@ def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_
     ``_``) and returns its outputs (one tensor, or a tuple of them in the graph's
     order). ``shapes`` gives the shapes of inputs whose dimensions the model leaves
     open, e.g. ``{"input": (1, 3, 224, 224)}``. ``texture=True`` keeps activations
-    and convolution weights in texture scopes. ``tuning`` sets kernel constants per
-    family, as :class:`stowage.ops.OpBuilder` takes them (docs/operators.md).
+    and convolution weights in texture scopes, ``False`` in buffers; None (the
+    default) takes the mode and kernels a tuning cache measured for this model
+    (``python -m stowage.tuner time-nets``), else buffers. ``tuning`` sets kernel
+    constants per family, as :class:`stowage.ops.OpBuilder` takes them
+    (docs/operators.md), and what :func:`stowage.tuner.load` reads from a cache.
     ``fold_limit`` caps the bytes of any value computed at import; ``max_model_bytes``
     the size of a model file read. ``target`` (a shipped target name or a target
     JSON file) chooses the kernels; None takes :func:`stowage.default_target`, the
@@ -61,6 +64,7 @@ def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_
 
     if target is None:
         target = default_target()
+    texture, tuning, _ = mode_and_tuning(proto, texture, tuning)
     bb = Builder()
     with bb.function("main") as f:
         ob = OpBuilder(bb, f, texture=texture, target=target, tuning=tuning)
@@ -81,6 +85,21 @@ def from_onnx(model, shapes=None, texture=False, target=None, tuning=None, fold_
     module = bb.module()
     module.target = os.fsdecode(target)  # compile() takes it, and refuses another
     return module
+
+
+def mode_and_tuning(proto, texture, tuning):
+    """(texture, tuning, why) for the OpBuilder: an explicit ``texture`` wins
+    ("argument"); else the tuning cache's whole-network choice for this model
+    ("tuning CANDIDATE"); else buffers ("default"). The cache's "nets" part is no kernel
+    setting and never reaches the OpBuilder."""
+    from ..tuner_nets import choice_for
+
+    chosen = choice_for(proto, tuning) if texture is None and tuning and tuning.get("nets") else None
+    if chosen is not None:
+        texture, tuning, candidate = chosen
+        return texture, tuning, f"tuning {candidate}"
+    rest = {k: v for k, v in (tuning or {}).items() if k != "nets"} or None
+    return bool(texture), rest, "default" if texture is None else "argument"
 
 
 def distinct_results(ob, f, params, results):
