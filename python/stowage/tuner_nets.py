@@ -9,6 +9,9 @@ candidate is the whole model, compiled once per choice:
 - ``buffer``: buffer mode, each convolution as the target's launch policy says;
 - ``buffer-gemm`` / ``buffer-direct``: every buffer convolution as implicit GEMM / direct;
 - ``buffer-layers``: the layer cache's choices, when one is given;
+- ``buffer-8x8``: the GEMM tiles computed with 8x8 accumulators per work-item (64
+  work-items a tile) instead of the target's setting: fewer, busier work-items, which
+  large convolutions (VGG's at 224x224) may prefer;
 - ``texture``: texture mode.
 
 `time_nets` times each with vm-run (the same zero inputs, ``--repeat`` invocations per
@@ -29,7 +32,8 @@ import numpy as np
 from ._files import write_atomically, write_text
 from .errors import InvalidInputError
 
-CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-layers", "texture")
+CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-layers", "buffer-8x8", "texture")
+WIDE_TILES = {"conv": {"CONV_WPT_M": 8, "CONV_WPT_N": 8}, "gemm": {"GEMM_WPT_M": 8, "GEMM_WPT_N": 8}}
 # The most models one export or cache holds (each entry is some hundred bytes).
 MAX_NETS = 10000
 
@@ -66,6 +70,8 @@ def candidate_settings(name, layers=None):
         return False, None
     if name == "buffer-layers":
         return False, {"layers": dict(layers or {})}
+    if name == "buffer-8x8":
+        return False, {family: dict(values) for family, values in WIDE_TILES.items()}
     kernel = name.split("-", 1)[1]
     return False, {"layers": EveryLayer(kernel)}
 

@@ -51,6 +51,15 @@ def test_from_onnx_takes_the_cached_choice_for_the_model(choice, tmp_path):
         assert uses_direct(module.text()) == (choice in ("buffer-direct", "buffer-layers"))
 
 
+@pytest.mark.parametrize("choice", ["buffer-gemm", "buffer-8x8"])
+def test_the_8x8_candidate_widens_the_gpu_targets_gemm_tiles(choice, tmp_path):
+    model = small_model()
+    tuning = tuner.load(cache_choosing(tmp_path, model, choice))
+    text = sw.from_onnx(model, target="opencl-gpu", tuning=tuning).text()
+    assert ("stowage_conv_k16_m64_n64_wm8_wn8" in text) == (choice == "buffer-8x8")
+    assert ("stowage_conv_k16_m64_n64_wm4_wn4" in text) == (choice == "buffer-gemm")
+
+
 def test_an_explicit_mode_wins_over_the_cache_and_other_models_take_the_default(tmp_path):
     model = small_model()
     tuning = tuner.load(cache_choosing(tmp_path, model, "texture"))
@@ -87,9 +96,10 @@ def test_export_nets_and_time_nets_cache_the_fastest_candidate(tmp_path, device,
     onnx.save(small_model(), tmp_path / "small.onnx")
     out = tmp_path / "nets"
     assert tuner.main(["export-nets", str(tmp_path / "small.onnx"), str(out), "--target", "opencl"]) == 0
-    assert "exported 4 candidates of 1 models" in capsys.readouterr().out
+    assert "exported 5 candidates of 1 models" in capsys.readouterr().out
     listing = json.loads((out / "nets.json").read_text())
-    assert sorted(listing["nets"][0]["candidates"]) == ["buffer", "buffer-direct", "buffer-gemm", "texture"]
+    assert sorted(listing["nets"][0]["candidates"]) == ["buffer", "buffer-8x8", "buffer-direct", "buffer-gemm",
+                                                        "texture"]
     cache_path = tmp_path / "tuning.json"
     cache_path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "target": "opencl", "device": "d",
                                       "layers": {"k": {"kernel": "gemm", "us": {"gemm": 1.0, "direct": 2.0}}}}))
@@ -100,7 +110,7 @@ def test_export_nets_and_time_nets_cache_the_fastest_candidate(tmp_path, device,
     cache = json.loads(cache_path.read_text())
     assert cache["layers"] == {"k": {"kernel": "gemm", "us": {"gemm": 1.0, "direct": 2.0}}}
     (entry,) = cache["nets"].values()
-    assert set(entry["us"]) == {"buffer", "buffer-direct", "buffer-gemm", "texture"}
+    assert set(entry["us"]) == {"buffer", "buffer-8x8", "buffer-direct", "buffer-gemm", "texture"}
     assert entry["choice"] == min(entry["us"], key=entry["us"].get)
     assert "| small.onnx |" in capsys.readouterr().out
     assert cache["device"] != "d"  # the device vm-run ran on
