@@ -173,10 +173,10 @@ TEST(ImageOffsetBytecode, ImageOffsetHalvesAreBelowTwoToThe31) {
   const uint64_t packed = uint64_t{1} << 31;  // x = 2^31
   Executable exe = make_image_tensor_executable(packed);
   EXPECT_EQ(refusal(exe),
-            code_message(exe, 14, 3, fmt::format("tensor in scope 'global.texture': image offset [0, 2147483648] is out "
-                                                 "of range: row and column must be below 2^31 (offset {} packs y << 32 "
-                                                 "| x)",
-                                                 packed)));
+            code_message(exe, 14, 3,
+                         fmt::format("tensor in scope 'global.texture': image offset [0, 2147483648] is out of range: "
+                                     "row and column must be below 2^31 (offset {} packs y << 32 | x)",
+                                     packed)));
 }
 
 TEST(ImageOffsetBytecode, ImageTensorOffsetsNeedVersion16) {

@@ -192,7 +192,8 @@ std::string vm_refusal(const Executable& exe) {
   auto machine = vm::VirtualMachine::create(std::make_shared<const Executable>(exe)).value_or_throw();
   std::vector<float> x = iota_image();
   try {
-    machine->invoke("main", {vm::Value::from(vm::host_tensor({3, 5, 4}, DType::kFloat32, std::as_bytes(std::span(x))))});
+    machine->invoke("main",
+                    {vm::Value::from(vm::host_tensor({3, 5, 4}, DType::kFloat32, std::as_bytes(std::span(x))))});
   } catch (const StowageError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kRuntime) << e.what();
     return e.what();

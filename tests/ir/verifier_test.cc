@@ -416,33 +416,33 @@ INSTANTIATE_TEST_SUITE_P(
         VerifierCase{.name = "ImageTensorsOverlapByOnePixel",
                      .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 4, 4], float32)",
                               "b = alloc_tensor(img, [3, 3], [2, 2, 4], float32)"},
-                     .expected = "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, [3, 3], [2, 2, 4], "
-                                 "float32)': tensor 'b' (rows 3 to 4, columns 3 to 4) overlaps live tensor 'a' (rows 0 "
-                                 "to 3, columns 0 to 3) in image storage 'img'"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, [3, 3], [2, 2, "
+                                 "4], float32)': tensor 'b' (rows 3 to 4, columns 3 to 4) overlaps live tensor 'a' "
+                                 "(rows 0 to 3, columns 0 to 3) in image storage 'img'"},
         VerifierCase{.name = "ImageTensorTakesTheRectangleOfAKilledOne",
                      .body = {kImage, "a = alloc_tensor(img, [2, 2], [4, 4, 4], float32)", "kill_object(a)",
                               "b = alloc_tensor(img, [0, 0], [8, 8, 4], float32)"},
                      .expected = "ok"},
         VerifierCase{.name = "ImageTensorOutsideItsStorage",
                      .body = {kImage, "t = alloc_tensor(img, [15, 0], [2, 8, 4], float32)"},
-                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [15, 0], [2, 8, 4], "
-                                 "float32)': tensor 't' (activation layout) in storage 'img' needs an image of height 2 "
-                                 "and width 8 at [15, 0], but the storage is [16, 8]"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [15, 0], [2, 8, "
+                                 "4], float32)': tensor 't' (activation layout) in storage 'img' needs an image of "
+                                 "height 2 and width 8 at [15, 0], but the storage is [16, 8]"},
         VerifierCase{.name = "ImageTensorOneColumnTooFarRight",
                      .body = {kImage, "t = alloc_tensor(img, [0, 1], [2, 8, 4], float32)"},
-                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [0, 1], [2, 8, 4], "
-                                 "float32)': tensor 't' (activation layout) in storage 'img' needs an image of height 2 "
-                                 "and width 8 at [0, 1], but the storage is [16, 8]"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [0, 1], [2, 8, "
+                                 "4], float32)': tensor 't' (activation layout) in storage 'img' needs an image of "
+                                 "height 2 and width 8 at [0, 1], but the storage is [16, 8]"},
         VerifierCase{.name = "ImageOffsetBelowTwoToThe31",
                      .body = {kImage, "t = alloc_tensor(img, [2147483648, 0], [2, 8, 4], float32)"},
                      .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [2147483648, 0], "
-                                 "[2, 8, 4], float32)': tensor 't': image offset [2147483648, 0] is out of range: row and "
-                                 "column must be below 2^31"},
+                                 "[2, 8, 4], float32)': tensor 't': image offset [2147483648, 0] is out of range: row "
+                                 "and column must be below 2^31"},
         VerifierCase{.name = "ImageOffsetInABufferStorage",
                      .body = {kStorage, "t = alloc_tensor(s, [0, 1], [4], int32)"},
-                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, [0, 1], [4], int32)': "
-                                 "tensor 't' in buffer storage 's' has an image offset [0, 1]; a tensor in a buffer is "
-                                 "placed at a byte offset"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, [0, 1], [4], "
+                                 "int32)': tensor 't' in buffer storage 's' has an image offset [0, 1]; a tensor in a "
+                                 "buffer is placed at a byte offset"},
         // Image parameters and offsets.
         VerifierCase{.name = "ImageOffsetParametersTakeTensorsAnywhere",
                      .body = {kImage, kImage2, "a = alloc_tensor(img, [3, 4], [2, 4, 4], float32)",
@@ -468,7 +468,8 @@ INSTANTIATE_TEST_SUITE_P(
         VerifierCase{.name = "OneImageReadThroughTwoTensors",
                      .body = {kImage, kImage2, "a = alloc_tensor(img, [0, 0], [8, 4], float32)",
                               "b = alloc_tensor(img, [1, 0], [8, 4], float32)",
-                              "c = alloc_tensor(img2, 0, [8, 4], float32)", "call_kernel(img_off_add, [a, b, c], grid=[8])"},
+                              "c = alloc_tensor(img2, 0, [8, 4], float32)",
+                              "call_kernel(img_off_add, [a, b, c], grid=[8])"},
                      .expected = "ok"},
         // Views of tensors in images: bands of whole rows.
         VerifierCase{.name = "ImageViewOfWholeRows",
@@ -486,8 +487,8 @@ INSTANTIATE_TEST_SUITE_P(
                      .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
                               "v = view(a, 0, [8, 4, 4], float32)"},
                      .expected = "v.stir:8:3: error: function 'main', binding 'v = view(a, 0, [8, 4, 4], float32)': a "
-                                 "view of 'a' in image scope 'global.texture' is whole rows of it: the view is 4 pixels "
-                                 "wide, 'a' 8"},
+                                 "view of 'a' in image scope 'global.texture' is whole rows of it: the view is 4 "
+                                 "pixels wide, 'a' 8"},
         VerifierCase{.name = "ImageViewRowsOutsideTheTensor",
                      .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
                               "v = view(a, 384, [2, 8, 4], float32)"},
@@ -564,8 +565,8 @@ INSTANTIATE_TEST_SUITE_P(
             .body = {kImage, "a = alloc_tensor(img, 0, [2, 8, 4], float32)",
                      "b = alloc_tensor(img, 0, [8, 4], float32)"},
             .expected = "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, 0, [8, 4], float32)': "
-                        "tensor 'b' (rows 0 to 0, columns 0 to 7) overlaps live tensor 'a' (rows 0 to 1, columns 0 to 7) "
-                        "in image storage 'img'"},
+                        "tensor 'b' (rows 0 to 0, columns 0 to 7) overlaps live tensor 'a' (rows 0 to 1, columns 0 "
+                        "to 7) in image storage 'img'"},
 
         // call_kernel
         VerifierCase{.name = "KernelArgumentCount",
