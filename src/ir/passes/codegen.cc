@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "stowage/bytecode/storage_rules.h"
+
 namespace stowage::ir {
 namespace {
 
@@ -246,10 +248,12 @@ class FunctionLowering {
         if (auto it = storage_scope_.find(b.vars[0]); it != storage_scope_.end()) {
           note_offset(*b_.scope_requirement(it->second), static_cast<uint64_t>(b.offset));
         }
+        // A tensor in an image is placed at a pixel: the operand packs it (y << 32 | x).
+        const uint64_t offset =
+            b.image_offset != ImageOffset{} ? pack_image_offset(b.image_offset) : static_cast<uint64_t>(b.offset);
         uint32_t shape = b_.shape_constant(b.shape);
         uint32_t r = define(b.result);
-        emit(Opcode::kAllocTensor,
-             {r, storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+        emit(Opcode::kAllocTensor, {r, storage, offset, shape, static_cast<uint64_t>(b.dtype)});
         return {};
       }
       case Op::kView: {
@@ -274,13 +278,15 @@ class FunctionLowering {
         auto k = kernels_.find(b.callee);
         if (k == kernels_.end()) return codegen_error(f_, &b, fmt::format("unknown kernel '{}'", b.callee));
         // A discontiguous tensor fills three parameters (tables, root, data): its
-        // register repeats in all three slots, so the list matches the signature.
+        // register repeats in all three slots, so the list matches the signature
+        // but for image offsets, which the VM sets and the list leaves out.
         const auto& params = b_.exe().kernels[k->second].params;
         std::vector<DType> literal_types;
         for (size_t i = 0, p = 0; i < b.args.size(); ++i) {
           bool spread = b.args[i].kind == Arg::Kind::kVar && discontiguous_.count(b.args[i].var) != 0;
           literal_types.push_back(p < params.size() ? params[p].dtype : DType::kInt64);
           p += spread ? 3 : 1;
+          while (p < params.size() && params[p].is_image_offset()) ++p;
         }
         STOWAGE_TRY_ASSIGN(std::vector<uint32_t> regs, arg_registers(b, literal_types));
         std::vector<uint32_t> list;
