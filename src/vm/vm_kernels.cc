@@ -143,7 +143,8 @@ void check_image_aliasing(const KernelSignature& sig, const Instruction& ins, co
       throw_runtime(fmt::format("kernel '{}' parameters {} '{}' and {} '{}': one image storage is bound to a {} and a "
                                 "{} parameter; one kernel cannot read and write the same image",
                                 sig.name, i, sig.params[i].name, j, sig.params[j].name,
-                                kernel_param_kind_name(sig.params[i].kind), kernel_param_kind_name(sig.params[j].kind)));
+                                kernel_param_kind_name(sig.params[i].kind),
+                                kernel_param_kind_name(sig.params[j].kind)));
     }
   }
 }
