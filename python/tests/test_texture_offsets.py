@@ -226,15 +226,17 @@ def act_image(channels=C, h=H, w=W, out=False, n=N):
     return Image((n, (channels + 3) // 4, h, w, 4), out=out, channels=channels)
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_conv2d_image(stride):
+@pytest.mark.parametrize("stride, weight_buffer", [(1, 0), (2, 0), (1, 1)])
+def test_conv2d_image(stride, weight_buffer):
     k, p, q = 8, (H + 2 - 3) // stride + 1, (W + 2 - 3) // stride + 1
-    k4 = k // 4
-    local = [2, 4, 2]
-    grid = [up((q + 3) // 4, 2), up(N * p, 4), 1 * ((k4 + 1) // 2) * 2]
-    args = [act_image(), Weight((k4, C4 * 4, 3, 3, 4)), Buffer((k4, 4)), act_image(k, p, q),
-            act_image(k, p, q, out=True), N, C, H, W, k, p, q, 3, 3, stride, stride, 1, 1, 1, 1, 1, 3, 0, 0.0, 0.0]
-    run_case("conv_texture", "stowage_conv2d_image", args, grid, local)
+    k4, slices = k // 4, 2
+    local = [2, 4, slices]
+    grid = [up((q + 3) // 4, 2), up(N * p, 4), (k4 + 1) // 2 * slices]  # one group, TCONV_OB = 2
+    weights = (Buffer if weight_buffer else Weight)((k4, C4 * 4, 3, 3, 4))
+    args = [act_image(), weights, Buffer((k4, 4)), act_image(k, p, q), act_image(k, p, q, out=True), N, C, H, W, k,
+            p, q, 3, 3, stride, stride, 1, 1, 1, 1, 1, 3, 0, 0.0, 0.0]
+    defines = {"TCONV_WEIGHT_BUFFER": 1} if weight_buffer else None
+    run_case("conv_texture", "stowage_conv2d_image", args, grid, local, defines)
 
 
 def test_conv2d_image_with_an_input_map():
@@ -255,14 +257,17 @@ def test_conv2d_depthwise_image():
     run_case("conv_texture", "stowage_conv2d_depthwise_image", args, [2, up(N * H, 2), c4], [2, 2, 1])
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_conv2d_dwpw_image(stride):
-    # Stride 1 takes the kernel's 3-wide row path, stride 2 the general one.
+@pytest.mark.parametrize("stride, share", [(1, 1), (2, 1), (1, 2)])
+def test_conv2d_dwpw_image(stride, share):
+    # Stride 1 takes the kernel's 3-wide row path, stride 2 the general one; share 2
+    # splits the depthwise values between two work-items (TDWPW_SHARE).
     k, p, q = 8, (H + 2 - 3) // stride + 1, (W + 2 - 3) // stride + 1
     args = [act_image(), Weight((C4, 1, 3, 3, 4)), Buffer((C4, 4)), Weight((2, C4 * 4, 1, 1, 4)), Buffer((2, 4)),
             act_image(k, p, q), act_image(k, p, q, out=True), N, C, H, W, k, p, q, 3, 3, stride, stride, 1, 1, 1, 1,
             1, 0.0, 0.0, 3, 0, 0.0, 0.0]
-    run_case("conv_texture", "stowage_conv2d_dwpw_image", args, [up((q + 3) // 4, 2), up(N * p, 4), 1], [2, 4, 1])
+    grid = [up((q + 3) // 4, 2), up(N * p, 4), share]  # one slice; K4 = 2 blocks fit one step of TDWPW_OB 2
+    defines = {"TDWPW_SHARE": share} if share > 1 else None
+    run_case("conv_texture", "stowage_conv2d_dwpw_image", args, grid, [2, 4, share], defines)
 
 
 @pytest.mark.parametrize("stride", [1, 2])
