@@ -36,10 +36,12 @@
 //   per work-item.
 // - Dimension 0 runs along a row: a warp's input reads are neighbouring pixels
 //   (the texture cache's 2D locality), its weight reads one address.
-// - Padding: positions outside the plane read as zeros (textures: CLK_ADDRESS_CLAMP
-//   reads zeros left of the image; columns from W on are not read, the image may be
-//   wider than the tensor); rows above and below a plane are skipped (they belong
-//   to the neighbouring plane).
+// - Padding: columns outside the plane read as zeros, tested explicitly (on
+//   textures too: the pixels around a tensor may belong to other tensors); rows
+//   above and below a plane are skipped (they belong to the neighbouring plane).
+// - Textures: x and y may sit anywhere in their images: the stowage_image_offset
+//   after each (<stowage/image_offset.cl.h>, set by the VM, not listed by
+//   call_kernel) is added to their coordinates. w sits at its image's origin.
 #define CONV_PX 4           // pixels of a row per work-item
 #define CONV_OB 2           // float4 blocks of output channels per work-item
 #define CONV_MAX_GROUP 128  // work-items per group (the reduction area's size)
@@ -50,14 +52,15 @@
 // The layout's accesses, in the kernel's names: weight float4 i of plane ci4 for
 // blocks ob.., the input at (ci4, iy, ix) or zero outside the row, output (o, p).
 #ifdef CONV2D_TEXTURE
+#include <stowage/image_offset.cl.h>
 __constant sampler_t kConvSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 #define CONV_LOAD_W(ci4, i) read_imagef(w, kConvSampler, (int2)((ci4) * 36 + (i) % 36, ob + (i) / 36))
 #define CONV_LOAD_X(ci4, iy, ix) \
-  ((ix) < W ? read_imagef(x, kConvSampler, (int2)((ix), (ci4) * H + (iy))) : (float4)(0.0f))
-#define CONV_STORE_Y(o, p, v) write_imagef(y, (int2)(x0 + (p), (ob + (o)) * H + row), (v))
+  ((ix) >= 0 && (ix) < W ? read_imagef(x, kConvSampler, (int2)((ix), (ci4) * H + (iy)) + x_off) : (float4)(0.0f))
+#define CONV_STORE_Y(o, p, v) write_imagef(y, (int2)(x0 + (p), (ob + (o)) * H + row) + y_off, (v))
 
-__kernel void conv2d_texture(read_only image2d_t x, read_only image2d_t w, write_only image2d_t y,
-                             int C, int H, int W) {
+__kernel void conv2d_texture(read_only image2d_t x, stowage_image_offset x_off, read_only image2d_t w,
+                             write_only image2d_t y, stowage_image_offset y_off, int C, int H, int W) {
 #else
 #define CONV_LOAD_W(ci4, i) w[((size_t)(ob + (i) / 36) * C + (ci4) * 4) * 9 + (i) % 36]
 #define CONV_LOAD_X(ci4, iy, ix) \

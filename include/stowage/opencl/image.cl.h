@@ -5,8 +5,9 @@
 #ifndef STOWAGE_IMAGE_CL_H
 #define STOWAGE_IMAGE_CL_H
 
-/* Image reads of the texture kernels: unnormalised coordinates, zeros outside
- * the image (kernels still check extents: an image may be wider than its tensor). */
+/* Image reads of the texture kernels: unnormalised coordinates. The clamp only
+ * keeps a stray read defined: kernels test their tensor's extents themselves, since
+ * the pixels around a tensor may belong to other tensors of the same image. */
 __constant sampler_t kStowageSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 
 /* Zeroes the lanes of a pixel that hold channels c4 * 4 + i >= C (NCHW4c pads

@@ -3,6 +3,10 @@
 // Activations live in `global.texture` images as [N, C4, H, W, 4] (C4 = ceil(C/4);
 // the pixel at column w, row (n * C4 + c4) * H + h holds channels 4 c4 .. 4 c4 + 3,
 // zeros past C). Results keep that convention: lanes of channels >= K are written 0.
+// Each activation image is followed by its tensor's offset in the image (x_off, res_off,
+// y_off; <stowage/image_offset.cl.h>), added to every coordinate; padding taps are
+// tested against the tensor's extents, never read from the pixels around it (they may
+// belong to other tensors). Weight images sit at their image's origin.
 //
 // stowage_conv2d_image: groups == 1, or groups whose input and output channel
 //   counts (C / groups, K / groups) are multiples of 4. Weights in a
@@ -55,6 +59,7 @@
 // past C meet zero weights). The padding stays zero.
 #include <stowage/epilogue.cl.h>
 #include <stowage/image.cl.h>
+#include <stowage/image_offset.cl.h>
 #include <stowage/slices.cl.h>
 
 #if STOWAGE_IN_AFFINE
@@ -106,11 +111,12 @@ inline float4 stowage_in_lanes(__global const float* v, int base, int c0, int C)
 #define TDWPW_MAX_GROUP 128  // the same for stowage_conv2d_dwpw_image, whose local memory is larger
 #endif
 
-__kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
-                                   read_only image2d_t res, write_only image2d_t y, int N, int C, int H, int W, int K,
-                                   int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
-                                   int dil_h, int dil_w, int groups, int flags, int act, float act_a,
-                                   float act_b TCONV_IN_PARAMS) {
+__kernel void stowage_conv2d_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS w,
+                                   __global const float4* bias, read_only image2d_t res,
+                                   stowage_image_offset res_off, write_only image2d_t y,
+                                   stowage_image_offset y_off, int N, int C, int H, int W, int K, int P, int Q, int R,
+                                   int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
+                                   int groups, int flags, int act, float act_a, float act_b TCONV_IN_PARAMS) {
   __local float4 partial[TCONV_MAX_GROUP * TCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);
@@ -129,7 +135,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
     if (active && slice == 0)
       for (int o = 0; o < TCONV_OB && ob0 + o < ob_end; ++o)
         for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
-          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p), (float4)(NAN));
+          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p) + y_off, (float4)(NAN));
     return;
   }
 
@@ -141,7 +147,7 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
 
   // Slice `slice` of the work-group takes the input blocks slice, slice + slices, ...
   for (int cb = slice; active && cb < Cg4; cb += slices) {
-    const int plane_row = (img * C4 + g * Cg4 + cb) * H;
+    const int plane_row = (img * C4 + g * Cg4 + cb) * H + x_off.y;
 #if STOWAGE_IN_AFFINE
     const int in_c0 = (g * Cg4 + cb) * 4;
     const float4 in_s = stowage_in_lanes(in_scale, img * in_batch, in_c0, C);
@@ -155,8 +161,9 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
 #pragma unroll
         for (int i = 0; i < TCONV_PX; ++i) {
           const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
-          in[i] = (iw >= 0 && iw < W) ? TCONV_IN(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)))
-                                      : (float4)(0.0f);
+          in[i] = (iw >= 0 && iw < W)
+                      ? TCONV_IN(read_imagef(x, kStowageSampler, (int2)(iw + x_off.x, plane_row + ih)))
+                      : (float4)(0.0f);
         }
         const int col = (cb * 4 * R + r) * S + s;
 #pragma unroll
@@ -201,22 +208,23 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __g
       float4 v = stowage_slices_sum(partial, acc[o][i], j, TCONV_OUTPUTS, slices, items, t);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
-      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+      write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
     }
   }
 }
 
-__kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, STOWAGE_WEIGHTS w, __global const float4* bias,
-                                             read_only image2d_t res, write_only image2d_t y, int N, int C, int H,
-                                             int W, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
-                                             int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
-                                             float act_b) {
+__kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS w,
+                                             __global const float4* bias, read_only image2d_t res,
+                                             stowage_image_offset res_off, write_only image2d_t y,
+                                             stowage_image_offset y_off, int N, int C, int H, int W, int P, int Q,
+                                             int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
+                                             int dil_h, int dil_w, int flags, int act, float act_a, float act_b) {
   const int q0 = get_global_id(0) * TCONV_PX, np = get_global_id(1), cb = get_global_id(2);
   if (q0 >= Q || np >= N * P) return;
   const int C4 = (C + 3) / 4;
   const int img = np / P, p = np - img * P;
-  const int plane_row = (img * C4 + cb) * H;
+  const int plane_row = (img * C4 + cb) * H + x_off.y;
   float4 acc[TCONV_PX];
 #pragma unroll
   for (int i = 0; i < TCONV_PX; ++i) acc[i] = (float4)(0.0f);
@@ -228,7 +236,8 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, STOWAGE_WEIG
 #pragma unroll
       for (int i = 0; i < TCONV_PX; ++i) {
         const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
-        if (iw >= 0 && iw < W) acc[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, acc[i]);
+        if (iw >= 0 && iw < W)
+          acc[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw + x_off.x, plane_row + ih)), wv, acc[i]);
       }
     }
   }
@@ -239,17 +248,18 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, STOWAGE_WEIG
     const int q = q0 + i;
     if (q >= Q) break;
     float4 v = acc[i] + bv;
-    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-    write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), cb, C));
+    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+    write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), cb, C));
   }
 }
 
-__kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS wd, __global const float4* bd,
-                                        STOWAGE_WEIGHTS w, __global const float4* bias, read_only image2d_t res,
-                                        write_only image2d_t y, int N, int C, int H, int W, int K, int P, int Q, int R,
-                                        int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h,
-                                        int dil_w, int dw_act, float dw_act_a, float dw_act_b, int flags, int act,
-                                        float act_a, float act_b) {
+__kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS wd,
+                                        __global const float4* bd, STOWAGE_WEIGHTS w, __global const float4* bias,
+                                        read_only image2d_t res, stowage_image_offset res_off,
+                                        write_only image2d_t y, stowage_image_offset y_off, int N, int C, int H,
+                                        int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
+                                        int pad_top, int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
+                                        float dw_act_b, int flags, int act, float act_a, float act_b) {
   __local float4 partial[TDWPW_MAX_GROUP * TDWPW_OUTPUTS];
 #if TDWPW_SHARE > 1
   __local float4 shared_mid[TDWPW_MAX_GROUP * TCONV_PX];
@@ -267,7 +277,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
     if (active && slice == 0)  // a launch this kernel was not written for: NaN shows it
       for (int o = 0; o < TDWPW_OB && ob0 + o < K4; ++o)
         for (int i = 0; i < TCONV_PX && q0 + i < Q; ++i)
-          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p), (float4)(NAN));
+          write_imagef(y, (int2)(q0 + i, (img * K4 + ob0 + o) * P + p) + y_off, (float4)(NAN));
     return;
   }
 
@@ -286,7 +296,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
 #pragma unroll
     for (int i = 0; i < TCONV_PX; ++i) mid[i] = (float4)(0.0f);
     if (active && cb < C4) {
-      const int plane_row = (img * C4 + cb) * H;
+      const int plane_row = (img * C4 + cb) * H + x_off.y;
       const float4 bdv = bd[cb];
 #pragma unroll
       for (int i = 0; i < TCONV_PX; ++i) mid[i] = bdv;
@@ -299,7 +309,8 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
 #pragma unroll
           for (int j = 0; j < TCONV_PX + 2; ++j) {
             const int iw = iw0 + j;
-            row[j] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)) : (float4)(0.0f);
+            row[j] = (iw >= 0 && iw < W) ? read_imagef(x, kStowageSampler, (int2)(iw + x_off.x, plane_row + ih))
+                                         : (float4)(0.0f);
           }
           const float4 w0 = STOWAGE_WEIGHT(wd, R * 3, r * 3, cb);
           const float4 w1 = STOWAGE_WEIGHT(wd, R * 3, r * 3 + 1, cb);
@@ -314,7 +325,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
           for (int i = 0; i < TCONV_PX; ++i) {
             const int iw = (q0 + i) * stride_w - pad_left + s * dil_w;
             if (iw >= 0 && iw < W)
-              mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw, plane_row + ih)), wv, mid[i]);
+              mid[i] = fma(read_imagef(x, kStowageSampler, (int2)(iw + x_off.x, plane_row + ih)), wv, mid[i]);
           }
         }
       }
@@ -384,8 +395,8 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, STOWAGE_WEIGHTS w
       float4 v = stowage_slices_sum(partial, acc[o][i], j, TDWPW_OUTPUTS, slices, slice_items, ts);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
-      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row));
-      write_imagef(y, (int2)(q, row), stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
+      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+      write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
     }
   }
 }

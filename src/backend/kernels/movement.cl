@@ -35,6 +35,7 @@
 #include <stowage/dtype.cl.h>
 #include <stowage/grid6.cl.h>
 #include <stowage/image.cl.h>
+#include <stowage/image_offset.cl.h>
 
 // Resize's coordinates in double precision where the device has it (as ONNX's
 // reference computes them), else in float.
@@ -249,11 +250,13 @@ __kernel void stowage_resize_axis(__global const stowage_t* x, __global const fl
 // stowage_resize_image: Resize of H and W of an NCHW4c image x [N, C4, H, W, 4] into
 //   y [N, C4, h_out, w_out, 4] in one pass (the two axes' taps multiplied; an axis
 //   left alone is sized with its own extent, an identity). Not tf_crop_and_resize.
+//   x_off, y_off: the tensors' offsets in their images; taps are clamped to x's extents.
 //   Launch: grid = [w_out rounded up to local0, h_out rounded up to local1, N * C4].
-__kernel void stowage_resize_image(read_only image2d_t x, write_only image2d_t y, __global const float* scales,
-                                   int h_in, int w_in, int h_out, int w_out, int scale_h_at, int sized_h,
-                                   int scale_w_at, int sized_w, int mode, int filter, int nearest, float cubic_a,
-                                   int exclude_outside, int antialias) {
+__kernel void stowage_resize_image(read_only image2d_t x, stowage_image_offset x_off, write_only image2d_t y,
+                                   stowage_image_offset y_off, __global const float* scales, int h_in, int w_in,
+                                   int h_out, int w_out, int scale_h_at, int sized_h, int scale_w_at, int sized_w,
+                                   int mode, int filter, int nearest, float cubic_a, int exclude_outside,
+                                   int antialias) {
   const int w = get_global_id(0), h = get_global_id(1), plane = get_global_id(2);
   if (w >= w_out || h >= h_out) return;
   const stowage_resize_taps ph = stowage_resize_plan(h, h_in, h_out, scales[scale_h_at], sized_h, 0, 1, mode, filter,
@@ -267,17 +270,18 @@ __kernel void stowage_resize_image(read_only image2d_t x, write_only image2d_t y
     const stowage_coord wh = stowage_resize_weight(ph, th, h_in, filter, cubic_a, exclude_outside, &kh);
     total_h += wh;
     float4 row = 0.0f;
+    const int in_row = plane * h_in + kh + x_off.y;
     total_w = 0;
     for (int tw = 0; tw < pw.taps; ++tw) {
       int kw;
       const stowage_coord ww = stowage_resize_weight(pw, tw, w_in, filter, cubic_a, exclude_outside, &kw);
-      row += (float)ww * read_imagef(x, kStowageSampler, (int2)(kw, plane * h_in + kh));
+      row += (float)ww * read_imagef(x, kStowageSampler, (int2)(kw + x_off.x, in_row));
       total_w += ww;
     }
     acc += (float)wh * row;
   }
   if ((antialias || exclude_outside) && total_h * total_w != 0) acc /= (float)(total_h * total_w);
-  write_imagef(y, (int2)(w, plane * h_out + h), acc);
+  write_imagef(y, (int2)(w, plane * h_out + h) + y_off, acc);
 }
 
 __kernel void stowage_trilu(__global const stowage_t* x, __global stowage_t* y, int rows, int cols, int k, int upper) {
