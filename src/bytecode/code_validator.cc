@@ -514,9 +514,11 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
       }
     }
   }
-  if (ins.list.size() != kernel.params.size()) {
-    return error_at(list_word(ins, 0) - 1, fmt::format("{} arguments passed, kernel '{}' takes {}", ins.list.size(),
-                                                       kernel.name, kernel.params.size()));
+  // Image offset parameters take no register: the VM sets them from the image's tensor.
+  if (const size_t listed = listed_param_count(kernel); ins.list.size() != listed) {
+    return error_at(list_word(ins, 0) - 1, fmt::format("{} arguments passed, kernel '{}' takes {}{}", ins.list.size(),
+                                                       kernel.name, listed,
+                                                       listed == kernel.params.size() ? "" : " (image offsets aside)"));
   }
   return Status::ok();
 }

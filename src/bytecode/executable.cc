@@ -83,6 +83,11 @@ const std::vector<NodeOrigin>* Executable::origin_of(uint32_t function, uint32_t
 }
 
 uint16_t Executable::required_minor_version() const {
+  for (const KernelSignature& k : kernels) {
+    for (const KernelParam& p : k.params) {
+      if (p.is_image_offset()) return 6;
+    }
+  }
   if (!memory_plans.empty() || !origins.empty()) return 5;
   for (const Function& f : functions) {
     if (f.result.kind == ValueKind::kTuple) return 4;

@@ -74,6 +74,7 @@ class Reader {
   Status read_value_desc(SectionCursor& in, ValueDesc& out, ValueRole role);
   Status read_tuple_fields(SectionCursor& in, ValueDesc& out);
   Status read_kernel_param(SectionCursor& in, KernelParam& out);
+  Status check_image_offset_param(SectionCursor& in, uint64_t at, const KernelSignature& kernel, uint32_t p);
   Status check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at);
   Status read_scope(SectionCursor& in, ScopeRequirement& out);
   Status check_image_feature();
@@ -231,6 +232,23 @@ Status Reader::read_kernel_param(SectionCursor& in, KernelParam& out) {
   return Status::ok();
 }
 
+// An image offset parameter (version 1.6) is an int2 right after the image it belongs to.
+Status Reader::check_image_offset_param(SectionCursor& in, uint64_t at, const KernelSignature& kernel, uint32_t p) {
+  const KernelParam& param = kernel.params[p];
+  if (exe_.minor_version < 6) {
+    return in.error_at(at, fmt::format("an image offset parameter needs version 1.6; the file declares 1.{}",
+                                       exe_.minor_version));
+  }
+  if (p == 0 || !kernel.params[p - 1].is_image()) {
+    return in.error_at(at, "an image offset parameter must directly follow an image parameter");
+  }
+  if (param.dtype != DType::kInt32 || param.lanes != 2 || param.is_const) {
+    return in.error_at(at, fmt::format("an image offset parameter is an int2 (int32, 2 lanes, no flags), not {} x{}{}",
+                                       dtype_name(param.dtype), param.lanes, param.is_const ? " const" : ""));
+  }
+  return Status::ok();
+}
+
 // A unit may not make the device compiler read a file of the machine it runs on
 // (kernel_source.h lists the forms); the compiler inlines the headers it ships.
 Status Reader::check_self_contained(SectionCursor& in, std::string_view source, uint64_t source_at) {
@@ -278,7 +296,9 @@ Status Reader::read_kernels() {
     k.params.resize(params);
     for (uint32_t p = 0; p < params; ++p) {
       in.set_context(fmt::format("kernel {} '{}' parameter {}", i, k.name, p));
+      at = in.offset();
       STOWAGE_TRY(read_kernel_param(in, k.params[p]));
+      if (k.params[p].is_image_offset()) STOWAGE_TRY(check_image_offset_param(in, at, k, p));
     }
   }
   in.set_context("");

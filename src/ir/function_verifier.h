@@ -67,6 +67,10 @@ struct VarInfo {
   const ScopeDesc* scope = nullptr;     // where the value lives, when known
   std::optional<StorageInfo> storage;   // alloc_storage results
   std::vector<Placement> placements;    // tensors allocated in known storages
+  // Tensors in image storages: the storage variable (the tensor itself for an
+  // unplanned `empty`, whose image the planner makes) and the top-left pixel.
+  std::string image_storage;
+  ImageOffset image_offset;
   std::optional<DiscontiguousInfo> discontiguous;
 };
 
@@ -132,7 +136,8 @@ class FunctionVerifier {
   Status check_kernel_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
   Status check_tensor_arg(const KernelSignature& kernel, const KernelParam& param, const std::string& name);
   Status check_scalar_arg(const KernelSignature& kernel, const KernelParam& param, const Arg& arg, size_t index);
-  Status check_image_aliasing(const KernelSignature& kernel, const Binding& b);
+  Status check_image_offset_arg(const KernelSignature& kernel, size_t param, const std::string& name);
+  Status check_image_aliasing(const KernelSignature& kernel, const Binding& b, const std::vector<size_t>& param_of);
   Status check_launch_size(const Binding& b);
 
   const VarInfo* lookup(const std::string& name) const;

@@ -225,6 +225,28 @@ std::string written_type(CXType type) {
   return text;
 }
 
+constexpr std::string_view kImageOffsetType = "stowage_image_offset";
+
+// A parameter declared with the typedef of <stowage/image_offset.cl.h> (const or
+// not): the typedef's name, not its type int2, is what marks an image offset.
+bool spelled_image_offset(CXType declared) {
+  std::string text = written_type(declared);
+  std::string_view spelled = text;
+  constexpr std::string_view kConst = "const ";
+  if (spelled.starts_with(kConst)) spelled.remove_prefix(kConst.size());
+  return spelled == kImageOffsetType;
+}
+
+std::optional<KernelParam> image_offset_param(CXType declared) {
+  std::optional<ElementType> element = element_type(clang_getCanonicalType(declared));
+  if (!element || element->dtype != DType::kInt32 || element->lanes != 2) return std::nullopt;
+  KernelParam param;
+  param.kind = KernelParamKind::kImageOffset;
+  param.dtype = DType::kInt32;
+  param.lanes = 2;
+  return param;
+}
+
 Expected<KernelSignature> read_signature(const KernelSourceUnit& unit, uint32_t unit_index,
                                          CXCursor kernel) {
   KernelSignature signature;
@@ -235,11 +257,20 @@ Expected<KernelSignature> read_signature(const KernelSourceUnit& unit, uint32_t 
     CXCursor argument = clang_Cursor_getArgument(kernel, static_cast<unsigned>(i));
     std::string name = clang_c::take_string(clang_getCursorSpelling(argument));
     CXType type = clang_getCursorType(argument);
-    std::optional<KernelParam> param = classify_param(type);
+    auto where = [&] { return unit_position(clang_getCursorLocation(argument)); };
+    bool is_offset = spelled_image_offset(type);
+    std::optional<KernelParam> param = is_offset ? image_offset_param(type) : classify_param(type);
     if (!param) {
-      return unit_error(unit, unit_position(clang_getCursorLocation(argument)),
-                        fmt::format("kernel '{}' parameter {} '{}': type '{}' is not supported",
-                                    signature.name, i, name, written_type(type)));
+      return unit_error(unit, where(),
+                        fmt::format("kernel '{}' parameter {} '{}': type '{}' is not supported{}",
+                                    signature.name, i, name, written_type(type),
+                                    is_offset ? " (stowage_image_offset must be int2)" : ""));
+    }
+    if (is_offset && (signature.params.empty() || !signature.params.back().is_image())) {
+      return unit_error(unit, where(),
+                        fmt::format("kernel '{}' parameter {} '{}': a stowage_image_offset must directly follow the "
+                                    "image2d_t parameter whose offset it is",
+                                    signature.name, i, name));
     }
     param->name = std::move(name);
     signature.params.push_back(std::move(*param));

@@ -56,31 +56,34 @@ Status FunctionVerifier::check_call_kernel(const Binding& b) {
   const KernelSignature* kernel = module_.find_kernel(b.callee);
   if (kernel == nullptr) return broken_rule("unknown kernel '{}'", b.callee);
   // A discontiguous tensor fills three parameters: its tables, its root table's offset, its data.
+  // Image offset parameters take no argument: the runtime sets them from the image's tensor.
   auto is_discontiguous = [this](const Arg& a) { return a.kind == Arg::Kind::kVar && lookup(a.var)->discontiguous; };
+  const size_t listed = listed_param_count(*kernel);
   size_t filled = 0;
   for (const Arg& a : b.args) filled += is_discontiguous(a) ? 3 : 1;
-  if (filled != kernel->params.size()) {
+  if (filled != listed) {
     if (filled == b.args.size()) {
-      return broken_rule("kernel '{}' takes {} argument{}, got {}", b.callee, kernel->params.size(),
-                         kernel->params.size() == 1 ? "" : "s", b.args.size());
+      return broken_rule("kernel '{}' takes {} argument{}, got {}", b.callee, listed, listed == 1 ? "" : "s",
+                         b.args.size());
     }
     return broken_rule("kernel '{}' takes {} parameter{}, but the arguments fill {} (a discontiguous tensor fills 3: "
                        "tables, root offset, data)",
-                       b.callee, kernel->params.size(), kernel->params.size() == 1 ? "" : "s", filled);
+                       b.callee, listed, listed == 1 ? "" : "s", filled);
   }
+  std::vector<size_t> param_of(b.args.size());  // the parameter each argument fills (its first)
   size_t param = 0;
   for (size_t i = 0; i < b.args.size(); ++i) {
+    param_of[i] = param;
     if (is_discontiguous(b.args[i])) {
       STOWAGE_TRY(check_discontiguous_arg(*kernel, param, b.args[i].var));
       param += 3;
       continue;
     }
     STOWAGE_TRY(check_kernel_arg(*kernel, kernel->params[param], b.args[i], i));
-    ++param;
+    if (kernel->params[param].is_image()) STOWAGE_TRY(check_image_offset_arg(*kernel, param, b.args[i].var));
+    param += has_image_offset(*kernel, param) ? 2 : 1;
   }
-  if (filled == b.args.size()) {
-    STOWAGE_TRY(check_image_aliasing(*kernel, b));
-  }
+  STOWAGE_TRY(check_image_aliasing(*kernel, b, param_of));
   return check_launch_size(b);
 }
 
@@ -118,6 +121,9 @@ Status FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const K
     return broken_rule("{} is a local buffer, which call_kernel does not support yet", describe_param(kernel, param));
   }
   if (param.kind == KernelParamKind::kScalar) return check_scalar_arg(kernel, param, arg, index);
+  if (param.is_image_offset()) {  // only a signature made without the kernel reader has one elsewhere
+    return broken_rule("{} is an image offset that does not follow an image parameter", describe_param(kernel, param));
+  }
   if (arg.kind == Arg::Kind::kVar && lookup(arg.var)->type.kind == Type::Kind::kTensor) {
     return check_tensor_arg(kernel, param, arg.var);
   }
@@ -179,22 +185,49 @@ Status FunctionVerifier::check_scalar_arg(const KernelSignature& kernel, const K
   return Status::ok();
 }
 
-// A tensor seen by the kernel as an image through two parameters, one of them
-// writing: OpenCL 1.2 images are either read or written within one kernel.
-Status FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, const Binding& b) {
-  for (size_t i = 0; i < b.args.size(); ++i) {
+// An image parameter without an offset parameter after it reads or writes from the
+// image's origin: it takes only a tensor that starts there.
+Status FunctionVerifier::check_image_offset_arg(const KernelSignature& kernel, size_t param,
+                                                const std::string& name) {
+  if (has_image_offset(kernel, param)) return Status::ok();
+  const VarInfo& tensor = *lookup(name);
+  if (tensor.image_offset == ImageOffset{}) return Status::ok();
+  return broken_rule("{} has no stowage_image_offset parameter after it, so it takes only tensors at [0, 0], but "
+                     "tensor '{}' is at [{}, {}] in image storage '{}'",
+                     describe_param(kernel, kernel.params[param]), name, tensor.image_offset.y, tensor.image_offset.x,
+                     tensor.image_storage);
+}
+
+// OpenCL 1.2 images are either read or written within one kernel: no image storage
+// is bound to both a read_only and a write_only parameter, whichever tensors in it
+// are bound; nor is one tensor bound to two parameters that write it.
+Status FunctionVerifier::check_image_aliasing(const KernelSignature& kernel, const Binding& b,
+                                              const std::vector<size_t>& param_of) {
+  auto image_arg = [&](size_t i) -> const VarInfo* {
     const Arg& a = b.args[i];
-    if (a.kind != Arg::Kind::kVar) continue;
-    const VarInfo& info = *lookup(a.var);
-    if (info.scope == nullptr || info.scope->kind != ScopeKind::kImage2d) continue;
+    if (a.kind != Arg::Kind::kVar || !kernel.params[param_of[i]].is_image()) return nullptr;
+    const VarInfo* info = lookup(a.var);
+    return info->image_storage.empty() ? nullptr : info;
+  };
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    const VarInfo* first = image_arg(i);
+    if (first == nullptr) continue;
     for (size_t j = i + 1; j < b.args.size(); ++j) {
-      if (b.args[j].kind != Arg::Kind::kVar || b.args[j].var != a.var) continue;
-      const KernelParam& p = kernel.params[i];
-      const KernelParam& q = kernel.params[j];
-      if (!p.writes() && !q.writes()) continue;
-      return broken_rule("tensor '{}' is bound to parameters '{}' and '{}' of kernel '{}': it would be read and "
-                         "written through an image",
-                         a.var, p.name, q.name, kernel.name);
+      const VarInfo* second = image_arg(j);
+      if (second == nullptr || second->image_storage != first->image_storage) continue;
+      const KernelParam& p = kernel.params[param_of[i]];
+      const KernelParam& q = kernel.params[param_of[j]];
+      const bool same_tensor = b.args[i].var == b.args[j].var;
+      if (p.writes() == q.writes() && !(same_tensor && p.writes())) continue;
+      if (same_tensor) {
+        return broken_rule("tensor '{}' is bound to parameters '{}' and '{}' of kernel '{}': it would be read and "
+                           "written through an image",
+                           b.args[i].var, p.name, q.name, kernel.name);
+      }
+      return broken_rule("tensors '{}' and '{}' share image storage '{}' and are bound to parameters '{}' ({}) and "
+                         "'{}' ({}) of kernel '{}': one kernel cannot read and write the same image",
+                         b.args[i].var, b.args[j].var, first->image_storage, p.name, kernel_param_kind_name(p.kind),
+                         q.name, kernel_param_kind_name(q.kind), kernel.name);
     }
   }
   return Status::ok();

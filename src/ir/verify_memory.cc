@@ -110,6 +110,10 @@ Status FunctionVerifier::check_alloc_tensor(const Binding& b) {
                   : check_buffer_tensor(b, storage_name, storage, nbytes, placement));
   result_info_.scope = storage.scope;
   result_info_.placements.push_back(std::move(placement));
+  if (storage.scope->kind == ScopeKind::kImage2d) {
+    result_info_.image_storage = storage_name;
+    result_info_.image_offset = b.image_offset;
+  }
   return Status::ok();
 }
 
@@ -177,6 +181,7 @@ Status FunctionVerifier::check_empty(const Binding& b) {
   STOWAGE_TRY_ASSIGN(const ScopeDesc* scope, find_scope(b.scope));
   STOWAGE_TRY(check_tensor_shape(b.shape, b.dtype));
   result_info_.scope = scope;
+  if (scope->kind == ScopeKind::kImage2d) result_info_.image_storage = b.result;  // the planner gives it an image
   return Status::ok();
 }
 

@@ -88,7 +88,7 @@ void Tensor::copy_to_host(std::span<std::byte> dst) const {
     return;
   }
   if (object_->in_image()) {
-    const size_t origin[3] = {0, 0, 0};
+    const size_t origin[3] = {object_->image_offset.x, object_->image_offset.y, 0};
     const size_t region[3] = {object_->image_region.width, object_->image_region.height, 1};
     cl_int status = clEnqueueReadImage(object_->context->queue(), object_->storage->mem(), CL_TRUE, origin, region, 0,
                                        0, dst.data(), 0, nullptr, nullptr);
@@ -159,7 +159,7 @@ std::shared_ptr<TensorObject> buffer_copy(const TensorObject& src) {
   out->context = src.context;
   if (src.nbytes == 0) return out;
   if (src.in_image()) {
-    const size_t origin[3] = {0, 0, 0};
+    const size_t origin[3] = {src.image_offset.x, src.image_offset.y, 0};
     const size_t region[3] = {src.image_region.width, src.image_region.height, 1};
     status = clEnqueueCopyImageToBuffer(ctx.queue(), src.storage->mem(), mem, origin, region, 0, 0, nullptr, nullptr);
     if (status != CL_SUCCESS) throw StowageError(opencl::cl_error(status, "clEnqueueCopyImageToBuffer"));

@@ -81,15 +81,16 @@ void set_scalar_arg(SiteState& site, const KernelParam& param, size_t i, size_t 
 }
 
 // A discontiguous tensor fills three parameters from `first`: its tables, the byte
-// offset of its root table, its data. Its register repeats in all three list slots.
+// offset of its root table, its data. Its register repeats in all three list slots,
+// from `slot` on.
 void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instruction& ins, size_t first,
-                        const TensorObject& t) {
+                        size_t slot, const TensorObject& t) {
   DType entry = t.table_entry_bytes == 8 ? DType::kUInt64 : DType::kUInt32;
   auto fail = [&](std::string_view what) {
     throw_runtime(fmt::format("kernel '{}' argument {}: a discontiguous tensor {}", sig.name, first, what));
   };
-  if (first + 2 >= sig.params.size() || ins.list[first + 1] != ins.list[first] ||
-      ins.list[first + 2] != ins.list[first]) {
+  if (first + 2 >= sig.params.size() || slot + 2 >= ins.list.size() || ins.list[slot + 1] != ins.list[slot] ||
+      ins.list[slot + 2] != ins.list[slot]) {
     fail("fills three consecutive parameters (tables, root offset, data) with the same register");
   }
   const KernelParam& tables = sig.params[first];
@@ -107,6 +108,44 @@ void bind_discontiguous(SiteState& site, const KernelSignature& sig, const Instr
   set_mem_arg(site, tables, first, t.tables->mem(), t.tables);
   set_scalar_arg(site, root, first + 1, t.table_entry_bytes, t.table_root);
   set_buffer_arg(site, data, first + 2, t.storage, 0, nullptr);
+}
+
+// Image parameter `i` bound to `t`: its offset parameter, if it has one, receives the
+// tensor's top-left pixel as (int2)(x, y); without one, the kernel works from the
+// image's origin, so only a tensor there can be bound.
+void bind_image_offset(SiteState& site, const KernelSignature& sig, size_t i, const TensorObject& t) {
+  if (!has_image_offset(sig, i)) {
+    if (t.image_offset == ImageOffset{}) return;
+    throw_runtime(fmt::format("kernel '{}' parameter {} '{}' has no image offset parameter after it, so it takes only "
+                              "tensors at [0, 0]; the tensor ({}) is at [{}, {}] of its image",
+                              sig.name, i, sig.params[i].name, fmt::join(t.shape, ", "), t.image_offset.y,
+                              t.image_offset.x));
+  }
+  // x and y are below 2^31 (alloc_tensor checks them): int2 holds them. Little-endian: x first.
+  const uint64_t bits = (t.image_offset.y << 32) | t.image_offset.x;
+  set_scalar_arg(site, sig.params[i + 1], i + 1, 2 * sizeof(int32_t), bits);
+}
+
+// OpenCL images are either read or written within one kernel: no image storage is
+// bound to both a read_only and a write_only parameter of one launch.
+void check_image_aliasing(const KernelSignature& sig, const Instruction& ins, const std::vector<Value>& regs) {
+  size_t slot = 0;
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    if (sig.params[i].is_image_offset()) continue;
+    const Value& v = regs[ins.list[slot++]];
+    if (!sig.params[i].is_image() || v.kind != Value::Kind::kTensor || !v.tensor->in_image()) continue;
+    const StorageObject* storage = v.tensor->storage.get();
+    for (size_t j = i + 1, other = slot; j < sig.params.size(); ++j) {
+      if (sig.params[j].is_image_offset()) continue;
+      const Value& w = regs[ins.list[other++]];
+      if (!sig.params[j].is_image() || sig.params[j].writes() == sig.params[i].writes()) continue;
+      if (w.kind != Value::Kind::kTensor || w.tensor->storage.get() != storage) continue;
+      throw_runtime(fmt::format("kernel '{}' parameters {} '{}' and {} '{}': one image storage is bound to a {} and a "
+                                "{} parameter; one kernel cannot read and write the same image",
+                                sig.name, i, sig.params[i].name, j, sig.params[j].name,
+                                kernel_param_kind_name(sig.params[i].kind), kernel_param_kind_name(sig.params[j].kind)));
+    }
+  }
 }
 
 std::string sizes_text(const std::array<size_t, 3>& sizes, cl_uint dims) {
@@ -194,14 +233,20 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
     site.kernel = kernel;
     site.bound.assign(sig.params.size(), BoundArg{});
   }
-  for (size_t i = 0; i < sig.params.size(); ++i) {
+  // `slot` walks the register list, which has no entry for image offset parameters:
+  // those are set with the image before them.
+  bool binds_images = false;
+  for (size_t i = 0, slot = 0; i < sig.params.size(); ++i) {
     const KernelParam& param = sig.params[i];
-    const Value& v = regs[ins.list[i]];
+    if (param.is_image_offset()) continue;
+    const Value& v = regs[ins.list[slot]];
     if (v.kind == Value::Kind::kTensor && v.tensor->is_discontiguous()) {
-      bind_discontiguous(site, sig, ins, i, *v.tensor);
+      bind_discontiguous(site, sig, ins, i, slot, *v.tensor);
       i += 2;
+      slot += 3;
       continue;
     }
+    ++slot;
     if (param.is_buffer()) {
       if (v.kind != Value::Kind::kTensor) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a Tensor, register holds {}", sig.name, i,
@@ -228,6 +273,8 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                   param.name));
       }
       set_mem_arg(site, param, i, v.tensor->storage->mem(), v.tensor->storage);
+      bind_image_offset(site, sig, i, *v.tensor);
+      binds_images = true;
     } else if (param.kind == KernelParamKind::kScalar) {
       if (v.kind != Value::Kind::kInt && v.kind != Value::Kind::kFloat) {
         throw_runtime(fmt::format("kernel '{}' argument {} '{}': needs a scalar, register holds {}", sig.name, i,
@@ -243,6 +290,7 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
                                      sig.name, i, param.name, kernel_param_kind_name(param.kind)));
     }
   }
+  if (binds_images) check_image_aliasing(sig, ins, regs);
   cl_event event = nullptr;
   cl_int status = clEnqueueNDRangeKernel(context->queue(), site.kernel, site.dims, nullptr, site.global.data(),
                                          site.has_local ? site.local.data() : nullptr, 0, nullptr,
@@ -312,7 +360,8 @@ void VirtualMachine::Impl::check_kernel_arg_info(uint32_t kernel_index, cl_kerne
       case KernelParamKind::kLocal: expected = CL_KERNEL_ARG_ADDRESS_LOCAL; break;
       case KernelParamKind::kImage2dRead:
       case KernelParamKind::kImage2dWrite: continue;  // drivers differ on images' address space
-      case KernelParamKind::kScalar: expected = CL_KERNEL_ARG_ADDRESS_PRIVATE; break;
+      case KernelParamKind::kScalar:
+      case KernelParamKind::kImageOffset: expected = CL_KERNEL_ARG_ADDRESS_PRIVATE; break;
     }
     if (address != expected) {
       throw StowageError(ErrorKind::kInvalidInput,

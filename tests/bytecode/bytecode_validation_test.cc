@@ -304,7 +304,7 @@ INSTANTIATE_TEST_SUITE_P(
         TableCase{
             "UnknownKernelParameterKind",
             [](Executable& e) { e.kernels[0].params[2].kind = static_cast<KernelParamKind>(kKernelParamKindCount); },
-            "kernel 0 'compute_add_in_vtcm' parameter 2: unknown parameter kind 6"},
+            "kernel 0 'compute_add_in_vtcm' parameter 2: unknown parameter kind 7"},
         TableCase{"KernelParameterDType",
                   [](Executable& e) { e.kernels[0].params[1].dtype = static_cast<DType>(kDTypeCount); },
                   "parameter 1: invalid dtype code 12"},

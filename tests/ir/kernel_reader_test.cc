@@ -124,6 +124,51 @@ TEST(KernelReader, ReadsEveryParameterKind) {
   EXPECT_TRUE(sigs[0].params[5].writes());
 }
 
+// A stowage_image_offset directly after an image is that image's offset: an int2
+// the runtime sets. Another int2, or the typedef's int2 written out, stays a scalar.
+TEST(KernelReader, ReadsImageOffsetsAfterImages) {
+  std::vector<KernelSignature> sigs = read_ok(
+      "#include <stowage/image_offset.cl.h>\n"
+      "__kernel void k(read_only image2d_t x, stowage_image_offset x_off, write_only image2d_t y,\n"
+      "                const stowage_image_offset y_off, read_only image2d_t z, int2 v) {}\n");
+  ASSERT_EQ(sigs.size(), 1u);
+  std::vector<KernelParam> expected = {param("x", KernelParamKind::kImage2dRead),
+                                       param("x_off", KernelParamKind::kImageOffset, DType::kInt32, false, 2),
+                                       param("y", KernelParamKind::kImage2dWrite),
+                                       param("y_off", KernelParamKind::kImageOffset, DType::kInt32, false, 2),
+                                       param("z", KernelParamKind::kImage2dRead),
+                                       scalar("v", DType::kInt32, 2)};
+  EXPECT_EQ(sigs[0].params, expected);
+  EXPECT_EQ(listed_param_count(sigs[0]), 4u);
+  EXPECT_TRUE(has_image_offset(sigs[0], 0));
+  EXPECT_TRUE(has_image_offset(sigs[0], 2));
+  EXPECT_FALSE(has_image_offset(sigs[0], 4));
+  EXPECT_FALSE(sigs[0].params[1].writes());
+}
+
+TEST(KernelReader, ImageOffsetOnlyDirectlyAfterAnImage) {
+  EXPECT_EQ(read_error("#include <stowage/image_offset.cl.h>\n"
+                       "__kernel void k(__global float* a,\n"
+                       "                stowage_image_offset a_off) {}\n"),
+            "kernel unit 'u' 3:38: error: kernel 'k' parameter 1 'a_off': a stowage_image_offset must directly "
+            "follow the image2d_t parameter whose offset it is");
+  EXPECT_EQ(read_error("#include <stowage/image_offset.cl.h>\n"
+                       "__kernel void k(stowage_image_offset o, read_only image2d_t x) {}\n"),
+            "kernel unit 'u' 2:38: error: kernel 'k' parameter 0 'o': a stowage_image_offset must directly follow "
+            "the image2d_t parameter whose offset it is");
+  EXPECT_EQ(read_error("#include <stowage/image_offset.cl.h>\n"
+                       "__kernel void k(read_only image2d_t x, stowage_image_offset a, stowage_image_offset b) {}\n"),
+            "kernel unit 'u' 2:85: error: kernel 'k' parameter 2 'b': a stowage_image_offset must directly follow "
+            "the image2d_t parameter whose offset it is");
+}
+
+TEST(KernelReader, ImageOffsetOfAnotherTypeIsRefused) {
+  EXPECT_EQ(read_error("typedef float2 stowage_image_offset;\n"
+                       "__kernel void k(read_only image2d_t x, stowage_image_offset o) {}\n"),
+            "kernel unit 'u' 2:61: error: kernel 'k' parameter 1 'o': type 'stowage_image_offset' is not supported "
+            "(stowage_image_offset must be int2)");
+}
+
 TEST(KernelReader, ConstnessOfThePointeeOnly) {
   // A const pointer to writable data still writes; a pointer to const data does not.
   std::vector<KernelSignature> sigs = read_ok(
@@ -236,7 +281,8 @@ TEST(KernelReader, SyntaxError) {
 constexpr const char* kOnlyShippedHeaders =
     "is not allowed: a kernel may include only the headers Stowage ships, each as '#include <stowage/NAME>' on a "
     "line of its own (<stowage/discontiguous.cl.h>, <stowage/dtype.cl.h>, <stowage/epilogue.cl.h>, "
-    "<stowage/grid6.cl.h>, <stowage/image.cl.h>, <stowage/pooling.cl.h>, <stowage/slices.cl.h>)";
+    "<stowage/grid6.cl.h>, <stowage/image.cl.h>, <stowage/image_offset.cl.h>, <stowage/pooling.cl.h>, "
+    "<stowage/slices.cl.h>)";
 
 TEST(KernelReader, HostHeadersAreRefused) {
   EXPECT_EQ(read_error("#include <stdio.h>\nkernel void k() {}\n"),

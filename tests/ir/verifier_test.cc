@@ -36,6 +36,10 @@ std::vector<KernelSignature> ops_signatures() {
       {"img_scale", 0, {param("src", K::kImage2dRead), param("dst", K::kImage2dWrite), param("s", K::kScalar)}},
       {"with_local", 0, {buffer("x", DType::kFloat32), param("tmp", K::kLocal)}},
       {"vec_scalar", 0, {param("v", K::kScalar, DType::kFloat32, 4)}},
+      {"img_off_copy",
+       0,
+       {param("src", K::kImage2dRead), param("src_off", K::kImageOffset, DType::kInt32, 2),
+        param("dst", K::kImage2dWrite), param("dst_off", K::kImageOffset, DType::kInt32, 2)}},
   };
 }
 
@@ -504,6 +508,17 @@ INSTANTIATE_TEST_SUITE_P(
                      .expected = "v.stir:7:3: error: function 'main', binding 'call_kernel(img_scale, [e, e, 2.0], "
                                  "grid=[8])': tensor 'e' is bound to parameters 'src' and 'dst' of kernel 'img_scale': "
                                  "it would be read and written through an image"},
+        // Image offset parameters take no argument: the runtime sets them.
+        VerifierCase{.name = "ImageOffsetParametersTakeNoArgument",
+                     .body = {"a = empty([8, 4], float32, scope=\"global.texture\")",
+                              "b = empty([8, 4], float32, scope=\"global.texture\")",
+                              "call_kernel(img_off_copy, [a, b], grid=[8])"},
+                     .expected = "ok"},
+        VerifierCase{.name = "ImageOffsetParametersCountNoArgument",
+                     .body = {"a = empty([8, 4], float32, scope=\"global.texture\")",
+                              "call_kernel(img_off_copy, [a, 0, a], grid=[8])"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 'call_kernel(img_off_copy, [a, 0, a], "
+                                 "grid=[8])': kernel 'img_off_copy' takes 2 arguments, got 3"},
         VerifierCase{
             .name = "ScalarParameterType",
             .body = {"call_kernel(fill_char, [x, 2.5], grid=[64])"},

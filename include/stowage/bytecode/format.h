@@ -39,8 +39,9 @@ inline constexpr uint16_t kMajorVersion = 1;
 // 1: alloc_discontiguous_tensor. 2: tensor constants (sections kTensorConstants and
 // kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout. 4: tuple
 // results (ValueKind kTuple in a function's result, opcode ret_tuple). 5: section
-// kMemoryPlan.
-inline constexpr uint16_t kMinorVersion = 5;
+// kMemoryPlan. 6: tensors at 2D offsets in image storages (image offset kernel
+// parameters, alloc_tensor's image offset y << 32 | x).
+inline constexpr uint16_t kMinorVersion = 6;
 
 inline constexpr uint32_t kHeaderSize = 64;
 

@@ -19,8 +19,12 @@ enum class KernelParamKind : uint8_t {
   kImage2dWrite = 3,    // write_only image2d_t
   kLocal = 4,           // __local T*: sized at launch, no tensor bound
   kScalar = 5,          // a by-value scalar of type `dtype`
+  // A stowage_image_offset (int2: int32 x 2 lanes) directly after an image
+  // parameter: the (x, y) pixel of that image where the bound tensor starts. The
+  // runtime sets it; call_kernel lists no argument for it. Version 1.6.
+  kImageOffset = 6,
 };
-inline constexpr uint8_t kKernelParamKindCount = 6;
+inline constexpr uint8_t kKernelParamKindCount = 7;
 
 struct KernelParam {
   std::string name;
@@ -38,6 +42,7 @@ struct KernelParam {
   bool is_image() const {
     return kind == KernelParamKind::kImage2dRead || kind == KernelParamKind::kImage2dWrite;
   }
+  bool is_image_offset() const { return kind == KernelParamKind::kImageOffset; }
   // The kernel may write what is bound here.
   bool writes() const {
     return (kind == KernelParamKind::kGlobalBuffer && !is_const) ||
@@ -54,5 +59,10 @@ struct KernelSignature {
 };
 
 const char* kernel_param_kind_name(KernelParamKind kind);
+
+// Whether image parameter `index` is followed by its image offset parameter.
+bool has_image_offset(const KernelSignature& kernel, size_t index);
+// Parameters a call lists arguments for: all but the image offsets.
+size_t listed_param_count(const KernelSignature& kernel);
 
 }  // namespace stowage

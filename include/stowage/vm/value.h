@@ -125,8 +125,10 @@ class TensorObject {
   uint64_t offset = 0;
   opencl::MemHandle view;  // sub-buffer [offset, offset + nbytes), for kernel arguments; none in SVM
   std::shared_ptr<opencl::Context> context;
-  // Tensors in an image storage: the pixels they cover from the image's origin.
+  // Tensors in an image storage: the rectangle of pixels they cover, `image_region`
+  // pixels from `image_offset` (its top-left pixel).
   ImageExtent image_region;
+  ImageOffset image_offset;
 
   bool in_image() const { return storage != nullptr && storage->is_image(); }
   // A contiguous range of a buffer: what a buffer kernel parameter can take as is.

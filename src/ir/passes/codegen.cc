@@ -274,13 +274,15 @@ class FunctionLowering {
         auto k = kernels_.find(b.callee);
         if (k == kernels_.end()) return codegen_error(f_, &b, fmt::format("unknown kernel '{}'", b.callee));
         // A discontiguous tensor fills three parameters (tables, root, data): its
-        // register repeats in all three slots, so the list matches the signature.
+        // register repeats in all three slots, so the list matches the signature
+        // but for image offsets, which the VM sets and the list leaves out.
         const auto& params = b_.exe().kernels[k->second].params;
         std::vector<DType> literal_types;
         for (size_t i = 0, p = 0; i < b.args.size(); ++i) {
           bool spread = b.args[i].kind == Arg::Kind::kVar && discontiguous_.count(b.args[i].var) != 0;
           literal_types.push_back(p < params.size() ? params[p].dtype : DType::kInt64);
           p += spread ? 3 : 1;
+          while (p < params.size() && params[p].is_image_offset()) ++p;
         }
         STOWAGE_TRY_ASSIGN(std::vector<uint32_t> regs, arg_registers(b, literal_types));
         std::vector<uint32_t> list;
