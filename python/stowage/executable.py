@@ -79,7 +79,11 @@ class Executable:
         per scope its ``storages`` (``name``, ``nbytes``, ``start``, ``end`` and
         ``tensors``: ``name``, ``offset``, ``nbytes``, ``start``, ``end``; a tensor
         lives over [start, end)), ``storage_bytes``, ``tensor_bytes`` and
-        ``lower_bound`` (the most tensor bytes alive at one moment)."""
+        ``lower_bound`` (the most tensor bytes alive at one moment). Image
+        storages also have ``width`` and ``height`` (pixels) and their tensors
+        ``x``, ``y``, ``width`` and ``height``: the rectangle they cover, read
+        from the IR text (absent from a file saved without it); ``nbytes``
+        counts pixel bytes."""
         return self._handle.memory_layout(function or self.entry_function())
 
     @property
