@@ -245,6 +245,13 @@ void bind_builders(py::module_& m) {
              return fb.alloc_tensor(storage, offset, std::move(shape), dtype_arg("alloc_tensor", "dtype", dtype),
                                     std::move(name));
            })
+      // In an image storage: the offset [y, x] (row, column), each >= 0 (checked in Python).
+      .def("alloc_tensor",
+           [](FunctionBuilder& fb, const std::string& storage, std::array<uint64_t, 2> offset,
+              std::vector<int64_t> shape, const std::string& dtype, std::string name) {
+             return fb.alloc_tensor(storage, ImageOffset{offset[1], offset[0]}, std::move(shape),
+                                    dtype_arg("alloc_tensor", "dtype", dtype), std::move(name));
+           })
       .def("alloc_discontiguous_tensor",
            [](FunctionBuilder& fb, const std::string& table_storage, std::vector<int64_t> table_offsets,
               const std::string& data_storage, std::vector<int64_t> data_offsets, std::vector<int64_t> shape,

@@ -26,6 +26,19 @@ def integer(op, arg, value):
     return value
 
 
+def offset(op, arg, value):
+    """A byte offset (an int); for alloc_tensor also an image offset (y, x), the
+    row and column of a tensor's top-left pixel in a texture storage, as a list."""
+    if op == "alloc_tensor" and isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            fail(op, arg, f"an image offset is (y, x) (row, column), got {tuple(value)!r}")
+        at = [integer(op, arg, v) for v in value]
+        if at[0] < 0 or at[1] < 0:
+            fail(op, arg, f"image offset {tuple(at)!r} is negative")
+        return at
+    return integer(op, arg, value)
+
+
 def extents(op, arg, value):
     """A shape: an int or a sequence of ints, as a list."""
     if isinstance(value, (str, bytes)):

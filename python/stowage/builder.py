@@ -166,7 +166,9 @@ class Function:
         return self._emit("alloc_storage", name, size=size, device=device, dtype=dtype, scope=scope)
 
     def alloc_tensor(self, storage, offset, shape, dtype, name=None):
-        """A tensor inside ``storage`` starting at byte ``offset``."""
+        """A tensor inside ``storage``: in a buffer storage from byte ``offset``; in a
+        texture storage with its top-left pixel at ``offset`` = ``(y, x)`` (row,
+        column; ``0`` means ``(0, 0)``), ``[y, x]`` in the text form."""
         return self._emit("alloc_tensor", name, storage=storage, offset=offset, shape=shape, dtype=dtype)
 
     def alloc_discontiguous_tensor(self, table_storage, table_offsets, data_storage, data_offsets, shape, dtype,
@@ -242,7 +244,7 @@ OPS = {name: (result, tuple(kinds)) for name, result, kinds in _stowage.op_table
 # The check (and conversion) of each kind of operand that is a plain value; variables,
 # argument lists and the optional `local` are Function._operand's.
 _CHECKS = {
-    "offset": _checks.integer,
+    "offset": _checks.offset,
     "size": _checks.extents,
     "shape": _checks.extents,
     "dtype": _checks.dtype_name,

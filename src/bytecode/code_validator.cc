@@ -376,9 +376,16 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
   size_t offset_word = slot_word(ins, Op::kOffset);
   const ScopeRequirement& scope = *storage->scope;
   if (scope.kind == ScopeKind::kImage2d) {
-    if (offset != 0) {
-      return error_at(offset_word,
-                      fmt::format("offset {} in image2d storage of scope '{}' must be 0", offset, scope.scope));
+    // The offset of a tensor in an image is its top-left pixel, y << 32 | x (1.6).
+    const ImageOffset at = unpack_image_offset(offset);
+    if (offset != 0 && exe_.minor_version < 6) {
+      return error_at(offset_word, fmt::format("offset {} in image2d storage of scope '{}': an image offset needs "
+                                               "version 1.6; the file declares 1.{}",
+                                               offset, scope.scope, exe_.minor_version));
+    }
+    if (Status s = image_offset_in_range(at); !s) {
+      return error_at(offset_word, fmt::format("tensor in scope '{}': {} (offset {} packs y << 32 | x)", scope.scope,
+                                               s.error().message(), offset));
     }
     const std::vector<int64_t>& shape = exe_.constants[ins.ops[Op::kShape]].shape;
     auto extent = image_extent(shape, scope.layout);
@@ -388,9 +395,10 @@ Status FunctionValidator::check_alloc_tensor(const Instruction& ins) const {
                                   "within 64 bits)",
                                   shape.size()));
     }
-    if (Status s = tensor_fits_image(*extent, storage->image); !s) {
-      return error_at(slot_word(ins, Op::kShape), fmt::format("tensor in scope '{}' {} (instruction {})", scope.scope,
-                                                              s.error().message(), storage->instruction));
+    if (Status s = tensor_fits_image(*extent, at, storage->image); !s) {
+      return error_at(slot_word(ins, at == ImageOffset{} ? Op::kShape : Op::kOffset),
+                      fmt::format("tensor in scope '{}' {} (instruction {})", scope.scope, s.error().message(),
+                                  storage->instruction));
     }
     return Status::ok();
   }

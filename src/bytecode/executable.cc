@@ -82,11 +82,55 @@ const std::vector<NodeOrigin>* Executable::origin_of(uint32_t function, uint32_t
   return nullptr;
 }
 
+namespace {
+
+// Whether `f` places a tensor in an image storage it allocates away from the
+// image's origin (code is straight-line: registers are followed in order).
+bool places_off_origin(const Executable& exe, const Function& f) {
+  std::vector<bool> image(f.num_registers, false);
+  for (const Instruction& ins : f.code) {
+    switch (ins.op) {
+      case Opcode::kAllocStorage: {
+        using Op = operands::AllocStorage;
+        bool is_image = false;
+        if (ins.ops[Op::kScope] < exe.strings.size()) {
+          for (const ScopeRequirement& r : exe.requirements.scopes) {
+            is_image |= r.scope == exe.strings[ins.ops[Op::kScope]] && r.kind == ScopeKind::kImage2d;
+          }
+        }
+        if (ins.ops[Op::kDst] < image.size()) image[ins.ops[Op::kDst]] = is_image;
+        break;
+      }
+      case Opcode::kMove: {
+        using Op = operands::Move;
+        if (ins.ops[Op::kDst] < image.size() && ins.ops[Op::kSrc] < image.size()) {
+          image[ins.ops[Op::kDst]] = image[ins.ops[Op::kSrc]];
+        }
+        break;
+      }
+      case Opcode::kAllocTensor: {
+        using Op = operands::AllocTensor;
+        if (ins.ops[Op::kStorage] < image.size() && image[ins.ops[Op::kStorage]] && ins.ops[Op::kOffset] != 0) {
+          return true;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 uint16_t Executable::required_minor_version() const {
   for (const KernelSignature& k : kernels) {
     for (const KernelParam& p : k.params) {
       if (p.is_image_offset()) return 6;
     }
+  }
+  for (const Function& f : functions) {
+    if (places_off_origin(*this, f)) return 6;
   }
   if (!memory_plans.empty() || !origins.empty()) return 5;
   for (const Function& f : functions) {

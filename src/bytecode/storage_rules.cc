@@ -29,4 +29,21 @@ Status tensor_fits_image(ImageExtent needed, ImageExtent storage) {
                                                needed.height, needed.width, storage.height, storage.width));
 }
 
+Status tensor_fits_image(ImageExtent needed, ImageOffset at, ImageExtent storage) {
+  if (at == ImageOffset{}) return tensor_fits_image(needed, storage);
+  if (at.y <= storage.height && needed.height <= storage.height - at.y && at.x <= storage.width &&
+      needed.width <= storage.width - at.x) {
+    return Status::ok();
+  }
+  return Error(ErrorKind::kVerify,
+               fmt::format("needs an image of height {} and width {} at [{}, {}], but the storage is [{}, {}]",
+                           needed.height, needed.width, at.y, at.x, storage.height, storage.width));
+}
+
+Status image_offset_in_range(ImageOffset at) {
+  if (at.x < kImageOffsetLimit && at.y < kImageOffsetLimit) return Status::ok();
+  return Error(ErrorKind::kVerify,
+               fmt::format("image offset [{}, {}] is out of range: row and column must be below 2^31", at.y, at.x));
+}
+
 }  // namespace stowage

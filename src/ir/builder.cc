@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "stowage/bytecode/storage_rules.h"
 #include "stowage/ir/kernel_reader.h"
 #include "stowage/ir/names.h"
 #include "stowage/support/error.h"
@@ -252,10 +253,23 @@ std::string FunctionBuilder::alloc_storage(std::vector<int64_t> size, int64_t de
 
 std::string FunctionBuilder::alloc_tensor(const std::string& storage, int64_t offset, std::vector<int64_t> shape,
                                           DType dtype, std::string name) {
+  return add_alloc_tensor(storage, offset, ImageOffset{}, std::move(shape), dtype, std::move(name));
+}
+
+std::string FunctionBuilder::alloc_tensor(const std::string& storage, ImageOffset offset, std::vector<int64_t> shape,
+                                          DType dtype, std::string name) {
+  return add_alloc_tensor(storage, 0, offset, std::move(shape), dtype, std::move(name));
+}
+
+std::string FunctionBuilder::add_alloc_tensor(const std::string& storage, int64_t offset, ImageOffset image_offset,
+                                              std::vector<int64_t> shape, DType dtype, std::string name) {
   const std::string_view op = op_name(Op::kAllocTensor);
   check_open(op);
   use_of_kind(op, "storage", storage, Type::Kind::kStorage);
   if (offset < 0) fail(op, fmt::format("argument 'offset': {} is negative", offset));
+  if (Status s = image_offset_in_range(image_offset); !s) {
+    fail(op, fmt::format("argument 'offset': {}", s.error().message()));
+  }
   check_extents(op, "shape", shape);
   name = result_name(op, std::move(name));
   Binding b;
@@ -263,6 +277,7 @@ std::string FunctionBuilder::alloc_tensor(const std::string& storage, int64_t of
   b.op = Op::kAllocTensor;
   b.vars = {storage};
   b.offset = offset;
+  b.image_offset = image_offset;
   b.shape = shape;
   b.dtype = dtype;
   add(std::move(b));

@@ -271,11 +271,9 @@ Status FunctionVerifier::check_view(const Binding& b) {
     return broken_rule("'{}' is {}, not a tensor", name, print_type(base.type));
   }
   if (base.discontiguous) return broken_rule("'{}' is a discontiguous tensor, which has no byte range to view", name);
-  if (base.scope != nullptr && base.scope->kind == ScopeKind::kImage2d) {
-    return broken_rule("'{}' is in image scope '{}'; only buffer tensors can be viewed", name, base.scope->name);
-  }
   if (b.offset < 0) return broken_rule("offset {} is negative", b.offset);
   STOWAGE_TRY(check_tensor_shape(b.shape, b.dtype));
+  if (base.scope != nullptr && base.scope->kind == ScopeKind::kImage2d) return check_image_view(b, base);
   const uint64_t nbytes = *checked_nbytes(b.shape, b.dtype);
   const uint64_t base_bytes = *checked_nbytes(base.type.shape, base.type.dtype);  // checked where it was defined
   const auto offset = static_cast<uint64_t>(b.offset);
@@ -289,6 +287,51 @@ Status FunctionVerifier::check_view(const Binding& b) {
   }
   result_info_.scope = base.scope;
   result_info_.view_of = base.view_of.empty() ? name : base.view_of;
+  return Status::ok();
+}
+
+// A view of a tensor in an image is a band of whole rows of its rectangle (its bytes
+// are the pixels row by row): the rows from offset / row bytes, as wide as the tensor.
+Status FunctionVerifier::check_image_view(const Binding& b, const VarInfo& base) {
+  const std::string& name = b.vars[0];
+  const ScopeDesc& scope = *base.scope;
+  if (b.dtype != base.type.dtype) {
+    return broken_rule("'{}' is in image scope '{}': a view of it keeps its dtype {}, not {}", name, scope.name,
+                       dtype_name(base.type.dtype), dtype_name(b.dtype));
+  }
+  const std::optional<ImageExtent> whole = image_extent(base.type.shape, scope.image_layout());
+  const std::optional<ImageExtent> band = image_extent(b.shape, scope.image_layout());
+  if (!band) {
+    return broken_rule("shape {} is not an image shape (last extent 4, rank at most 5), so it cannot view '{}' in "
+                       "image scope '{}'",
+                       print_shape_list(b.shape), name, scope.name);
+  }
+  std::optional<uint64_t> row = whole ? checked_mul(whole->width, 4 * dtype_bytes(base.type.dtype)) : std::nullopt;
+  if (!row) {
+    return broken_rule("'{}' of shape {} has no image extent in image scope '{}' to view", name,
+                       print_shape_list(base.type.shape), scope.name);
+  }
+  const uint64_t row_bytes = *row;
+  const auto offset = static_cast<uint64_t>(b.offset);
+  if (band->width != whole->width) {
+    return broken_rule("a view of '{}' in image scope '{}' is whole rows of it: the view is {} pixels wide, '{}' {}",
+                       name, scope.name, band->width, name, whole->width);
+  }
+  if (row_bytes == 0 ? offset != 0 : offset % row_bytes != 0) {
+    return broken_rule("a view of '{}' in image scope '{}' is whole rows of it: offset {} is not a multiple of its "
+                       "rows' {} bytes",
+                       name, scope.name, offset, row_bytes);
+  }
+  const uint64_t first_row = row_bytes == 0 ? 0 : offset / row_bytes;
+  if (first_row > whole->height || band->height > whole->height - first_row) {
+    return broken_rule("rows [{}, {}) lie outside '{}', which has {} rows in image scope '{}'", first_row,
+                       first_row + band->height, name, whole->height, scope.name);
+  }
+  result_info_.scope = base.scope;
+  result_info_.view_of = base.view_of.empty() ? name : base.view_of;
+  result_info_.image_storage = base.image_storage;
+  result_info_.image_offset = ImageOffset{base.image_offset.x, base.image_offset.y + first_row};
+  result_info_.image_extent = *band;
   return Status::ok();
 }
 

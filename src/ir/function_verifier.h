@@ -71,6 +71,7 @@ struct VarInfo {
   // unplanned `empty`, whose image the planner makes) and the top-left pixel.
   std::string image_storage;
   ImageOffset image_offset;
+  ImageExtent image_extent;  // the pixels it covers (known for tensors of known storages)
   std::optional<DiscontiguousInfo> discontiguous;
 };
 
@@ -119,6 +120,7 @@ class FunctionVerifier {
                             Placement& placement);
   Status check_empty(const Binding& b);
   Status check_view(const Binding& b);
+  Status check_image_view(const Binding& b, const VarInfo& base);
   // A range of `subject` (e.g. "block 2 of tensor 'a'") against the tensors live in `storage`.
   Status check_live_overlap(const std::string& subject, const std::string& storage_name, const StorageInfo& storage,
                             uint64_t begin, uint64_t end) const;

@@ -427,10 +427,29 @@ class Parser {
     }
   }
 
+  // A tensor's top-left pixel in an image storage: [row, column], like image sizes.
+  void parse_image_offset(Binding& b) {
+    SourceLoc loc = tok_.loc;
+    std::vector<int64_t> at = parse_int_list("image offset");
+    if (at.size() != 2) {
+      fail(loc, fmt::format("an image offset is [y, x] (row, column), got {} value{}", at.size(),
+                            at.size() == 1 ? "" : "s"));
+    }
+    if (at[0] < 0 || at[1] < 0) fail(loc, fmt::format("image offset [{}, {}] is negative", at[0], at[1]));
+    b.image_offset = ImageOffset{static_cast<uint64_t>(at[1]), static_cast<uint64_t>(at[0])};
+  }
+
   void parse_positional(Binding& b, Operand operand) {
     switch (operand) {
       case Operand::kVar: parse_var_operand(b); return;
-      case Operand::kOffset: b.offset = expect_int("an integer offset"); return;
+      case Operand::kOffset:
+        if (b.op == Op::kAllocTensor && at(TokenKind::kLBracket)) {
+          parse_image_offset(b);
+          return;
+        }
+        b.offset = expect_int(b.op == Op::kAllocTensor ? "an integer offset or an image offset [y, x]"
+                                                        : "an integer offset");
+        return;
       case Operand::kSize: b.shape = parse_int_list("storage size"); return;
       case Operand::kShape: b.shape = parse_int_list("shape"); return;
       case Operand::kDType: b.dtype = parse_dtype_word(); return;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 #include "constant_text.h"
 
@@ -59,8 +60,9 @@ std::string print_keyword(const Binding& b, Operand keyword) {
   }
 }
 
-// The operands in the order of the op's row in op_table.h.
-std::string print_operands(const Binding& b) {
+// The operands in the order of the op's row in op_table.h. `in_image`: b is an
+// alloc_tensor in a storage known to be an image, whose offset prints as [y, x].
+std::string print_operands(const Binding& b, bool in_image = false) {
   std::string out;
   size_t var = 0;
   auto add = [&out](const std::string& part) {
@@ -71,7 +73,14 @@ std::string print_operands(const Binding& b) {
   for (Operand operand : op_info(b.op).operand_list()) {
     switch (operand) {
       case Operand::kVar: add(var < b.vars.size() ? b.vars[var] : ""); ++var; break;
-      case Operand::kOffset: add(fmt::format("{}", b.offset)); break;
+      case Operand::kOffset:
+        // A byte offset in an image storage (which the verifier refuses) prints as it is.
+        if (b.op == Op::kAllocTensor && ((in_image && b.offset == 0) || b.image_offset != ImageOffset{})) {
+          add(fmt::format("[{}, {}]", b.image_offset.y, b.image_offset.x));
+        } else {
+          add(fmt::format("{}", b.offset));
+        }
+        break;
       case Operand::kSize:
       case Operand::kShape: add(print_shape_list(b.shape)); break;
       case Operand::kDType: add(std::string(dtype_name(b.dtype))); break;
@@ -137,6 +146,24 @@ std::string print_binding(const Binding& binding) {
   return out + fmt::format("{}({})", op_name(binding.op), print_operands(binding));
 }
 
+namespace {
+
+// Within a function, storages allocated with a size [height, width] are images
+// (buffers have [nbytes]): tensors in them print their offsets as [y, x].
+std::string print_bindings(const Function& function) {
+  std::string out;
+  std::set<std::string> images;
+  for (const Binding& b : function.bindings) {
+    if (b.op == Op::kAllocStorage && b.shape.size() == 2) images.insert(b.result);
+    bool in_image = b.op == Op::kAllocTensor && !b.vars.empty() && images.count(b.vars[0]) != 0;
+    std::string result = b.result.empty() ? "" : b.result + " = ";
+    out += fmt::format("  {}{}({})\n", result, op_name(b.op), print_operands(b, in_image));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string print_function(const Function& function) {
   std::string out = fmt::format("fn {}(", function.name);
   for (size_t i = 0; i < function.params.size(); ++i) {
@@ -144,7 +171,7 @@ std::string print_function(const Function& function) {
     out += fmt::format("{}: {}", function.params[i].name, print_type(function.params[i].type));
   }
   out += fmt::format(") -> {} {{\n", print_type(function.ret_type));
-  for (const Binding& b : function.bindings) out += "  " + print_binding(b) + "\n";
+  out += print_bindings(function);
   return out + fmt::format("  return {}\n}}\n", print_returned(function));
 }
 

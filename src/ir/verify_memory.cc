@@ -98,6 +98,9 @@ Status FunctionVerifier::check_alloc_tensor(const Binding& b) {
   }
   if (b.offset < 0) return broken_rule("offset {} is negative", b.offset);
   STOWAGE_TRY(check_tensor_shape(b.shape, b.dtype));
+  if (Status s = image_offset_in_range(b.image_offset); !s) {
+    return broken_rule("tensor '{}': {}", b.result, s.error().message());
+  }
   // Storages that arrive as parameters or call results have no size to check against.
   if (!storage_var.storage) return Status::ok();
   StorageInfo& storage = *storage_var.storage;
@@ -119,6 +122,11 @@ Status FunctionVerifier::check_alloc_tensor(const Binding& b) {
 
 Status FunctionVerifier::check_buffer_tensor(const Binding& b, const std::string& storage_name,
                                              StorageInfo& storage, uint64_t nbytes, Placement& placement) {
+  if (b.image_offset != ImageOffset{}) {
+    return broken_rule("tensor '{}' in buffer storage '{}' has an image offset [{}, {}]; a tensor in a buffer is "
+                       "placed at a byte offset",
+                       b.result, storage_name, b.image_offset.y, b.image_offset.x);
+  }
   uint64_t offset = static_cast<uint64_t>(b.offset);
   if (Status s = tensor_fits_buffer(nbytes, offset, storage.bytes); !s) {
     return broken_rule("tensor '{}' in storage '{}': {}", b.result, storage_name, s.error().message());
@@ -143,7 +151,8 @@ Status FunctionVerifier::check_live_overlap(const std::string& subject, const st
   return Status::ok();
 }
 
-// For now an image holds its tensors at its origin: one live non-empty tensor each.
+// A tensor in an image is a rectangle of pixels at its image offset: inside the
+// storage, and apart from the rectangles of the storage's other live tensors.
 Status FunctionVerifier::check_image_tensor(const Binding& b, const std::string& storage_name,
                                             StorageInfo& storage, Placement& placement) {
   std::string shape = print_shape_list(b.shape);
@@ -152,8 +161,9 @@ Status FunctionVerifier::check_image_tensor(const Binding& b, const std::string&
                        dtype_name(storage.dtype), storage_name);
   }
   if (b.offset != 0) {
-    return broken_rule("offset {} in image storage '{}': tensors in images start at offset 0", b.offset,
-                       storage_name);
+    return broken_rule("offset {} in image storage '{}': a tensor in an image is placed at a pixel [y, x], not at a "
+                       "byte offset",
+                       b.offset, storage_name);
   }
   if (b.shape.empty() || b.shape.back() != 4) {
     return broken_rule("shape {} in image storage '{}' must end in 4 (the RGBA channels)", shape, storage_name);
@@ -164,15 +174,27 @@ Status FunctionVerifier::check_image_tensor(const Binding& b, const std::string&
   const std::string& layout = storage.scope->layout;
   std::optional<ImageExtent> extent = image_extent(b.shape, storage.scope->image_layout());
   if (!extent) return broken_rule("the image extent of shape {} overflows 64 bits", shape);
-  if (Status s = tensor_fits_image(*extent, ImageExtent{storage.height, storage.width}); !s) {
+  if (Status s = tensor_fits_image(*extent, b.image_offset, ImageExtent{storage.height, storage.width}); !s) {
     return broken_rule("tensor '{}' ({} layout) in storage '{}' {}", b.result, layout, storage_name,
                        s.error().message());
   }
+  result_info_.image_extent = *extent;
   if (placement.empty) return Status::ok();
+  const ImageOffset& at = b.image_offset;
   for (const std::string& other_name : storage.live_tensors) {
-    if (vars_.at(other_name).placements.at(0).empty) continue;
-    return broken_rule("tensor '{}' overlaps live tensor '{}' in image storage '{}' (both start at its origin)",
-                       b.result, other_name, storage_name);
+    const VarInfo& other = vars_.at(other_name);
+    if (other.placements.at(0).empty) continue;
+    const ImageOffset& o = other.image_offset;
+    const ImageExtent& e = other.image_extent;
+    // Offsets are below 2^31 and extents inside the storage: the sums do not wrap.
+    if (at.x >= o.x + e.width || o.x >= at.x + extent->width || at.y >= o.y + e.height ||
+        o.y >= at.y + extent->height) {
+      continue;
+    }
+    return broken_rule("tensor '{}' (rows {} to {}, columns {} to {}) overlaps live tensor '{}' (rows {} to {}, "
+                       "columns {} to {}) in image storage '{}'",
+                       b.result, at.y, at.y + extent->height - 1, at.x, at.x + extent->width - 1, other_name, o.y,
+                       o.y + e.height - 1, o.x, o.x + e.width - 1, storage_name);
   }
   return Status::ok();
 }

@@ -140,6 +140,7 @@ struct VirtualMachine::Impl {
                           std::vector<Value>& regs);
   void alloc_discontiguous(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
   void view(SiteState& site, const Instruction& ins, std::vector<Value>& regs);
+  void view_image(const Instruction& ins, const TensorObject& base, std::vector<Value>& regs);
   SvmAllocation svm_buffer(uint64_t nbytes);
   opencl::MemHandle buffer_range(StorageObject& storage, uint64_t offset, uint64_t nbytes);
   void copy_tensor(const Instruction& ins, std::vector<Value>& regs);

@@ -186,10 +186,13 @@ opencl::MemHandle VirtualMachine::Impl::buffer_range(StorageObject& storage, uin
 void VirtualMachine::Impl::view(SiteState& site, const Instruction& ins, std::vector<Value>& regs) {
   using O = operands::View;
   const TensorObject& base = tensor_operand(regs, ins.ops[O::kTensor], "the viewed tensor");
+  if (base.in_image()) {
+    view_image(ins, base, regs);
+    return;
+  }
   if (!base.in_buffer()) {
     throw_runtime(fmt::format("register {} holds a tensor {}; only a range of a buffer can be viewed",
-                              ins.ops[O::kTensor], base.on_host() ? "on the host" : base.in_image() ? "in an image"
-                                                                                                  : "made of blocks"));
+                              ins.ops[O::kTensor], base.on_host() ? "on the host" : "made of blocks"));
   }
   const uint64_t offset = ins.ops[O::kOffset];
   const auto dtype = static_cast<DType>(ins.ops[O::kDType]);
@@ -213,6 +216,43 @@ void VirtualMachine::Impl::view(SiteState& site, const Instruction& ins, std::ve
   regs[ins.ops[O::kDst]] = std::move(out);
 }
 
+// A view of a tensor in an image: whole rows of its rectangle (its bytes are its
+// pixels row by row), from row offset / row bytes, as wide as the tensor.
+void VirtualMachine::Impl::view_image(const Instruction& ins, const TensorObject& base, std::vector<Value>& regs) {
+  using O = operands::View;
+  const uint64_t offset = ins.ops[O::kOffset];
+  const auto dtype = static_cast<DType>(ins.ops[O::kDType]);
+  const std::vector<int64_t>& shape = exe->constants[ins.ops[O::kShape]].shape;
+  const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(base.storage->scope())->second];
+  const std::optional<ImageExtent> band = image_extent(shape, req.layout);
+  const ImageExtent& whole = base.image_region;
+  const uint64_t row_bytes = whole.width * 4 * dtype_bytes(base.dtype);  // a row of the image: it fits
+  const bool whole_rows = row_bytes == 0 ? offset == 0 : offset % row_bytes == 0;
+  if (dtype != base.dtype || !band || band->width != whole.width || !whole_rows) {
+    throw_runtime(fmt::format("a view ({}) of {} at byte offset {} is not whole rows of the image tensor ({}) of {} "
+                              "({} pixels wide, rows of {} bytes)",
+                              fmt::join(shape, ", "), dtype_name(dtype), offset, fmt::join(base.shape, ", "),
+                              dtype_name(base.dtype), whole.width, row_bytes));
+  }
+  const uint64_t first_row = row_bytes == 0 ? 0 : offset / row_bytes;
+  if (first_row > whole.height || band->height > whole.height - first_row) {
+    throw_runtime(fmt::format("a view of rows [{}, {}) does not fit the image tensor's {} rows", first_row,
+                              first_row + band->height, whole.height));
+  }
+  auto tensor = std::make_shared<TensorObject>();
+  tensor->shape = shape;
+  tensor->dtype = dtype;
+  tensor->nbytes = *checked_nbytes(shape, dtype);  // the loader checked it
+  tensor->storage = base.storage;
+  tensor->context = context;
+  tensor->image_region = *band;
+  tensor->image_offset = ImageOffset{base.image_offset.x, base.image_offset.y + first_row};
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  out.tensor = std::move(tensor);
+  regs[ins.ops[O::kDst]] = std::move(out);
+}
+
 void VirtualMachine::Impl::alloc_image_tensor(const std::shared_ptr<StorageObject>& storage,
                                               const std::vector<int64_t>& shape, DType dtype,
                                               std::optional<uint64_t> nbytes, uint64_t offset, const Instruction& ins,
@@ -220,12 +260,16 @@ void VirtualMachine::Impl::alloc_image_tensor(const std::shared_ptr<StorageObjec
   const ScopeRequirement& req = exe->requirements.scopes[scope_index.find(storage->scope())->second];
   auto extent = image_extent(shape, req.layout);
   const ImageExtent& image = storage->image();
-  if (offset != 0 || !nbytes || !extent) {
-    throw_runtime(fmt::format("tensor ({}) at offset {} is not an image tensor (offset 0, last extent 4, rank at most "
-                              "5, size within 64 bits)",
-                              fmt::join(shape, ", "), offset));
+  if (!nbytes || !extent) {
+    throw_runtime(fmt::format("tensor ({}) is not an image tensor (last extent 4, rank at most 5, size within 64 bits)",
+                              fmt::join(shape, ", ")));
   }
-  if (Status s = tensor_fits_image(*extent, image); !s) {
+  // The offset is the tensor's top-left pixel, y << 32 | x.
+  const ImageOffset at = unpack_image_offset(offset);
+  if (Status s = image_offset_in_range(at); !s) {
+    throw_runtime(fmt::format("tensor ({}): {} (offset {})", fmt::join(shape, ", "), s.error().message(), offset));
+  }
+  if (Status s = tensor_fits_image(*extent, at, image); !s) {
     throw_runtime(fmt::format("tensor ({}) {}", fmt::join(shape, ", "), s.error().message()));
   }
   if (*nbytes != 0 && storage->nbytes() / (image.height * image.width * 4) != dtype_bytes(dtype)) {
@@ -238,6 +282,7 @@ void VirtualMachine::Impl::alloc_image_tensor(const std::shared_ptr<StorageObjec
   tensor->storage = storage;
   tensor->context = context;
   tensor->image_region = *extent;
+  tensor->image_offset = at;
   Value out;
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);
@@ -291,7 +336,9 @@ void VirtualMachine::Impl::copy_tensor(const Instruction& ins, std::vector<Value
 // so every case is one 2D copy command.
 void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const TensorObject& dst) {
   cl_command_queue queue = context->queue();
-  const size_t origin[3] = {0, 0, 0};
+  // Each image tensor's rectangle starts at its image offset.
+  const size_t src_origin[3] = {src.image_offset.x, src.image_offset.y, 0};
+  const size_t dst_origin[3] = {dst.image_offset.x, dst.image_offset.y, 0};
   const ImageExtent& extent = src.in_image() ? src.image_region : dst.image_region;
   const size_t region[3] = {extent.width, extent.height, 1};
   cl_int status = CL_SUCCESS;
@@ -299,28 +346,28 @@ void VirtualMachine::Impl::copy_with_image(const TensorObject& src, const Tensor
     if (src.image_region.width != dst.image_region.width || src.image_region.height != dst.image_region.height) {
       throw_runtime("image tensors of different extents cannot be copied into each other");
     }
-    status = clEnqueueCopyImage(queue, src.storage->mem(), dst.storage->mem(), origin, origin, region, 0, nullptr,
-                                nullptr);
+    status = clEnqueueCopyImage(queue, src.storage->mem(), dst.storage->mem(), src_origin, dst_origin, region, 0,
+                                nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyImage");
   } else if (src.in_image()) {
     if (dst.on_host()) {
-      status = clEnqueueReadImage(queue, src.storage->mem(), CL_TRUE, origin, region, 0, 0, dst.host_data, 0, nullptr,
-                                  nullptr);
+      status = clEnqueueReadImage(queue, src.storage->mem(), CL_TRUE, src_origin, region, 0, 0, dst.host_data, 0,
+                                  nullptr, nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueReadImage");
       context->transfers().note_download(src.nbytes);
     } else {
-      status = clEnqueueCopyImageToBuffer(queue, src.storage->mem(), dst.storage->mem(), origin, region, dst.offset, 0,
-                                          nullptr, nullptr);
+      status = clEnqueueCopyImageToBuffer(queue, src.storage->mem(), dst.storage->mem(), src_origin, region,
+                                          dst.offset, 0, nullptr, nullptr);
       if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyImageToBuffer");
     }
   } else if (src.on_host()) {
-    status = clEnqueueWriteImage(queue, dst.storage->mem(), CL_TRUE, origin, region, 0, 0, src.host_data, 0, nullptr,
-                                 nullptr);
+    status = clEnqueueWriteImage(queue, dst.storage->mem(), CL_TRUE, dst_origin, region, 0, 0, src.host_data, 0,
+                                 nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueWriteImage");
     context->transfers().note_upload(src.nbytes);
   } else {
-    status = clEnqueueCopyBufferToImage(queue, src.storage->mem(), dst.storage->mem(), src.offset, origin, region, 0,
-                                        nullptr, nullptr);
+    status = clEnqueueCopyBufferToImage(queue, src.storage->mem(), dst.storage->mem(), src.offset, dst_origin, region,
+                                        0, nullptr, nullptr);
     if (status != CL_SUCCESS) throw_cl(status, "clEnqueueCopyBufferToImage");
   }
 }

@@ -559,8 +559,10 @@ TEST(BytecodeValidation, ImageStorage) {
                                                    "scope 'global.texture'"));
   exe.constants[extent].shape = {64, 4};
 
+  // An offset in an image is the top-left pixel, y << 32 | x (version 1.6): 16 is [0, 16].
   fn.code[14].ops[operands::AllocTensor::kOffset] = 16;
-  EXPECT_EQ(refusal(exe), code_message(exe, 14, 3, "offset 16 in image2d storage of scope 'global.texture' must be 0"));
+  EXPECT_EQ(refusal(exe), code_message(exe, 14, 3, "tensor in scope 'global.texture' needs an image of height 64 and "
+                                                   "width 4 at [0, 16], but the storage is [64, 4] (instruction 13)"));
   fn.code[14].ops[operands::AllocTensor::kOffset] = 0;
   exe.constants[extent].shape = {256};
   EXPECT_EQ(refusal(exe), code_message(exe, 13, 2, "size of an image2d storage must be [height, width], has rank 1"));

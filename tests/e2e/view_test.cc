@@ -80,8 +80,15 @@ TEST(Views, VerifierRules) {
             "v.stir:8:3: error: function 'main', binding 'v = view(x, 4, [64], float32)': offset 4 is not a multiple "
             "of 128, the alignment of scope 'global'");
   EXPECT_EQ(verify_body("  t = empty([32, 4], float32, scope=\"global.texture\")\n  v = view(t, 0, [128], float32)\n"),
-            "v.stir:9:3: error: function 'main', binding 'v = view(t, 0, [128], float32)': 't' is in image scope "
-            "'global.texture'; only buffer tensors can be viewed");
+            "v.stir:9:3: error: function 'main', binding 'v = view(t, 0, [128], float32)': shape [128] is not an "
+            "image shape (last extent 4, rank at most 5), so it cannot view 't' in image scope 'global.texture'");
+  // A view of a tensor in an image is whole rows of it (docs/textures.md).
+  EXPECT_EQ(verify_body("  t = empty([32, 4], float32, scope=\"global.texture\")\n  v = view(t, 0, [8, 4], float32)\n"),
+            "v.stir:9:3: error: function 'main', binding 'v = view(t, 0, [8, 4], float32)': a view of 't' in image "
+            "scope 'global.texture' is whole rows of it: the view is 8 pixels wide, 't' 32");
+  EXPECT_EQ(verify_body("  t = empty([2, 32, 4], float32, scope=\"global.texture\")\n"
+                        "  v = view(t, 512, [1, 32, 4], float32)\n"),
+            "ok");
   EXPECT_EQ(verify_body("  t = empty([128], float32, scope=\"global\")\n  v = view(t, 0, [2, 64], float32)\n"
                         "  w = view(v, 0, [64], float32)\n  kill_object(t)\n  call_kernel(scale, [w, x, 1.0], "
                         "grid=[64])\n"),

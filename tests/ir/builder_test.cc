@@ -6,6 +6,7 @@
 #include <string>
 
 #include "e2e/source_files.h"
+#include "stowage/ir/printer.h"
 #include "stowage/support/error.h"
 
 namespace stowage::ir {
@@ -216,6 +217,22 @@ TEST(Builder, AllocTensorMisuse) {
   f.fb.kill_object("s");
   EXPECT_EQ(error_of([&] { f.fb.alloc_tensor("s", 0, {4}, DType::kInt32); }),
             "alloc_tensor: argument 'storage': 's' was killed by kill_object");
+}
+
+// In an image storage a tensor is placed at a pixel: its ImageOffset, [y, x] in text.
+TEST(Builder, AllocTensorAtAnImageOffset) {
+  FunctionBuilder fb("main");
+  std::string x = fb.param("x", kT);
+  std::string img = fb.alloc_storage({8, 16}, 0, DType::kFloat32, "global.texture", "img");
+  fb.alloc_tensor(img, ImageOffset{5, 2}, {2, 4, 4}, DType::kFloat32, "a");
+  EXPECT_EQ(error_of([&] { fb.alloc_tensor(img, ImageOffset{uint64_t{1} << 31, 0}, {4}, DType::kFloat32); }),
+            "alloc_tensor: argument 'offset': image offset [0, 2147483648] is out of range: row and column must be "
+            "below 2^31");
+  Function f = fb.ret(x);
+  ASSERT_EQ(f.bindings.size(), 2u);
+  EXPECT_EQ(f.bindings[1].image_offset, (ImageOffset{5, 2}));
+  EXPECT_EQ(f.bindings[1].offset, 0);
+  EXPECT_EQ(print_binding(f.bindings[1]), "a = alloc_tensor(img, [2, 5], [2, 4, 4], float32)");
 }
 
 TEST(Builder, AllocStorageMisuse) {

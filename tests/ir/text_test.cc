@@ -164,6 +164,40 @@ TEST(TextTest, EveryFormRoundTripsExactly) {
   EXPECT_EQ(main.bindings[7].args[2], Arg::integer(-3));
 }
 
+// Tensors in image storages print their offsets [y, x] (row, column); a plain 0
+// still parses as [0, 0], and buffers keep byte offsets.
+TEST(TextTest, ImageOffsetsPrintAsRowAndColumn) {
+  constexpr std::string_view kWritten = R"(fn f(x: Tensor[(4,), int32]) -> Tensor[(4,), int32] {
+  img = alloc_storage([8, 16], device=0, dtype=float32, scope="global.texture")
+  a = alloc_tensor(img, 0, [2, 4, 4], float32)
+  b = alloc_tensor(img, [2, 5], [2, 4, 4], float32)
+  s = alloc_storage([64], device=0, dtype=uint8, scope="global")
+  c = alloc_tensor(s, 16, [4], int32)
+  return x
+}
+)";
+  constexpr std::string_view kPrinted = R"(fn f(x: Tensor[(4,), int32]) -> Tensor[(4,), int32] {
+  img = alloc_storage([8, 16], device=0, dtype=float32, scope="global.texture")
+  a = alloc_tensor(img, [0, 0], [2, 4, 4], float32)
+  b = alloc_tensor(img, [2, 5], [2, 4, 4], float32)
+  s = alloc_storage([64], device=0, dtype=uint8, scope="global")
+  c = alloc_tensor(s, 16, [4], int32)
+  return x
+}
+)";
+  Module m = parse_ok(kWritten);
+  const Function& f = m.functions[0];
+  EXPECT_EQ(f.bindings[1].image_offset, (ImageOffset{0, 0}));
+  EXPECT_EQ(f.bindings[2].image_offset, (ImageOffset{5, 2}));  // x = 5 (column), y = 2 (row)
+  EXPECT_EQ(f.bindings[2].offset, 0);
+  EXPECT_EQ(f.bindings[4].offset, 16);
+  EXPECT_EQ(print_module(m), kPrinted);
+  EXPECT_EQ(parse_ok(kPrinted), m);
+  // Alone, a binding shows an image offset only when it is not [0, 0].
+  EXPECT_EQ(print_binding(f.bindings[1]), "a = alloc_tensor(img, 0, [2, 4, 4], float32)");
+  EXPECT_EQ(print_binding(f.bindings[2]), "b = alloc_tensor(img, [2, 5], [2, 4, 4], float32)");
+}
+
 TEST(TextTest, PrintsTypes) {
   EXPECT_EQ(print_type(Type::tensor({4, 64}, DType::kInt32)), "Tensor[(4, 64), int32]");
   EXPECT_EQ(print_type(Type::tensor({}, DType::kFloat32)), "Tensor[(), float32]");
@@ -366,7 +400,15 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x 0, [4], int8)\n",
                   "t.stir:2:22: error: expected ',' between the operands of alloc_tensor, found '0'"},
         ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x, 1.5, [4], int8)\n",
-                  "t.stir:2:23: error: expected an integer offset, found '1.5'"},
+                  "t.stir:2:23: error: expected an integer offset or an image offset [y, x], found '1.5'"},
+        ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x, [1, 2, 3], [4], int8)\n",
+                  "t.stir:2:23: error: an image offset is [y, x] (row, column), got 3 values"},
+        ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x, [5], [4], int8)\n",
+                  "t.stir:2:23: error: an image offset is [y, x] (row, column), got 1 value"},
+        ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x, [0, -1], [4], int8)\n",
+                  "t.stir:2:23: error: image offset [0, -1] is negative"},
+        ErrorCase{"fn f(x: int) -> int {\n  t = view(x, [0, 1], [4], int8)\n",
+                  "t.stir:2:15: error: expected an integer offset, found '['"},
         ErrorCase{"fn f(x: int) -> int {\n  copy_tensor(x)\n",
                   "t.stir:2:16: error: expected ',' between the operands of copy_tensor, found ')'"},
         ErrorCase{"fn f(x: int) -> int {\n  kill_object(x, x)\n",

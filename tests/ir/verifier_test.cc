@@ -40,6 +40,10 @@ std::vector<KernelSignature> ops_signatures() {
        0,
        {param("src", K::kImage2dRead), param("src_off", K::kImageOffset, DType::kInt32, 2),
         param("dst", K::kImage2dWrite), param("dst_off", K::kImageOffset, DType::kInt32, 2)}},
+      {"img_off_add",
+       0,
+       {param("a", K::kImage2dRead), param("a_off", K::kImageOffset, DType::kInt32, 2), param("b", K::kImage2dRead),
+        param("b_off", K::kImageOffset, DType::kInt32, 2), param("c", K::kImage2dWrite)}},
   };
 }
 
@@ -94,6 +98,7 @@ std::string verify_example(const std::string& text) {
 const std::string kStorage = "s = alloc_storage([4096], device=0, dtype=uint8, scope=\"global\")";
 
 const std::string kImage = "img = alloc_storage([16, 8], device=0, dtype=float32, scope=\"global.texture\")";
+const std::string kImage2 = "img2 = alloc_storage([16, 8], device=0, dtype=float32, scope=\"global.texture\")";
 
 // --- Each rule, broken by a small program --------------------------------------
 
@@ -400,7 +405,107 @@ INSTANTIATE_TEST_SUITE_P(
         VerifierCase{.name = "ImageTensorAtNonZeroOffset",
                      .body = {kImage, "t = alloc_tensor(img, 16, [2, 8, 4], float32)"},
                      .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 16, [2, 8, 4], "
-                                 "float32)': offset 16 in image storage 'img': tensors in images start at offset 0"},
+                                 "float32)': offset 16 in image storage 'img': a tensor in an image is placed at a "
+                                 "pixel [y, x], not at a byte offset"},
+        // Tensors at 2D offsets: rectangles inside the storage, apart while both live.
+        VerifierCase{.name = "ImageTensorsShareAnImageSideBySide",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 4, 4], float32)",
+                              "b = alloc_tensor(img, [0, 4], [4, 4, 4], float32)",
+                              "c = alloc_tensor(img, [4, 0], [2, 8, 4], float32)"},
+                     .expected = "ok"},
+        VerifierCase{.name = "ImageTensorsOverlapByOnePixel",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 4, 4], float32)",
+                              "b = alloc_tensor(img, [3, 3], [2, 2, 4], float32)"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, [3, 3], [2, 2, 4], "
+                                 "float32)': tensor 'b' (rows 3 to 4, columns 3 to 4) overlaps live tensor 'a' (rows 0 "
+                                 "to 3, columns 0 to 3) in image storage 'img'"},
+        VerifierCase{.name = "ImageTensorTakesTheRectangleOfAKilledOne",
+                     .body = {kImage, "a = alloc_tensor(img, [2, 2], [4, 4, 4], float32)", "kill_object(a)",
+                              "b = alloc_tensor(img, [0, 0], [8, 8, 4], float32)"},
+                     .expected = "ok"},
+        VerifierCase{.name = "ImageTensorOutsideItsStorage",
+                     .body = {kImage, "t = alloc_tensor(img, [15, 0], [2, 8, 4], float32)"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [15, 0], [2, 8, 4], "
+                                 "float32)': tensor 't' (activation layout) in storage 'img' needs an image of height 2 "
+                                 "and width 8 at [15, 0], but the storage is [16, 8]"},
+        VerifierCase{.name = "ImageTensorOneColumnTooFarRight",
+                     .body = {kImage, "t = alloc_tensor(img, [0, 1], [2, 8, 4], float32)"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [0, 1], [2, 8, 4], "
+                                 "float32)': tensor 't' (activation layout) in storage 'img' needs an image of height 2 "
+                                 "and width 8 at [0, 1], but the storage is [16, 8]"},
+        VerifierCase{.name = "ImageOffsetBelowTwoToThe31",
+                     .body = {kImage, "t = alloc_tensor(img, [2147483648, 0], [2, 8, 4], float32)"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, [2147483648, 0], "
+                                 "[2, 8, 4], float32)': tensor 't': image offset [2147483648, 0] is out of range: row and "
+                                 "column must be below 2^31"},
+        VerifierCase{.name = "ImageOffsetInABufferStorage",
+                     .body = {kStorage, "t = alloc_tensor(s, [0, 1], [4], int32)"},
+                     .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(s, [0, 1], [4], int32)': "
+                                 "tensor 't' in buffer storage 's' has an image offset [0, 1]; a tensor in a buffer is "
+                                 "placed at a byte offset"},
+        // Image parameters and offsets.
+        VerifierCase{.name = "ImageOffsetParametersTakeTensorsAnywhere",
+                     .body = {kImage, kImage2, "a = alloc_tensor(img, [3, 4], [2, 4, 4], float32)",
+                              "b = alloc_tensor(img2, [5, 0], [2, 4, 4], float32)",
+                              "call_kernel(img_off_copy, [a, b], grid=[4, 2])"},
+                     .expected = "ok"},
+        VerifierCase{.name = "ImageParameterWithoutOffsetTakesOnlyTheOrigin",
+                     .body = {kImage, kImage2, "a = alloc_tensor(img, [0, 4], [2, 4, 4], float32)",
+                              "b = alloc_tensor(img2, [0, 0], [2, 4, 4], float32)",
+                              "call_kernel(img_copy, [a, b], grid=[4, 2])"},
+                     .expected = "v.stir:10:3: error: function 'main', binding 'call_kernel(img_copy, [a, b], grid=[4, "
+                                 "2])': parameter 'src' of kernel 'img_copy' has no stowage_image_offset parameter "
+                                 "after it, so it takes only tensors at [0, 0], but tensor 'a' is at [0, 4] in image "
+                                 "storage 'img'"},
+        VerifierCase{.name = "OneImageReadAndWrittenThroughTwoTensors",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [2, 4, 4], float32)",
+                              "b = alloc_tensor(img, [0, 4], [2, 4, 4], float32)",
+                              "call_kernel(img_off_copy, [a, b], grid=[4, 2])"},
+                     .expected = "v.stir:9:3: error: function 'main', binding 'call_kernel(img_off_copy, [a, b], "
+                                 "grid=[4, 2])': tensors 'a' and 'b' share image storage 'img' and are bound to "
+                                 "parameters 'src' (read_only image2d_t) and 'dst' (write_only image2d_t) of kernel "
+                                 "'img_off_copy': one kernel cannot read and write the same image"},
+        VerifierCase{.name = "OneImageReadThroughTwoTensors",
+                     .body = {kImage, kImage2, "a = alloc_tensor(img, [0, 0], [8, 4], float32)",
+                              "b = alloc_tensor(img, [1, 0], [8, 4], float32)",
+                              "c = alloc_tensor(img2, 0, [8, 4], float32)", "call_kernel(img_off_add, [a, b, c], grid=[8])"},
+                     .expected = "ok"},
+        // Views of tensors in images: bands of whole rows.
+        VerifierCase{.name = "ImageViewOfWholeRows",
+                     .body = {kImage, kImage2, "a = alloc_tensor(img, [4, 0], [4, 8, 4], float32)",
+                              "v = view(a, 256, [2, 8, 4], float32)", "b = alloc_tensor(img2, 0, [2, 8, 4], float32)",
+                              "call_kernel(img_off_copy, [v, b], grid=[8, 2])"},
+                     .expected = "ok"},
+        VerifierCase{.name = "ImageViewStartsWithinARow",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
+                              "v = view(a, 64, [2, 8, 4], float32)"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'v = view(a, 64, [2, 8, 4], float32)': a "
+                                 "view of 'a' in image scope 'global.texture' is whole rows of it: offset 64 is not a "
+                                 "multiple of its rows' 128 bytes"},
+        VerifierCase{.name = "ImageViewOfOtherWidth",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
+                              "v = view(a, 0, [8, 4, 4], float32)"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'v = view(a, 0, [8, 4, 4], float32)': a "
+                                 "view of 'a' in image scope 'global.texture' is whole rows of it: the view is 4 pixels "
+                                 "wide, 'a' 8"},
+        VerifierCase{.name = "ImageViewRowsOutsideTheTensor",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
+                              "v = view(a, 384, [2, 8, 4], float32)"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'v = view(a, 384, [2, 8, 4], float32)': "
+                                 "rows [3, 5) lie outside 'a', which has 4 rows in image scope 'global.texture'"},
+        VerifierCase{.name = "ImageViewKeepsTheDtype",
+                     .body = {kImage, "a = alloc_tensor(img, [0, 0], [4, 8, 4], float32)",
+                              "v = view(a, 0, [4, 8, 4], int32)"},
+                     .expected = "v.stir:8:3: error: function 'main', binding 'v = view(a, 0, [4, 8, 4], int32)': 'a' "
+                                 "is in image scope 'global.texture': a view of it keeps its dtype float32, not int32"},
+        VerifierCase{.name = "ImageViewIsAtItsBandsRows",
+                     .body = {kImage, kImage2, "a = alloc_tensor(img, [2, 0], [4, 8, 4], float32)",
+                              "v = view(a, 128, [1, 8, 4], float32)", "b = alloc_tensor(img2, 0, [1, 8, 4], float32)",
+                              "call_kernel(img_copy, [v, b], grid=[8])"},
+                     .expected = "v.stir:11:3: error: function 'main', binding 'call_kernel(img_copy, [v, b], "
+                                 "grid=[8])': parameter 'src' of kernel 'img_copy' has no stowage_image_offset "
+                                 "parameter after it, so it takes only tensors at [0, 0], but tensor 'v' is at [3, 0] "
+                                 "in image storage 'img'"},
         VerifierCase{.name = "ImageTensorMustEndInFour",
                      .body = {kImage, "t = alloc_tensor(img, 0, [8, 3], float32)"},
                      .expected = "v.stir:7:3: error: function 'main', binding 't = alloc_tensor(img, 0, [8, 3], "
@@ -459,7 +564,8 @@ INSTANTIATE_TEST_SUITE_P(
             .body = {kImage, "a = alloc_tensor(img, 0, [2, 8, 4], float32)",
                      "b = alloc_tensor(img, 0, [8, 4], float32)"},
             .expected = "v.stir:8:3: error: function 'main', binding 'b = alloc_tensor(img, 0, [8, 4], float32)': "
-                        "tensor 'b' overlaps live tensor 'a' in image storage 'img' (both start at its origin)"},
+                        "tensor 'b' (rows 0 to 0, columns 0 to 7) overlaps live tensor 'a' (rows 0 to 1, columns 0 to 7) "
+                        "in image storage 'img'"},
 
         // call_kernel
         VerifierCase{.name = "KernelArgumentCount",

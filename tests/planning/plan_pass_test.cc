@@ -277,8 +277,8 @@ TEST(PlanPassTest, TextureTensorsOfDisjointLifetimesShareOneImage) {
   // a dies at b's kernel; c (smaller) and then d reuse a's image; b keeps its own.
   EXPECT_NE(planned.find("image0 = alloc_storage([8, 6], device=0, dtype=float32, scope=\"global.texture\")"),
             std::string::npos) << planned;
-  EXPECT_NE(planned.find("c = alloc_tensor(image0, 0, [4, 6, 4], float32)"), std::string::npos) << planned;
-  EXPECT_NE(planned.find("d = alloc_tensor(image0, 0, [8, 6, 4], float32)"), std::string::npos) << planned;
+  EXPECT_NE(planned.find("c = alloc_tensor(image0, [0, 0], [4, 6, 4], float32)"), std::string::npos) << planned;
+  EXPECT_NE(planned.find("d = alloc_tensor(image0, [0, 0], [8, 6, 4], float32)"), std::string::npos) << planned;
   EXPECT_EQ(planned.find("image2 ="), std::string::npos) << planned;
   ASSERT_EQ(compiled->memory.scopes.size(), 1u);
   const ScopeReport& r = compiled->memory.scopes[0];

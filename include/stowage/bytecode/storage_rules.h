@@ -27,4 +27,16 @@ Status is_image_pixel_type(DType pixel);
 // A tensor whose image extent is `needed` fits an image storage of `storage`.
 Status tensor_fits_image(ImageExtent needed, ImageExtent storage);
 
+// The same at top-left pixel `at`: the rectangle lies inside the storage; no overflow.
+Status tensor_fits_image(ImageExtent needed, ImageOffset at, ImageExtent storage);
+
+// Image offsets are passed to kernels as int2: x and y are below 2^31.
+inline constexpr uint64_t kImageOffsetLimit = uint64_t{1} << 31;
+Status image_offset_in_range(ImageOffset at);
+
+// alloc_tensor's offset operand for a tensor in an image storage (version 1.6):
+// y << 32 | x. Unpacking never fails; image_offset_in_range checks the halves.
+inline uint64_t pack_image_offset(ImageOffset at) { return at.y << 32 | (at.x & 0xffffffffu); }
+inline ImageOffset unpack_image_offset(uint64_t packed) { return ImageOffset{packed & 0xffffffffu, packed >> 32}; }
+
 }  // namespace stowage

@@ -50,6 +50,9 @@ class FunctionBuilder {
                             std::string name = "");
   std::string alloc_tensor(const std::string& storage, int64_t offset, std::vector<int64_t> shape, DType dtype,
                            std::string name = "");
+  // A tensor in an image storage with its top-left pixel at `offset` (column x, row y).
+  std::string alloc_tensor(const std::string& storage, ImageOffset offset, std::vector<int64_t> shape, DType dtype,
+                           std::string name = "");
   // A tensor of blocks anywhere in `data_storage`, found through tables in
   // `table_storage` (docs/discontiguous.md): one table offset for rank 2, one per
   // table breadth-first for rank N; one data offset per block.
@@ -108,6 +111,8 @@ class FunctionBuilder {
   void refuse_constant(std::string_view op, std::string_view arg, const std::string& var, std::string_view what) const;
   const Type& use_of_kind(std::string_view op, std::string_view arg, const std::string& var, Type::Kind kind) const;
   void check_extents(std::string_view op, std::string_view arg, const std::vector<int64_t>& extents) const;
+  std::string add_alloc_tensor(const std::string& storage, int64_t offset, ImageOffset image_offset,
+                               std::vector<int64_t> shape, DType dtype, std::string name);
   void check_scope(std::string_view op, const std::string& scope) const;
   void check_kernel_arg(size_t index, const Arg& arg) const;
   void check_call_arg(const Function& callee, size_t index, const Arg& arg) const;

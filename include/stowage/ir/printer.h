@@ -22,7 +22,9 @@ std::string print_module(const Module& module, const PrintOptions& options = {})
 std::string print_constant(const ConstantTensor& constant, const PrintOptions& options = {});
 std::string print_function(const Function& function);
 // One line without indentation or newline, e.g. `a = alloc_tensor(s, 0, [4], int32)`;
-// error messages quote bindings this way.
+// error messages quote bindings this way. An alloc_tensor's image offset prints as
+// [y, x] when it is not [0, 0]; print_function prints it for every tensor in a
+// storage the function allocates as an image ([height, width]), [0, 0] included.
 std::string print_binding(const Binding& binding);
 std::string print_type(const Type& type);
 // What `return` names: `a`, or a tuple `(a, b)` (one field: `(a,)`); error messages

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "stowage/bytecode/storage_rules.h"
+
 namespace stowage::ir {
 namespace {
 
@@ -246,10 +248,12 @@ class FunctionLowering {
         if (auto it = storage_scope_.find(b.vars[0]); it != storage_scope_.end()) {
           note_offset(*b_.scope_requirement(it->second), static_cast<uint64_t>(b.offset));
         }
+        // A tensor in an image is placed at a pixel: the operand packs it (y << 32 | x).
+        const uint64_t offset =
+            b.image_offset != ImageOffset{} ? pack_image_offset(b.image_offset) : static_cast<uint64_t>(b.offset);
         uint32_t shape = b_.shape_constant(b.shape);
         uint32_t r = define(b.result);
-        emit(Opcode::kAllocTensor,
-             {r, storage, static_cast<uint64_t>(b.offset), shape, static_cast<uint64_t>(b.dtype)});
+        emit(Opcode::kAllocTensor, {r, storage, offset, shape, static_cast<uint64_t>(b.dtype)});
         return {};
       }
       case Op::kView: {
