@@ -99,13 +99,15 @@ def _draw_image(ax, storage, steps, cmap):
 
     width, height = max(storage["width"], 1), max(storage["height"], 1)
     ax.add_patch(Rectangle((0, 0), width, height, fill=False, edgecolor="0.35", linestyle="--", linewidth=1))
+    names = {}  # rectangle -> names of the tensors that took it, in order of birth
     for t in sorted(storage["tensors"], key=lambda t: t["start"]):
         color = cmap(t["start"] / max(steps, 1))
         ax.add_patch(Rectangle((t["x"], t["y"]), t["width"], t["height"], facecolor=color, edgecolor="black",
                                linewidth=0.6, alpha=0.75))
-        if t["width"] * 12 >= width and t["height"] * 12 >= height:  # names of tiny rectangles would only clutter
-            ax.text(t["x"] + t["width"] / 2, t["y"] + t["height"] / 2, t["name"], ha="center", va="center",
-                    fontsize=6)
+        names.setdefault((t["x"], t["y"], t["width"], t["height"]), []).append(t["name"])
+    for (x, y, w, h), taken in names.items():
+        if w * 12 >= width and h * 12 >= height:  # names of tiny rectangles would only clutter
+            ax.text(x + w / 2, y + h / 2, "\n".join(taken), ha="center", va="center", fontsize=6)
     ax.set_xlim(0, width)
     ax.set_ylim(height, 0)
     ax.set_aspect("auto")

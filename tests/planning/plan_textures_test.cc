@@ -1,28 +1,43 @@
 // The planning pass in texture scopes: tensors at 2D offsets in shared image
-// storages (atlases). Each planned function is checked here independently of
-// the verifier: no two tensors alive together share a pixel of one image, no
-// launch reads and writes one image, tensors bound to image parameters without
-// an offset parameter sit at the origin, every rectangle lies inside its image.
+// storages (atlases). Each planned function passes the verifier and is checked
+// here independently of it too: no two tensors alive together share a pixel of
+// one image, no launch reads and writes one image, tensors bound to image
+// parameters without an offset parameter sit at the origin, every rectangle
+// lies inside its image. One planned program runs on the default device.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
+#include "stowage/ir/compiler.h"
 #include "stowage/ir/kernel_reader.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/planner.h"
+#include "stowage/ir/printer.h"
 #include "stowage/ir/verifier.h"
+#include "stowage/vm/vm.h"
 
 namespace stowage::ir {
 namespace {
 
 constexpr const char* kKernels = R"(kernels tex """
 #include <stowage/image_offset.cl.h>
+__constant sampler_t kPixel = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
 __kernel void add_one(read_only image2d_t in, stowage_image_offset in_at,
-                      write_only image2d_t out, stowage_image_offset out_at) {}
+                      write_only image2d_t out, stowage_image_offset out_at) {
+  int2 p = (int2)(get_global_id(0), get_global_id(1));
+  write_imagef(out, p + out_at, read_imagef(in, kPixel, p + in_at) + 1.0f);
+}
 __kernel void add(read_only image2d_t a, stowage_image_offset a_at, read_only image2d_t b,
-                  stowage_image_offset b_at, write_only image2d_t out, stowage_image_offset out_at) {}
-__kernel void at_origin(read_only image2d_t in, write_only image2d_t out, stowage_image_offset out_at) {}
+                  stowage_image_offset b_at, write_only image2d_t out, stowage_image_offset out_at) {
+  int2 p = (int2)(get_global_id(0), get_global_id(1));
+  write_imagef(out, p + out_at, read_imagef(a, kPixel, p + a_at) + read_imagef(b, kPixel, p + b_at));
+}
+__kernel void at_origin(read_only image2d_t in, write_only image2d_t out, stowage_image_offset out_at) {
+  int2 p = (int2)(get_global_id(0), get_global_id(1));
+  write_imagef(out, p + out_at, read_imagef(in, kPixel, p));
+}
 """
 
 )";
@@ -44,6 +59,9 @@ Expected<Planned> plan(const std::string& body, const PlanOptions& options = {})
   auto report = plan_memory(out.module, target, options);
   if (!report) return report.error();
   out.report = report.take();
+  if (Status s = verify_module(out.module, target); !s) {
+    return Error(ErrorKind::kVerify, "planned: " + s.error().message() + "\n" + print_function(out.module.functions[0]));
+  }
   return out;
 }
 
@@ -150,6 +168,52 @@ TEST(PlanTextures, TensorsShareAtlasesAtOffsetsWithoutALaunchReadingAndWritingOn
   EXPECT_EQ(placed["y"].vars[0], placed["w"].vars[0]);
   EXPECT_EQ(placed["x"].vars[0].rfind("atlas", 0), 0u);
   EXPECT_NE(placed["z"].image_offset, ImageOffset{});  // beside or under x
+  // The text form writes where: [y, x].
+  const ImageOffset at = placed["z"].image_offset;
+  const std::string text = print_function(planned->module.functions[0]);
+  EXPECT_NE(text.find(fmt::format("z = alloc_tensor({}, [{}, {}], [4, 8, 4], float32)", placed["z"].vars[0], at.y,
+                                  at.x)),
+            std::string::npos)
+      << text;
+}
+
+// The same block on the device: every tensor 8 x 6 pixels, so z shares x's
+// atlas at an offset; out = ((x + 1) + 1 + x) + 1 = 2x + 3.
+TEST(PlanTextures, APlannedBlockRunsOnTheDevice) {
+  const std::string text = std::string(kKernels) + R"(fn main(input: Tensor[(8, 6, 4), float32]) -> Tensor[(8, 6, 4), float32] {
+  x = empty([8, 6, 4], float32, scope="global.texture")
+  copy_tensor(input, x)
+  y = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [x, y], grid=[6, 8])
+  z = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [y, z], grid=[6, 8])
+  w = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add, [z, x, w], grid=[6, 8])
+  v = empty([8, 6, 4], float32, scope="global.texture")
+  call_kernel(add_one, [w, v], grid=[6, 8])
+  out = empty([8, 6, 4], float32, scope="global")
+  copy_tensor(v, out)
+  return out
+}
+)";
+  auto compiled = compile_text(text, "block.stir", opencl_target());
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  const ScopeReport& r = compiled->memory.scopes.at(0);
+  EXPECT_EQ(r.planned_pixels, 3u * 48);  // at the bound: x, y and z alive together
+  EXPECT_EQ(r.planned_bytes, r.lower_bound);
+  bool off_origin = false;
+  for (const Binding& b : compiled->module.functions[0].bindings) {
+    off_origin = off_origin || (b.op == Op::kAllocTensor && !(b.image_offset == ImageOffset{}));
+  }
+  EXPECT_TRUE(off_origin) << print_function(compiled->module.functions[0]);
+  auto machine = vm::VirtualMachine::create(std::make_shared<const Executable>(compiled->executable)).value_or_throw();
+  std::vector<float> x(8 * 6 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.25f - 20.0f;
+  auto out = machine->invoke("main", {vm::Value::from(vm::host_tensor({8, 6, 4}, DType::kFloat32,
+                                                                      std::as_bytes(std::span(x))))});
+  std::vector<float> y = out.as_tensor().to_vector<float>();
+  ASSERT_EQ(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2.0f * x[i] + 3.0f) << i;
 }
 
 TEST(PlanTextures, ATensorReadWithoutAnOffsetKeepsAnImageOfItsOwn) {
