@@ -60,7 +60,8 @@ Expected<Planned> plan(const std::string& body, const PlanOptions& options = {})
   if (!report) return report.error();
   out.report = report.take();
   if (Status s = verify_module(out.module, target); !s) {
-    return Error(ErrorKind::kVerify, "planned: " + s.error().message() + "\n" + print_function(out.module.functions[0]));
+    return Error(ErrorKind::kVerify,
+                 "planned: " + s.error().message() + "\n" + print_function(out.module.functions[0]));
   }
   return out;
 }

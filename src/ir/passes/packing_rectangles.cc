@@ -150,13 +150,13 @@ class Packer {
       int64_t upper = lower;
       for (uint32_t q = p; q < n && q < p + count; ++q) upper = std::max(upper, items_[by_lower_[q]].upper);
       if (upper <= lower) upper = lower == std::numeric_limits<int64_t>::max() ? lower : lower + 1;
+      auto taken = [&](uint32_t i) {
+        return alive_together(items_[i].lower, items_[i].upper, lower, upper) || i == by_lower_[p];
+      };
       for (uint32_t i = 0; i < n; ++i) {
-        if (alive_together(items_[i].lower, items_[i].upper, lower, upper) || i == by_lower_[p]) removed.push_back(i);
+        if (taken(i)) removed.push_back(i);
       }
-      for (Atlas& a : s.atlases) {
-        std::erase_if(a.members, [&](uint32_t i) { return alive_together(items_[i].lower, items_[i].upper, lower, upper) ||
-                                                           i == by_lower_[p]; });
-      }
+      for (Atlas& a : s.atlases) std::erase_if(a.members, taken);
     }
     steps_ += removed.size() + 1;
     for (uint32_t i : removed) s.at[i].atlas = kNoAtlas;
