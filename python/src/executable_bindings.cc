@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <span>
 
 #include "bindings.h"
@@ -104,7 +106,43 @@ py::list describe_functions(const Executable& exe) {
   return out;
 }
 
-py::dict describe_layout(const FunctionLayout& layout) {
+// Image storages as [height, width] pixels and tensors in them as rectangles,
+// by name, read from the compiled module (kept from compile, else read back from
+// the debug section); empty when neither is at hand.
+struct ImagePlaces {
+  std::map<std::string, ImageExtent> storages;
+  std::map<std::string, std::pair<ImageOffset, ImageExtent>> tensors;
+};
+
+ImagePlaces image_places(const ExecutableHandle& h, const std::string& function) {
+  ImagePlaces out;
+  std::optional<ir::Module> parsed;
+  const ir::Module* module = h.module ? &*h.module : nullptr;
+  if (module == nullptr && !h.executable->debug_text.empty()) {
+    if (auto read = ir::parse_module(h.executable->debug_text, "<debug section>")) {
+      parsed = read.take();
+      module = &*parsed;
+    }
+  }
+  const ir::Function* f = module != nullptr ? module->find_function(function) : nullptr;
+  if (f == nullptr) return out;
+  std::map<std::string, ImageLayout> layouts;
+  for (const ScopeRequirement& scope : h.executable->requirements.scopes) layouts[scope.scope] = scope.layout;
+  std::map<std::string, ImageLayout> storage_layout;
+  for (const ir::Binding& b : f->bindings) {
+    if (b.op == ir::Op::kAllocStorage && b.shape.size() == 2 && b.shape[0] >= 0 && b.shape[1] >= 0) {
+      out.storages[b.result] = ImageExtent{static_cast<uint64_t>(b.shape[0]), static_cast<uint64_t>(b.shape[1])};
+      storage_layout[b.result] = layouts.count(b.scope) ? layouts[b.scope] : ImageLayout::kNone;
+    } else if (b.op == ir::Op::kAllocTensor && !b.vars.empty() && out.storages.count(b.vars[0])) {
+      if (auto extent = image_extent(b.shape, storage_layout[b.vars[0]])) {
+        out.tensors[b.result] = {b.image_offset, *extent};
+      }
+    }
+  }
+  return out;
+}
+
+py::dict describe_layout(const FunctionLayout& layout, const ImagePlaces& images) {
   py::list scopes;
   for (const LayoutScope& scope : layout.scopes) {
     py::list storages;
@@ -117,6 +155,12 @@ py::dict describe_layout(const FunctionLayout& layout) {
         td["nbytes"] = t.nbytes;
         td["start"] = t.start;
         td["end"] = t.end;
+        if (auto it = images.tensors.find(t.name); it != images.tensors.end()) {
+          td["x"] = it->second.first.x;
+          td["y"] = it->second.first.y;
+          td["width"] = it->second.second.width;
+          td["height"] = it->second.second.height;
+        }
         tensors.append(td);
       }
       py::dict sd;
@@ -124,6 +168,10 @@ py::dict describe_layout(const FunctionLayout& layout) {
       sd["nbytes"] = s.nbytes;
       sd["start"] = s.start;
       sd["end"] = s.end;
+      if (auto it = images.storages.find(s.name); it != images.storages.end()) {
+        sd["width"] = it->second.width;
+        sd["height"] = it->second.height;
+      }
       sd["tensors"] = tensors;
       storages.append(sd);
     }
@@ -228,7 +276,7 @@ void bind_executable(py::module_& m) {
       .def("memory_layout", [](const ExecutableHandle& h, const std::string& function) {
         const Executable& exe = *h.executable;
         for (const FunctionLayout& layout : exe.memory_layouts) {
-          if (layout.function == function) return describe_layout(layout);
+          if (layout.function == function) return describe_layout(layout, image_places(h, function));
         }
         if (exe.find_function(function) < 0) {
           throw StowageError(ErrorKind::kInvalidInput, fmt::format("memory layout: no function '{}'", function));

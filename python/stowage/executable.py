@@ -79,7 +79,11 @@ class Executable:
         per scope its ``storages`` (``name``, ``nbytes``, ``start``, ``end`` and
         ``tensors``: ``name``, ``offset``, ``nbytes``, ``start``, ``end``; a tensor
         lives over [start, end)), ``storage_bytes``, ``tensor_bytes`` and
-        ``lower_bound`` (the most tensor bytes alive at one moment)."""
+        ``lower_bound`` (the most tensor bytes alive at one moment). Image
+        storages also have ``width`` and ``height`` (pixels) and their tensors
+        ``x``, ``y``, ``width`` and ``height``: the rectangle they cover, read
+        from the IR text (absent from a file saved without it); ``nbytes``
+        counts pixel bytes."""
         return self._handle.memory_layout(function or self.entry_function())
 
     @property
@@ -106,6 +110,10 @@ class Executable:
         but the returned tensors' own. Both count the lower bound the same way,
         over the tensors of the storages they count.
 
+        Image scopes the planner placed also have ``images`` (the scope's image
+        storages, the returned tensors' own left out) and ``planned_pixels`` (their
+        pixels), when the IR text is at hand (see :meth:`memory_layout`).
+
         Every scope also has ``constant_bytes``: the storages of its constants
         (weights), made once per VM and not part of the figures above. A scope that
         holds only constants has its activation figures at 0.
@@ -119,9 +127,12 @@ class Executable:
         else:
             returned = set()
         for scope in self.memory_layout()["scopes"]:
-            if scope["scope"] in report:
-                continue
             storages = [s for s in scope["storages"] if not any(t["name"] in returned for t in s["tensors"])]
+            if scope["scope"] in report:
+                if storages and all("width" in s for s in storages):
+                    report[scope["scope"]]["images"] = len(storages)
+                    report[scope["scope"]]["planned_pixels"] = sum(s["width"] * s["height"] for s in storages)
+                continue
             if not storages:
                 continue
             same = len(storages) == len(scope["storages"])

@@ -240,6 +240,9 @@ def test_memory_report_is_the_same_after_save_and_load(texture, tmp_path):
     for scope, r in planned.items():
         assert 0 < r["lower_bound"] <= r["planned_bytes"] <= r["naive_bytes"], (scope, r)
     assert any(scope.startswith("global.texture") for scope in planned) == texture
+    if texture:  # float32 pixels: 16 bytes each
+        images = report["global.texture"]
+        assert images["images"] >= 1 and images["planned_pixels"] * 16 == images["planned_bytes"], images
 
 
 def test_names_do_not_change_the_report():

@@ -50,10 +50,28 @@
 // capacity is then checked against the end of everything, and spills follow
 // the rule above. PlanOptions::split_discontiguous = false packs all blocks of
 // a tensor back to back as one item instead: the contiguous baseline.
-// Texture scopes are pooled in 2D (pool_images): a tensor takes a free image
-// of its scope and pixel type, the smallest that fits, else the one whose
-// growth adds the least area; a tensor always sits at the image's origin, so
-// tensors alive together never share one.
+//
+// Texture scopes (plan_textures.cc) are planned in 2D, per scope and pixel type:
+//  * Every texture tensor gets an image storage (an atlas) and a rectangle of
+//    pixels in it, `alloc_tensor(atlas, [y, x], ...)`; tensors alive at the same
+//    time never share a pixel of one atlas. The verifier checks it again.
+//  * Within one call_kernel, no atlas holds both a tensor bound to a write_only
+//    image parameter and one bound to a read_only image parameter (OpenCL
+//    forbids reading and writing one image object in a kernel; views count as
+//    the tensor they view). So a scope usually has two to four atlases.
+//  * A tensor bound to an image parameter with no `stowage_image_offset`
+//    parameter after it sits at the origin of an image of its own while alive:
+//    such tensors take whole images, reused over time (a free image that fits,
+//    the smallest; else the free one whose growth adds the least area; else a
+//    new one). PlanStrategy::kNaive gives every texture tensor its own image.
+//  * Returned texture tensors get an image of their own, like returned buffers.
+// How: the rectangle packer (include/stowage/ir/packing_rectangles.h): greedy
+// bottom-left placement over time in several orders, then ruin and recreate
+// under a step budget, so the plan is the same on every machine. The report
+// counts pixel bytes: the storages, each tensor in an image of its own
+// (naive), whole images reused without offsets (reuse-only), and as the lower
+// bound the most pixel bytes alive at one moment. Shapes and the read/write
+// rule can keep every plan above that bound (docs/planning.md).
 #include "stowage/ir/planner.h"
 
 #include <fmt/format.h>
@@ -65,9 +83,10 @@
 #include <optional>
 #include <set>
 
+#include "plan_textures.h"
+#include "stowage/bytecode/discontiguous.h"
 #include "stowage/ir/lifetimes.h"
 #include "stowage/ir/packing.h"
-#include "stowage/bytecode/discontiguous.h"
 
 namespace stowage::ir {
 namespace {
@@ -93,6 +112,8 @@ struct PlannedTensor {
   std::string storage;  // the storage it is placed in
   DType dtype = DType::kFloat32;
   std::optional<ImageExtent> image;  // texture scopes: the pixels it covers
+  ImageOffset image_offset;          // texture scopes: where in its storage, once placed
+  bool at_origin = false;            // bound to an image parameter that takes no offset
   std::vector<uint64_t> block_offsets;  // kBlocks, once placed
 };
 
@@ -104,16 +125,6 @@ struct Arrangement {
   uint64_t height = 0;
   bool fits = true;
   bool proven_optimal = false;
-};
-
-// An image of a texture pool: its extent grows to hold every tensor placed in it.
-struct PooledImage {
-  std::string name;
-  std::string scope_name;
-  const ScopeDesc* scope = nullptr;
-  DType dtype = DType::kFloat32;
-  ImageExtent extent;
-  int64_t busy_until = -1;  // the last use of the tensor it holds now
 };
 
 Error plan_error(const Function& f, const Binding& b, const std::string& what) {
@@ -137,9 +148,10 @@ using Clock = std::chrono::steady_clock;
 
 class FunctionPlanner {
  public:
-  FunctionPlanner(Function& f, const TargetDesc& target, const PlanOptions& options, Clock::time_point deadline,
-                  MemoryReport& report, const std::set<std::string>& taken_names)
-      : f_(f), target_(target), options_(options), deadline_(deadline), report_(report), names_(taken_names) {}
+  FunctionPlanner(const Module& module, Function& f, const TargetDesc& target, const PlanOptions& options,
+                  Clock::time_point deadline, MemoryReport& report, const std::set<std::string>& taken_names)
+      : module_(module), f_(f), target_(target), options_(options), deadline_(deadline), report_(report),
+        names_(taken_names) {}
 
   Status run() {
     if (auto status = collect(); !status) return status;
@@ -189,6 +201,8 @@ class FunctionPlanner {
           for (size_t t : it->second) tensors_[t].user_killed = true;
         }
       }
+      if (b.op == Op::kCallKernel) note_images(b, index, aliases);
+      if (b.op == Op::kEmptyDiscontiguous || b.op == Op::kAllocDiscontiguousTensor) discontiguous_.insert(b.result);
       names_.insert(b.result);
       if (b.op == Op::kEmptyDiscontiguous) {
         if (auto status = collect_discontiguous(b, i, index); !status) return status;
@@ -228,6 +242,43 @@ class FunctionPlanner {
       }
     }
     return {};
+  }
+
+  // The texture tensors a launch binds to image parameters (through views too):
+  // those it writes go apart from those it reads (OpenCL forbids reading and
+  // writing one image in a kernel), and those bound to a parameter without an
+  // offset parameter after it must sit at their image's origin.
+  void note_images(const Binding& b, const std::map<std::string, std::vector<size_t>>& index,
+                   const std::map<std::string, std::set<size_t>>& aliases) {
+    const KernelSignature* kernel = module_.find_kernel(b.callee);
+    if (kernel == nullptr) return;  // the verifier refused it already
+    std::vector<size_t> reads, writes;
+    size_t param = 0;
+    for (const Arg& a : b.args) {
+      if (param >= kernel->params.size()) break;
+      if (a.kind == Arg::Kind::kVar && discontiguous_.count(a.var)) {
+        param += 3;  // tables, root offset, data
+        continue;
+      }
+      const KernelParam& p = kernel->params[param];
+      const bool offset = p.is_image() && has_image_offset(*kernel, param);
+      if (p.is_image() && a.kind == Arg::Kind::kVar) {
+        std::set<size_t> bound;
+        if (auto it = index.find(a.var); it != index.end()) bound.insert(it->second.begin(), it->second.end());
+        if (auto it = aliases.find(a.var); it != aliases.end()) bound.insert(it->second.begin(), it->second.end());
+        for (size_t t : bound) {
+          if (!tensors_[t].image) continue;
+          (p.writes() ? writes : reads).push_back(t);
+          if (!offset) tensors_[t].at_origin = true;
+        }
+      }
+      param += offset ? 2 : 1;
+    }
+    for (size_t w : writes) {
+      for (size_t r : reads) {
+        if (w != r) apart_.push_back({std::min(w, r), std::max(w, r)});
+      }
+    }
   }
 
   // Whether `name` leaves the function: the returned variable, or a field of the returned tuple.
@@ -292,7 +343,7 @@ class FunctionPlanner {
       if (tensors_[i].returned || tensors_[i].image) continue;
       by_scope[tensors_[i].scope->name].push_back(i);
     }
-    pool_images();
+    if (auto status = place_textures(); !status) return status;
     if (options_.strategy == PlanStrategy::kPacked) {
       if (auto status = reserve_capacity(); !status) return status;
     }
@@ -435,66 +486,39 @@ class FunctionPlanner {
     return (scope.capacity - taken) / alignment * alignment;
   }
 
-  // Texture scopes: tensors in order of allocation take an image that is free
-  // (its tensor died) of the same scope and pixel type: the smallest that already
-  // fits, else the one whose growth to fit adds the least area, else a new one.
-  void pool_images() {
-    std::vector<PooledImage> images;
-    std::map<std::string, ScopeReport> reports;
-    for (auto& t : tensors_) {
+  // Texture scopes: every texture tensor but the returned ones gets an image
+  // storage and a place in it (plan_textures.cc).
+  Status place_textures() {
+    std::vector<TextureTensor> textures;
+    std::vector<size_t> which;  // tensors_ index of each
+    std::map<size_t, size_t> position;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      const PlannedTensor& t = tensors_[i];
       if (!t.image || t.returned) continue;
-      PooledImage* best = nullptr;
-      uint64_t best_cost = UINT64_MAX;
-      bool best_fits = false;
-      for (auto& image : images) {
-        if (options_.strategy == PlanStrategy::kNaive) break;  // the reference: an image each
-        if (image.scope != t.scope || image.dtype != t.dtype || image.busy_until >= t.first) continue;
-        bool fits = image.extent.height >= t.image->height && image.extent.width >= t.image->width;
-        uint64_t area = image.extent.height * image.extent.width;
-        uint64_t grown = std::max(image.extent.height, t.image->height) * std::max(image.extent.width, t.image->width);
-        uint64_t cost = fits ? area : grown - area;
-        if ((fits && !best_fits) || (fits == best_fits && cost < best_cost)) {
-          best = &image;
-          best_cost = cost;
-          best_fits = fits;
-        }
-      }
-      if (best == nullptr) {
-        images.push_back(PooledImage{fresh_name("image"), t.scope_name, t.scope, t.dtype, *t.image, -1});
-        best = &images.back();
-      }
-      best->extent.height = std::max(best->extent.height, t.image->height);
-      best->extent.width = std::max(best->extent.width, t.image->width);
-      best->busy_until = t.last;
-      t.storage = best->name;
+      position[i] = textures.size();
+      which.push_back(i);
+      textures.push_back(TextureTensor{t.name, t.scope, t.scope_name, t.dtype, *t.image, t.first, t.last, t.at_origin});
+    }
+    if (textures.empty()) return {};
+    std::vector<std::pair<size_t, size_t>> apart;
+    std::sort(apart_.begin(), apart_.end());
+    apart_.erase(std::unique(apart_.begin(), apart_.end()), apart_.end());
+    for (const auto& [a, b] : apart_) {
+      auto ia = position.find(a), ib = position.find(b);
+      if (ia != position.end() && ib != position.end()) apart.push_back({ia->second, ib->second});
+    }
+    auto plan = plan_textures(f_.name, textures, apart, target_, options_.strategy == PlanStrategy::kNaive,
+                              [this](const std::string& stem) { return fresh_name(stem); });
+    if (!plan) return plan.error();
+    for (size_t k = 0; k < textures.size(); ++k) {
+      PlannedTensor& t = tensors_[which[k]];
+      t.storage = plan->storages[plan->storage[k]].name;
       t.offset = 0;
-      ScopeReport& r = reports[t.scope_name];
-      r.function = f_.name;
-      r.scope = t.scope_name;
-      r.tensors += 1;
-      r.naive_pixels += t.image->height * t.image->width;
+      t.image_offset = plan->offset[k];
     }
-    for (const auto& image : images) {
-      images_.push_back(image);
-      ScopeReport& r = reports[image.scope_name];
-      r.images += 1;
-      r.planned_pixels += image.extent.height * image.extent.width;
-      r.planned_bytes += image.extent.height * image.extent.width * 4 * dtype_bytes(image.dtype);
-    }
-    // Image scopes count pixel bytes throughout: what each tensor's own image would
-    // take, and as the lower bound the most of those alive at one moment.
-    for (auto& [name, r] : reports) {
-      r.naive_bytes = 0;
-      std::vector<Lifetime> lifetimes;
-      for (const auto& t : tensors_) {
-        if (!t.image || t.returned || t.scope_name != name) continue;
-        const uint64_t pixel_bytes = t.image->height * t.image->width * 4 * dtype_bytes(t.dtype);
-        r.naive_bytes += pixel_bytes;
-        lifetimes.push_back({t.first, t.last + 1, pixel_bytes});
-      }
-      r.lower_bound = peak_live_bytes(lifetimes);
-      report_.scopes.push_back(r);
-    }
+    images_ = std::move(plan->storages);
+    for (ScopeReport& r : plan->reports) report_.scopes.push_back(std::move(r));
+    return {};
   }
 
   // The offset alignment of a part packed as one item: tables sit at multiples
@@ -695,6 +719,7 @@ class FunctionPlanner {
         a.op = Op::kAllocTensor;
         a.vars = {storage};
         a.offset = static_cast<int64_t>(t.returned || (naive && !t.image) ? 0 : t.offset);
+        if (t.image && !t.returned) a.image_offset = t.image_offset;
         a.shape = b.shape;
         a.dtype = b.dtype;
         a.loc = b.loc;
@@ -761,6 +786,7 @@ class FunctionPlanner {
     uint64_t nbytes;
   };
 
+  const Module& module_;
   Function& f_;
   const TargetDesc& target_;
   const PlanOptions& options_;
@@ -768,7 +794,9 @@ class FunctionPlanner {
   MemoryReport& report_;
   std::vector<PlannedTensor> tensors_;
   std::vector<StorageToEmit> storages_;
-  std::vector<PooledImage> images_;
+  std::vector<TextureStorage> images_;
+  std::set<std::string> discontiguous_;  // names of discontiguous tensors (they fill three kernel parameters)
+  std::vector<std::pair<size_t, size_t>> apart_;  // texture tensors one launch reads and writes through images
   std::set<std::string> names_;
   std::map<const ScopeDesc*, uint64_t> reserved_;  // capacity taken by other storages at the fullest moment
   uint64_t blocks_ = 0;  // of the discontiguous tensors collected so far
@@ -792,7 +820,7 @@ Expected<MemoryReport> plan_memory(Module& module, const TargetDesc& target, con
   std::set<std::string> constants;  // names the planner's storages must not take
   for (const auto& c : module.constants) constants.insert(c.name);
   for (auto& f : module.functions) {
-    if (auto status = FunctionPlanner(f, target, options, deadline, report, constants).run(); !status) {
+    if (auto status = FunctionPlanner(module, f, target, options, deadline, report, constants).run(); !status) {
       return status.error();
     }
   }
