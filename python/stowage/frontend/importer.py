@@ -120,6 +120,14 @@ class Importer:
         pending = self.slices.get(name)
         return None if pending is None else pending.resolve()
 
+    def write_slice(self, name, value):
+        """An output planned as an image slice of a Concat that its op did not write
+        there (it ran in buffers, or made an image of its own) is copied into it."""
+        pending = self.slices.get(name)
+        target = None if pending is None else pending.resolve()
+        if target is not None and value is not target and self.ob.is_texture(target):
+            self.values[name] = self.ob.copy_into_image(value, target)
+
     def inferred_shapes(self):
         """Value name -> shape, as the front end tells them before import."""
         if self._inferred is None:
@@ -179,6 +187,7 @@ class Importer:
                 raise UnsupportedError(f"{group.main.describe()}: out of memory while importing it") from None
             for name, value in outputs.items():
                 self.values[name] = value
+                self.write_slice(name, value)
         self.ob.function.set_origins([])
 
     def emit(self, group):
@@ -236,6 +245,7 @@ class Importer:
                 and made_by[n].main.spec.writes_into
                 and n not in self.graph.output_names
                 and all(c.index in indices or c.op_type != "Concat" for c in self.graph.consumers.get(n, []))
+                and not (self.ob.texture and self.reads_family(made_by[n], names, indices))
                 for n in names
             ):
                 continue
@@ -245,6 +255,12 @@ class Importer:
                 self.slices[n] = _PendingSlice(self, root, part)
             for node in family[1:]:
                 self.concat_fronts[node.index] = (root, len([n for n in node.inputs if n]))
+
+    def reads_family(self, group, names, indices):
+        """Whether a producer reads a part or a member of the family it writes into: in
+        texture mode that would read and write one image in one kernel (OpenCL forbids it)."""
+        family_values = set(names) | {out for n in self.graph.nodes if n.index in indices for out in n.outputs}
+        return any(i in family_values for node in group.nodes for i in node.inputs if i)
 
     def planned_concat(self, index):
         """The tensor a planned Concat (or a member of a planned family) gives, or None."""

@@ -217,9 +217,19 @@ class Core:
         self._logical[v.name] = tuple(shape)
         return v
 
+    def _image_out(self, out, shape):
+        """Where an image result of logical ``shape`` goes: ``out`` when it is an image
+        of that shape (a planned Concat's slice in texture mode), else a new image."""
+        if isinstance(out, Var) and self.is_texture(out) and self.shape_of(out) == tuple(shape):
+            self._forget(out)
+            return out
+        return self._new_image(shape)
+
     def _dest(self, op, out, shape, dtype="float32"):
-        """Where a buffer result goes: ``out`` (checked) or a new tensor of ``dtype``."""
-        if out is None:
+        """Where a buffer result goes: ``out`` (checked) or a new tensor of ``dtype``.
+        An image ``out`` is a request that a buffer result cannot meet: the result
+        goes to a new buffer, which the caller copies (the importer does)."""
+        if out is None or (isinstance(out, Var) and self.is_texture(out)):
             return self._new_buffer(shape, dtype)
         if not isinstance(out, Var) or self._is_const(out) or self.is_texture(out):
             raise InvalidInputError(f"{op}: argument 'out': expected a buffer tensor Var")
@@ -284,8 +294,9 @@ class Core:
         self._launch(unit, "stowage_image_to_nchw", image, dst, c, h, w, grid=grid, local=local)
 
     def _deliver_image(self, op, image, out):
-        """An image result, or its NCHW copy written into ``out``."""
-        if out is None:
+        """An image result, or its NCHW copy written into a buffer ``out``. An image
+        ``out`` the result is not in (a shape that differs) is left to the caller."""
+        if out is None or image is out or (isinstance(out, Var) and self.is_texture(out)):
             return image
         dst = self._dest(op, out, self.shape_of(image))
         self._image_to_buffer(image, dst)

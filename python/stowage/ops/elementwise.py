@@ -115,7 +115,7 @@ class ElementwiseOps(Core):
         shape = self.shape_of(image)
         n, c, h, w = shape
         rows = n * shapes.ceil_div(c, 4) * h
-        y = self._new_image(shape)
+        y = self._image_out(out, shape)
         unit = self._unit("elementwise_texture")
         grid, local = shapes.launch_3d(w, rows, 1)
         self._launch(unit, "stowage_binary_channels_image", image, other, y, rows, h, w, c, batch, channel,
@@ -126,7 +126,7 @@ class ElementwiseOps(Core):
         name = "binary"
         a_img, b_img = self._image(name, "a", a), self._image(name, "b", b)
         shape = self.shape_of(a_img)
-        y = self._new_image(shape)
+        y = self._image_out(out, shape)
         n, c, h, w = shape
         rows = n * shapes.ceil_div(c, 4) * h
         unit = self._unit("elementwise_texture")
@@ -143,7 +143,7 @@ class ElementwiseOps(Core):
         c4 = shapes.ceil_div(c, 4)
         scale4, shift4 = np.zeros(c4 * 4, np.float32), np.zeros(c4 * 4, np.float32)
         scale4[:c], shift4[:c] = scale, shift
-        y = self._new_image(shape)
+        y = self._image_out(out, shape)
         rows = n * c4 * h
         unit = self._unit("elementwise_texture")
         grid, local = shapes.launch_3d(w, rows, 1)
@@ -180,7 +180,7 @@ class ElementwiseOps(Core):
         shape = self.shape_of(x)
         n, c, h, w = shape
         rows = n * shapes.ceil_div(c, 4) * h
-        y = self._new_image(shape)
+        y = self._image_out(out, shape)
         unit = self._unit("elementwise_texture")
         grid, local = shapes.launch_3d(w, rows, 1)
         self._launch(unit, "stowage_unary_image", x, y, rows, h, w, c, *act, grid=grid[:2], local=local[:2])

@@ -86,15 +86,18 @@ class LayoutOps(Core):
 
     def concat_slices(self, shapes_in, axis):
         """(out, slices) where each slice is a view of ``out`` that a producer writes
-        its part into, or None when the parts cannot be views: texture mode, parts
-        that are not contiguous in ``out`` (a dimension before ``axis`` above 1), or
-        a part starting at a byte offset that is not a multiple of the target's
-        buffer alignment."""
+        its part into, or None when the parts cannot be views: parts that are not
+        contiguous in ``out`` (a dimension before ``axis`` above 1), or a part starting
+        at a byte offset that is not a multiple of the target's buffer alignment. In
+        texture mode a channel concat of one image is a stack of row bands (every part
+        but the last of a multiple of 4 channels); anything else there is None."""
         op = "concat_slices"
         parts = [tuple(int(d) for d in s) for s in shapes_in]
         out_shape = _concat_shape(op, parts, axis)
         axis = shapes.axis(op, axis, len(out_shape))
-        if self.texture or shapes.prod(out_shape[:axis]) != 1:
+        if self.texture:
+            return self._concat_image_slices(parts, out_shape, axis)
+        if shapes.prod(out_shape[:axis]) != 1:
             return None
         offsets, offset = [], 0
         for part in parts:
@@ -105,11 +108,49 @@ class LayoutOps(Core):
         out = self._new_buffer(out_shape)
         return out, [self._view(out, part, offset) for part, offset in zip(parts, offsets)]
 
+    def _concat_image_slices(self, parts, out_shape, axis):
+        """Texture mode's concat_slices: an image of the whole, each part the band of
+        rows of its channel planes (NCHW4c, batch 1)."""
+        if (axis != 1 or len(out_shape) != 4 or out_shape[0] != 1 or not self._fits_image(out_shape)
+                or any(p[1] % 4 for p in parts[:-1]) or min(p[1] for p in parts) < 1):
+            return None
+        out = self._new_image(out_shape)
+        _, _, h, w = out_shape
+        slices, c4 = [], 0
+        for part in parts:
+            cx4 = shapes.ceil_div(part[1], 4)
+            v = self._view(out, (1, cx4, h, w, 4), c4 * h * w * 16)
+            self._logical[v.name] = part
+            slices.append(v)
+            c4 += cx4
+        return out, slices
+
+    def copy_into_image(self, x, image):
+        """Writes ``x`` (an image or a buffer of the image's logical shape) into ``image``."""
+        op = "copy_into_image"
+        if self.shape_of(x) != self.shape_of(image):
+            raise InvalidInputError(f"{op}: {list(self.shape_of(x))} into an image of {list(self.shape_of(image))}")
+        self._forget(image)
+        if self.is_texture(x):
+            self.function.copy_tensor(x, image)
+            return image
+        n, c, h, w = self.shape_of(image)
+        unit = self._unit("layout_texture")
+        grid, local = shapes.launch_3d(w, h, n * shapes.ceil_div(c, 4))
+        self._launch(unit, "stowage_nchw_to_image", self._buffer(op, "x", x), image, c, h, w, grid=grid, local=local)
+        return image
+
     def concat_front(self, out, shapes_in, axis):
         """The view of the first parts of a tensor :meth:`concat_slices` made: the
         concatenation of ``shapes_in``, which are its first parts."""
         parts = [tuple(int(d) for d in s) for s in shapes_in]
-        return self._view(out, _concat_shape("concat_front", parts, axis), 0)
+        shape = _concat_shape("concat_front", parts, axis)
+        if not self.is_texture(out):
+            return self._view(out, shape, 0)
+        n, c, h, w = shape
+        v = self._view(out, (n, shapes.ceil_div(c, 4), h, w, 4), 0)
+        self._logical[v.name] = shape
+        return v
 
     def concat(self, inputs, axis, *, out=None):
         op = "concat"

@@ -335,7 +335,7 @@ class MatrixOps(Core):
         wp = np.zeros((k4 * 4, c4 * 4, 1, 1), np.float32)
         wp[:k, :c] = pw
         w_img = self._texture_weights(unit, wp.reshape(k4, 4, c4 * 4, 1, 1).transpose(0, 2, 3, 4, 1))
-        y = self._new_image((n, k, p, q))
+        y = self._image_out(out, (n, k, p, q))
         grid, local = self._dwpw_launch(unit, *(_setting(unit, TCONV_DEFAULTS, name)
                                                 for name in ("TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")), g, c4)
         self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
@@ -397,7 +397,7 @@ class MatrixOps(Core):
         if residual is not None:
             res_img = self._image(op, "residual", residual)
             flags |= EPI_RESIDUAL
-        y = self._new_image((n, k, p, q))
+        y = self._image_out(out, (n, k, p, q))
         in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
         unit = self._unit("conv_texture", self._input_affine_defines(in_args))
         px = _setting(unit, TCONV_DEFAULTS, "TCONV_PX")

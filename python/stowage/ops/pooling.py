@@ -116,7 +116,7 @@ class PoolingOps(Core):
         _, _, p, q = out_shape
         if self.texture and self._fits_image(shape) and self._fits_image(out_shape):
             x_img = self._image(op, "x", x)
-            y = self._new_image(out_shape)
+            y = self._image_out(out, out_shape)
             unit = self._unit("pooling_texture")
             grid, local = shapes.launch_3d(q, p, n * shapes.ceil_div(c, 4))
             self._launch(unit, kernel + "_image", x_img, y, h, w, p, q, *args, grid=grid, local=local)
@@ -137,7 +137,7 @@ class PoolingOps(Core):
         if self.texture and len(shape) == 4 and self._fits_image(shape):
             n, c, h, w = shape
             x_img = self._image(op, "x", x)
-            y = self._new_image(out_shape)
+            y = self._image_out(out, out_shape)
             unit = self._unit("pooling_texture")
             gap = unit.defines.get("GAP_LOCAL", 64)
             self._launch(unit, "stowage_global_avg_pool_image", x_img, y, h, w,
