@@ -1,7 +1,8 @@
 """Concats with no copy: the producers of a Concat's parts write into its slices, a
 family of Concats whose inputs are each the front of a longer one (DenseNet's dense
 blocks) shares one tensor, and on the opencl-gpu target (kernels take SVM pointers)
-a part may start at any 16-byte offset, not only at multiples of 128."""
+a part may start at any 16-byte offset, not only at multiples of 128. In texture
+mode the parts are bands of rows of one image, written in place."""
 
 import re
 
@@ -21,8 +22,8 @@ def rand(*shape, seed=0):
     return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
 
 
-def kernels(model, target):
-    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model, target=target)))
+def kernels(model, target, texture=False):
+    return re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(sw.from_onnx(model, target=target, texture=texture)))
 
 
 def conv_model(nodes, x_shape, weights, outputs):
@@ -31,9 +32,9 @@ def conv_model(nodes, x_shape, weights, outputs):
                       list(weights.items()))
 
 
-def check(model, x, device, target):
+def check(model, x, device, target, texture=False):
     want = reference_outputs(model, {"x": x})
-    got, _, vm = stowage_outputs(model, {"x": x}, device, target=target)
+    got, _, vm = stowage_outputs(model, {"x": x}, device, texture=texture, target=target)
     for g, w in zip(got, want):
         assert_matches(g, w)
     return vm
@@ -54,6 +55,61 @@ def test_a_channel_concat_of_parts_not_multiples_of_128_bytes_runs_with_no_copy(
     assert [k for k in kernels(model, "opencl") if COPY_KERNELS.search(k)] != []
     vm = check(model, rand(1, 2, 5, 5), device, "opencl-gpu")
     assert vm.profile()["svm_allocations"] > 0
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
+def test_in_texture_mode_a_channel_concat_is_row_bands_of_one_image_with_no_copy(target, device):
+    # 4 and 5 channels of 5x5 (400 and 500 bytes): in texture mode each part is a band
+    # of rows of the concat's image (NCHW4c), which its producer writes in place.
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    model = conv_model(nodes, (1, 2, 5, 5), {"w1": rand(4, 2, 3, 3), "w2": rand(5, 2, 3, 3)}, ["y"])
+    launched = [re.sub(r"(_(mg|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
+    assert launched == ["stowage_nchw_to_image", "stowage_conv2d_image", "stowage_conv2d_image",
+                        "stowage_unary_image", "stowage_image_to_nchw"]
+    vm = check(model, rand(1, 2, 5, 5), device, target, texture=True)
+    assert vm.profile()["kernel_launches"] == len(launched)
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
+def test_in_texture_mode_a_dense_block_writes_every_feature_once_into_one_image(target, device):
+    # DenseNet's layer: a 1x1 bottleneck reads the concat so far, a 3x3 conv of it
+    # writes the next band. A producer that read the image it writes into would be
+    # refused by OpenCL, so the bottleneck keeps the two apart.
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["x0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x0", "p0"], ["t0"]),
+        helper.make_node("Conv", ["t0", "wa"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["x0", "a"], ["c1"], axis=1),
+        helper.make_node("Conv", ["c1", "p1"], ["t1"]),
+        helper.make_node("Conv", ["t1", "wb"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["x0", "a", "b"], ["y"], axis=1),
+    ]
+    weights = {"w0": rand(8, 3, 3, 3), "p0": rand(4, 8, 1, 1, seed=4), "wa": rand(8, 4, 3, 3, seed=1),
+               "p1": rand(4, 16, 1, 1, seed=5), "wb": rand(8, 4, 3, 3, seed=2)}
+    model = conv_model(nodes, (1, 3, 4, 4), weights, ["y"])
+    launched = [re.sub(r"(_(mg|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
+    assert [k for k in launched if COPY_KERNELS.search(k)] == []
+    assert launched.count("stowage_conv2d_image") == 5
+    assert len(launched) == 7  # the five convs, the input to an image and the output back
+    check(model, rand(1, 3, 4, 4), device, target, texture=True)
+
+
+def test_in_texture_mode_a_part_computed_from_its_own_concat_is_copied(device):
+    # a = Conv(x0) reads x0's band and would write the next band of the same image
+    # in one kernel: OpenCL forbids it, so this family copies.
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["x0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x0", "wa"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["x0", "a"], ["y"], axis=1),
+    ]
+    model = conv_model(nodes, (1, 3, 4, 4), {"w0": rand(8, 3, 3, 3), "wa": rand(8, 8, 3, 3, seed=1)}, ["y"])
+    assert "stowage_copy_image_channels" in kernels(model, "opencl", texture=True)
+    check(model, rand(1, 3, 4, 4), device, "opencl", texture=True)
 
 
 @pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
