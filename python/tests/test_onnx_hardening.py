@@ -382,7 +382,8 @@ def test_no_target_named_takes_the_default_devices(tmp_path, capsys, monkeypatch
     status = cli.main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.stw")])
     out = capsys.readouterr().out
     assert status == 0 and out == f"wrote {tmp_path / 'n.stw'} for target opencl (the default device's; " \
-                                  "--target names another)\n"
+                                  f"--target names another), buffer mode{cli.DEFAULT_MODE_NOTE}\n"
     assert sw.compile(sw.from_onnx(relu_model((1, 2, 4, 4)))).to_bytes() == sw.load(tmp_path / "n.stw").to_bytes()
     cli.main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "n.stw"), "--target", "opencl-gpu"])
-    assert capsys.readouterr().out == f"wrote {tmp_path / 'n.stw'} for target opencl-gpu\n"
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'n.stw'} for target opencl-gpu, buffer mode" \
+                                      f"{cli.DEFAULT_MODE_NOTE}\n"

@@ -36,6 +36,11 @@ def _malformed():
     return (DecodeError, ValidationError, OverflowError, ZeroDivisionError, MemoryError, RecursionError)
 
 
+# What stowage-import says when nothing chose the mode: a net may run faster in the other.
+DEFAULT_MODE_NOTE = (" (the default; python -m stowage.tuner export-nets and time-nets measure which mode is faster "
+                     "for this model)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="stowage-import", description="Imports an ONNX model into a bytecode file.",
                                      epilog="exit status: 0 written; 2 the model or an argument is invalid, or uses "
@@ -87,8 +92,7 @@ def main(argv=None):
         if why.startswith("tuning "):
             why = f" (candidate {why.split(' ', 1)[1]}, measured fastest for this model: --tuning)"
         else:
-            why = {"argument": "", "default": " (the default, not measured for this model: python -m stowage.tuner "
-                                              "export-nets and time-nets measure both modes on the device)"}[why]
+            why = {"argument": "", "default": DEFAULT_MODE_NOTE}[why]
         print(f"wrote {args.output} for target {module.target}{chosen}, {mode} mode{why}")
     except (InvalidInputError, UnsupportedError) as e:
         print(f"stowage-import: error: {e}", file=sys.stderr)
