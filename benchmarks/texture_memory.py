@@ -1,15 +1,16 @@
 """Planned activation bytes in texture mode beside buffer mode, per network, as a table.
 
 For each network: imports it in both modes (sw.from_onnx(model, texture=False / True)), writes each
-module's text (large constants left out) and has build/benchmarks/texture_planning plan them:
-buffer mode; texture mode as the kernels are (tensors bound to image parameters without an offset
-parameter keep whole images, pooled over time); and texture mode with an offset parameter after every
-image parameter (--offsets: the plan that kernels reading relative to a tensor's origin get, tensors
-at 2D offsets in shared images). Planned bytes sum every scope holding activations (images count their
-pixels' bytes; texture mode's buffers count too). The texture lower bound is the most bytes alive at
-once in texture mode; "atlases" the image storages of the texture scopes.
+module's text (large constants left out) and has build/benchmarks/texture_planning plan them. Planned
+bytes sum every scope holding activations (images count their pixels' bytes; texture mode's buffers
+count too). Texture mode is shown two ways: as planned (tensors at 2D offsets in shared images,
+"atlases") and as whole images reused over time without offsets (the planner's reuse-only figure for
+image scopes, the plan before atlases). The texture bound sums the scopes' lower bounds (the most
+bytes alive at once) in texture mode. "verified": the planned program passed the verifier.
+--offsets plans as if every kernel image parameter had an offset parameter after it (for kernels that
+do not take offsets yet).
 
-    python benchmarks/texture_memory.py [--zoo DIR] [--models a,b] [--tool PATH] [--work DIR]
+    python benchmarks/texture_memory.py [--zoo DIR] [--models a,b] [--tool PATH] [--work DIR] [--offsets]
 
 Networks: ResNet-18, ResNet-50 and MobileNetV2 of stowage.models (seeded random weights), and with
 --zoo the exported CNNs DIR/NAME.torchscript.onnx of benchmarks/zoo.py's cache (those named in CNNS).
@@ -58,15 +59,15 @@ def plan(tool, files, offsets):
 
 
 def figures(row):
-    """Planned bytes (all scopes), texture lower bound, image storages and reuse-only image bytes."""
+    """Planned bytes (all scopes), the same with whole images, the lower bound, image storages."""
     if "error" in row:
         raise SystemExit(f"{row['file']}: {row['error']}")
     scopes = [s for s in row["report"]["scopes"] if s["function"] == "main"]
-    images = [s for s in scopes if s["images"]]
     return {
         "planned": sum(s["planned_bytes"] for s in scopes),
+        "whole": sum(s["reuse_only_bytes"] if s["images"] else s["planned_bytes"] for s in scopes),
         "bound": sum(s["lower_bound"] for s in scopes),
-        "images": sum(s["images"] for s in images),
+        "images": sum(s["images"] for s in scopes),
         "verified": row["verified"] is True,
     }
 
@@ -81,6 +82,7 @@ def main():
     parser.add_argument("--models", help="comma-separated names (zoo ones as zoo:NAME)")
     parser.add_argument("--tool", default=os.path.join(REPO, "build", "benchmarks", "texture_planning"))
     parser.add_argument("--work", help="folder for the text files (default: a temporary one)")
+    parser.add_argument("--offsets", action="store_true", help="plan as if every image parameter took an offset")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="texture-memory-")
     os.makedirs(work, exist_ok=True)
@@ -95,18 +97,16 @@ def main():
         print(f"imported {name}", file=sys.stderr, flush=True)
     names = sorted({name for name, _ in files}, key=lambda n: (n.startswith("zoo:"), n))
     buffer = plan(args.tool, [files[n, "buffer"] for n in names], False)
-    pooled = plan(args.tool, [files[n, "texture"] for n in names], False)
-    atlases = plan(args.tool, [files[n, "texture"] for n in names], True)
-    print("| net | buffer planned (MB) | texture bound (MB) | texture, whole images (MB) | images "
-          "| texture, atlases (MB) | atlases | atlases / buffer | atlases / texture bound | verified |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    texture = plan(args.tool, [files[n, "texture"] for n in names], args.offsets)
+    print("| net | buffer planned (MB) | texture bound (MB) | texture, whole images (MB) | texture planned (MB) "
+          "| images | texture / buffer | texture / texture bound | verified |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for n in names:
         b = figures(buffer[files[n, "buffer"]])
-        p = figures(pooled[files[n, "texture"]])
-        a = figures(atlases[files[n, "texture"]])
-        print(f"| {n} | {mb(b['planned'])} | {mb(a['bound'])} | {mb(p['planned'])} | {p['images']} "
-              f"| {mb(a['planned'])} | {a['images']} | {a['planned'] / b['planned']:.2f} "
-              f"| {a['planned'] / a['bound']:.2f} | {'yes' if a['verified'] else 'no'} |")
+        t = figures(texture[files[n, "texture"]])
+        print(f"| {n} | {mb(b['planned'])} | {mb(t['bound'])} | {mb(t['whole'])} | {mb(t['planned'])} "
+              f"| {t['images']} | {t['planned'] / b['planned']:.2f} | {t['planned'] / t['bound']:.2f} "
+              f"| {'yes' if t['verified'] else 'no'} |")
 
 
 if __name__ == "__main__":
