@@ -609,12 +609,24 @@ def texture_cases(rng):
     parts = [rand(rng, 1, c, 6, 5) for c in (4, 8, 3)]
 
     def concat_images(ops, *xs):
-        assert ops.concat_slices([ops.shape_of(x) for x in xs], 1) is None, "images cannot be sliced"
         return ops.concat([tex(ops, v) for v in xs], 1)
 
+    def concat_into_bands(ops, *xs):
+        made = ops.concat_slices([ops.shape_of(x) for x in xs], 1)
+        assert made is not None, "parts of multiples of 4 channels are bands of one image"
+        out, bands = made
+        for x, band in zip(xs, bands):
+            assert ops.copy_into_image(tex(ops, x), band) is band
+        return out
+
+    def concat_odd(ops, *xs):
+        assert ops.concat_slices([ops.shape_of(x) for x in xs], 1) is None, "3 channels end between bands"
+        return concat_images(ops, *xs)
+
     add("tex_concat_aligned", parts, concat_images, lambda: np.concatenate(parts, 1))
+    add("tex_concat_bands", parts, concat_into_bands, lambda: np.concatenate(parts, 1))
     odd = [rand(rng, 1, c, 6, 5) for c in (3, 5)]
-    add("tex_concat_unaligned_fallback", odd, concat_images, lambda: np.concatenate(odd, 1))
+    add("tex_concat_unaligned_fallback", odd, concat_odd, lambda: np.concatenate(odd, 1))
     xo = rand(rng, 1, 5, 6, 7)
     add("tex_pad", [xo], lambda ops, v: ops.pad(tex(ops, v), (0, 0, 1, 1, 0, 0, 1, 1)),
         lambda: np.pad(xo, ((0, 0), (0, 0), (1, 1), (1, 1))))
