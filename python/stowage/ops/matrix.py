@@ -1077,6 +1077,11 @@ class MatrixOps(Core):
         b_bs = tuple(s * kb * n for s in b_bs)
         y_bs = tuple(s * m * n for s in shapes.contiguous_strides(batch))
         levels = []
+        if batch and not any(b_bs) and a2[:-2] == batch:
+            # One B for every batch (a linear layer over [..., tokens, features]): A's
+            # batches are rows of one taller GEMM, whose tiles fill up where m alone
+            # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
+            m, batch = m * shapes.prod(batch), ()
         if batch:
             dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
             levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]
