@@ -17,6 +17,15 @@ EPI_RESIDUAL = 2
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
+GEMM_TILE_NAMES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "GEMM_WPT_N")
+# The tilings of stowage_gemm (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N), largest first:
+# a GEMM takes the first whose tiles give at least GEMM_GROUPS work-groups (launch
+# policy; a GPU wants a few per compute unit), else the last. Larger tiles reuse each
+# loaded value more, but a GEMM of few tiles (128 or 197 tokens) leaves most compute
+# units idle; where even the smallest tiles are too few, the reduction is split
+# (split-K, as for the convolution, with GEMM_GROUPS in place of SPLIT_K_GROUPS).
+# Tuning any GEMM_* tile constant sets the tiles of every GEMM instead.
+GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (32, 32, 16, 4, 4))
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -924,24 +933,80 @@ class MatrixOps(Core):
         most two per launch, so more are unrolled into launches with base offsets (not
         with ``in_affine``). ``in_affine`` (in_scale, in_shift, in_act, in_act_a,
         in_act_b): B's rows read through an affine map and an activation (the unit
-        built with STOWAGE_IN_AFFINE)."""
+        built with STOWAGE_IN_AFFINE). The tiles, vector loads and split-K follow
+        the shape (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
         while len(levels) < 2:
             levels.insert(0, (1, 0, 0, 0, 0, 0))
         if in_affine is not None and len(levels) > 2:
             raise InvalidInputError("gemm: an input map takes at most two batch levels")
-        in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
-        unit = self._unit("gemm", {"STOWAGE_IN_AFFINE": 1, "STOWAGE_IN_ACT": in_affine[2]} if in_args else None)
-        tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
         outer, (l1, l2) = levels[:-2], levels[-2:]
-        grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], l1[0] * l2[0])
+        launches = []
         for index in itertools.product(*(range(lv[0]) for lv in outer)):
             base = [bases[0], bases[1], bases[2]]
             for i, lv in zip(index, outer):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
-            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, m, n, k, sam, sak, sbk, sbn, *sbias,
-                         l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(alpha), flags,
-                         *act, *in_args, grid=grid, local=local)
+            launches.append(base)
+        batches = l1[0] * l2[0]
+        defines = dict(self._gemm_tiles(m, n, batches), **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, levels,
+                                                                              launches))
+        in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
+        if in_args:
+            defines.update(STOWAGE_IN_AFFINE=1, STOWAGE_IN_ACT=in_affine[2])
+        unit = self._unit("gemm", defines)
+        tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
+        tk = _setting(unit, GEMM_DEFAULTS, "GEMM_TILE_K")
+        tiles = shapes.ceil_div(n, tn) * shapes.ceil_div(m, tm) * batches
+        total = batches * m * n
+        contiguous = (not outer and launches[0][2] == 0 and (l2[0] == 1 or l2[3] == m * n)
+                      and (l1[0] == 1 or l1[3] == l2[0] * m * n))
+        parts = 1
+        if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
+            parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4)
+        steps = max(shapes.ceil_div(k, tk), 1)
+        k_len = shapes.ceil_div(steps, parts) * tk
+        parts = shapes.ceil_div(steps, k_len // tk)
+        grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], batches * parts)
+        target, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (self._new_buffer((parts, total)),
+                                                                         (1.0, 0, 0, 0.0, 0.0))
+        for base in launches:
+            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, target, m, n, k, sam, sak, sbk, sbn, *sbias,
+                         l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(epilogue[0]),
+                         *epilogue[1:], k_len, total if parts > 1 else 0, *in_args, grid=grid, local=local)
+        if parts > 1:
+            sum_grid, sum_local = shapes.launch_1d(total, 256)
+            self._launch(unit, "stowage_gemm_split_sum", target, bias or a, res or a, y, parts, total, m, n, l2[0],
+                         l1[4], l2[4], *sbias, float(alpha), flags, *act, grid=sum_grid, local=sum_local)
+
+    def _gemm_tiles(self, m, n, batches):
+        """The tiling defines of a GEMM of ``batches`` [m, n] outputs: the first of
+        GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups, else the last
+        (the most work-groups); none where the tuning sets the tiles for every GEMM."""
+        if any(name in self.tuning.get("gemm", {}) for name in GEMM_TILE_NAMES):
+            return {}
+        for config in GEMM_CONFIGS:
+            if shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches >= self.launch["GEMM_GROUPS"]:
+                break
+        return dict(zip(GEMM_TILE_NAMES, config))
+
+    def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, levels, launches):
+        """GEMM_A_VEC, GEMM_B_VEC and GEMM_Y_VEC: float4 accesses where every offset
+        (strides, batch strides, bases) and the contiguous extent are multiples of 4
+        (tensors start at multiples of the buffer alignment, at least 16 bytes)."""
+        if self.buffer_alignment % 16:
+            return {"GEMM_A_VEC": 0, "GEMM_B_VEC": 0, "GEMM_Y_VEC": 0}
+
+        def fours(*values):
+            return all(v % 4 == 0 for v in values)
+
+        a_offsets = [lv[1] for lv in levels] + [base[0] for base in launches]
+        b_offsets = [lv[2] for lv in levels] + [base[1] for base in launches]
+        y_offsets = [lv[3] for lv in levels] + [base[2] for base in launches]
+        a_vec = (1 if sak == 1 and fours(k, sam, *a_offsets) else
+                 2 if sam == 1 and fours(m, sak, *a_offsets) else 0)
+        b_vec = (1 if sbn == 1 and fours(n, sbk, *b_offsets) else
+                 2 if sbk == 1 and fours(k, sbn, *b_offsets) else 0)
+        return {"GEMM_A_VEC": a_vec, "GEMM_B_VEC": b_vec, "GEMM_Y_VEC": int(fours(n, *y_offsets))}
 
     def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
         op = "gemm"

@@ -1,0 +1,205 @@
+"""The tiled GEMM (gemm.cl) against float64 numpy: every tiling
+of the library, operands read as float4s (aligned extents) or one value at a time
+(odd extents), transposed operands, batches, partial tiles, the reduction split
+over work-groups (split-K) with the epilogue after the sum; which kernel a shape
+takes; and the transformer shapes through ONNX against ONNX Runtime."""
+
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import stowage as sw
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
+from stowage.ops import OpBuilder
+from stowage.ops.matrix import GEMM_CONFIGS, GEMM_TILE_NAMES
+
+
+def rand(rng, *shape):
+    return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+
+
+def pinned(config):
+    """The tuning that gives every GEMM one tiling of GEMM_CONFIGS."""
+    return {"gemm": dict(zip(GEMM_TILE_NAMES, config))}
+
+
+# Every GEMM cut into as many parts of its reduction as it has steps.
+SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0}}
+
+
+class Case:
+    """``emit(ops, *params)`` of one function; ``reference()`` its float64 result."""
+
+    def __init__(self, name, inputs, emit, reference, tuning=None):
+        self.name, self.inputs, self.emit, self.reference, self.tuning = name, inputs, emit, reference, tuning
+
+
+def act_ref(v, activation):
+    if activation is None:
+        return v
+    if activation[0] == "relu":
+        return np.maximum(v, 0)
+    if activation[0] == "sigmoid":
+        return 1 / (1 + np.exp(-v))
+    raise ValueError(activation)
+
+
+def gemm_case(name, rng, m, k, n, trans_a=False, trans_b=False, b_var=False, c_shape=None, alpha=1.0, beta=1.0,
+              activation=None, tuning=None):
+    a = rand(rng, *((k, m) if trans_a else (m, k)))
+    b = rand(rng, *((n, k) if trans_b else (k, n)))
+    c = None if c_shape is None else rand(rng, *c_shape)
+
+    def emit(ops, av, bv=None):
+        return ops.gemm(av, bv if b_var else b, c, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta,
+                        activation=activation)
+
+    def reference():
+        a64 = a.astype(np.float64).T if trans_a else a.astype(np.float64)
+        b64 = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+        y = alpha * a64 @ b64 + (0 if c is None else beta * c.astype(np.float64))
+        return act_ref(y, activation)
+
+    return Case(name, [a] + ([b] if b_var else []), emit, reference, tuning)
+
+
+def matmul_case(name, rng, a_shape, b_shape, b_const=False, tuning=None):
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+
+    def emit(ops, av, bv=None):
+        return ops.matmul(av, b if b_const else bv)
+
+    return Case(name, [a] if b_const else [a, b], emit,
+                lambda: np.matmul(a.astype(np.float64), b.astype(np.float64)), tuning)
+
+
+def tiling_cases(rng, config):
+    """One tiling under each access: float4s along k or m (A), n or k (B), one value
+    at a time where an extent is odd; partial tiles in m, n and k."""
+    tag = "x".join(map(str, config))
+    tuning = pinned(config)
+    return [
+        matmul_case(f"t{tag}_matmul_aligned", rng, (36, 44), (44, 28), tuning=tuning),
+        matmul_case(f"t{tag}_matmul_odd", rng, (37, 45), (45, 29), tuning=tuning),
+        gemm_case(f"t{tag}_gemm_transposed_aligned_bias_relu", rng, 36, 44, 132, trans_a=True, trans_b=True,
+                  b_var=True, c_shape=(132,), activation=("relu",), tuning=tuning),
+        gemm_case(f"t{tag}_gemm_transposed_odd_alpha", rng, 131, 19, 33, trans_a=True, trans_b=True, b_var=True,
+                  c_shape=(131, 1), alpha=0.5, beta=2.0, tuning=tuning),
+        matmul_case(f"t{tag}_matmul_batched", rng, (3, 33, 20), (3, 20, 40), tuning=tuning),
+    ]
+
+
+def cases(rng):
+    found = [case for config in GEMM_CONFIGS for case in tiling_cases(rng, config)]
+    found += [
+        # the tiling the shape picks
+        matmul_case("tokens_by_one_weight", rng, (70, 1, 48), (48, 96), b_const=True),
+        matmul_case("batched_broadcast_a", rng, (1, 12, 40), (3, 40, 36)),
+        matmul_case("three_levels_aligned", rng, (2, 3, 4, 8, 12), (2, 3, 1, 12, 16)),
+        matmul_case("three_levels_odd", rng, (2, 1, 3, 1, 5, 7), (3, 1, 2, 7, 9)),
+        # split-K: partial sums, then their sum and the epilogue
+        gemm_case("split_aligned_bias_sigmoid", rng, 20, 300, 24, c_shape=(24,), activation=("sigmoid",),
+                  alpha=0.5, tuning=SPLIT),
+        gemm_case("split_odd_transposed_full_bias", rng, 9, 131, 11, trans_a=True, trans_b=True, b_var=True,
+                  c_shape=(9, 11), tuning=SPLIT),
+        matmul_case("split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=SPLIT),
+        matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
+    ]
+    return found
+
+
+CASES = cases(np.random.default_rng(11))
+
+
+@pytest.fixture(scope="module")
+def suite():
+    bb = sw.Builder()
+    for i, case in enumerate(CASES):
+        with bb.function(f"case{i}") as f:
+            params = [f.param(f"x{j}", x.shape, "float32") for j, x in enumerate(case.inputs)]
+            ops = OpBuilder(bb, f, tuning=case.tuning)
+            f.ret(ops.output(case.emit(ops, *params)))
+    return sw.VirtualMachine(sw.compile(bb.module()))
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_gemm_matches_numpy(suite, index):
+    case = CASES[index]
+    y = suite.invoke(f"case{index}", *case.inputs).numpy()
+    ref = np.asarray(case.reference(), np.float64)
+    assert y.shape == ref.shape
+    scale = float(np.max(np.abs(ref)))
+    err = np.abs(y.astype(np.float64) - ref)
+    assert np.all(err <= 1e-4 * np.abs(ref) + 1e-6 * scale), f"largest error {err.max():.3g} (scale {scale:.3g})"
+
+
+# ---- which kernel a shape takes ----------------------------------------------------------
+
+
+def launches(emit, shapes, target="opencl", tuning=None):
+    """(kernel, grid) of each launch of one function emitted by ``emit(ops, *params)``."""
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        params = [f.param(f"x{i}", s, "float32") for i, s in enumerate(shapes)]
+        ops = OpBuilder(bb, f, target=target, tuning=tuning)
+        f.ret(ops.output(emit(ops, *params)))
+    text = bb.module().text()
+    return [(name, tuple(int(v) for v in grid.split(","))) for name, grid in
+            re.findall(r"call_kernel\((\w+)[^\n]*?grid=\[([0-9, ]+)\]", text)]
+
+
+def test_tokens_by_one_weight_are_rows_of_one_gemm():
+    """[197, 1, 768] x [768, 2304] (ViT's attention input): one GEMM of 197 rows, not
+    197 GEMMs of one row."""
+    w = np.zeros((768, 2304), np.float32)
+    (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(197, 1, 768)], target="opencl-gpu")
+    assert name.startswith("stowage_gemm_") and grid[2] == 1
+    assert "_av1_" in name and "_bv1_" in name and name.endswith("_yv1")
+
+
+def test_few_tiles_split_the_reduction_and_sum_once():
+    """BERT's [128, 3072] x [3072, 768] on the GPU target: the smallest tiles give too
+    few work-groups, so the reduction is split, and one kernel adds the parts."""
+    w = np.zeros((3072, 768), np.float32)
+    found = launches(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
+    assert [name.split("_k16")[0] for name, _ in found] == ["stowage_gemm_av1_bv1", "stowage_gemm_split_sum_av1_bv1"]
+    assert found[0][1][2] > 1  # parts along grid dimension 2
+    assert "_m32_n32_" in found[0][0]
+
+
+def test_large_gemms_take_large_tiles():
+    w = np.zeros((384, 1536), np.float32)
+    (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(1, 3136, 384)], target="opencl-gpu")
+    assert "_m128_n128_" in name or "_m128_n64_" in name
+
+
+def test_tuned_tiles_serve_every_gemm():
+    tuning = {"gemm": {"GEMM_TILE_M": 32, "GEMM_WPT_M": 4}}
+    (name, _), = launches(lambda ops, x: ops.matmul(x, np.zeros((64, 64), np.float32)), [(300, 64)], tuning=tuning)
+    assert name == "stowage_gemm_av1_bv1_m32_wm4_yv1"
+
+
+# ---- transformer shapes through ONNX ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((1, 197, 768), (768, 2304)),  # ViT-B/16 linear layers
+    ((197, 1, 768), (768, 2304)),
+    ((1, 12, 197, 64), (1, 12, 64, 197)),  # attention scores and their product with V
+    ((1, 12, 197, 197), (1, 12, 197, 64)),
+    ((1, 128, 3072), (3072, 768)),  # BERT-base at sequence 128
+    ((1, 12, 128, 64), (1, 12, 64, 128)),
+    ((1, 56, 56, 96), (96, 384)),  # ConvNeXt-T's linear layers over NHWC
+    ((1, 7, 7, 3072), (3072, 768)),
+], ids=lambda v: "x".join(map(str, v)))
+def test_transformer_matmuls_match_onnx_runtime(a_shape, b_shape, target, device):
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+    model = onnx_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                       [tensor_info("a", np.float32, a_shape)], [tensor_info("y", np.float32, None)], [("b", b)])
+    want = reference_outputs(model, {"a": a})[0]
+    got = stowage_outputs(model, {"a": a}, device, target=target)[0][0]
+    assert_matches(got, want)
