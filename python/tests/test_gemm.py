@@ -1,4 +1,4 @@
-"""The tiled GEMM (gemm.cl) against float64 numpy: every tiling
+"""The tiled GEMM and the batch-1 GEMV (gemm.cl) against float64 numpy: every tiling
 of the library, operands read as float4s (aligned extents) or one value at a time
 (odd extents), transposed operands, batches, partial tiles, the reduction split
 over work-groups (split-K) with the epilogue after the sum; which kernel a shape
@@ -106,6 +106,12 @@ def cases(rng):
                   c_shape=(9, 11), tuning=SPLIT),
         matmul_case("split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=SPLIT),
         matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
+        # GEMV: a few rows by constant weights
+        gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
+        gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),
+        gemm_case("gemv_eight_rows_odd", rng, 8, 130, 7, trans_b=True),
+        gemm_case("gemv_scalar_bias", rng, 2, 9, 5, c_shape=(1,), beta=-1.0),
+        matmul_case("gemv_matmul_rows", rng, (2, 1, 40), (40, 33), b_const=True),
     ]
     return found
 
@@ -173,6 +179,15 @@ def test_large_gemms_take_large_tiles():
     w = np.zeros((384, 1536), np.float32)
     (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(1, 3136, 384)], target="opencl-gpu")
     assert "_m128_n128_" in name or "_m128_n64_" in name
+
+
+def test_classifier_rows_take_the_gemv():
+    """A batch-1 fully connected layer ([1, 9216] x [9216, 4096]^T, AlexNet's): one
+    stowage_gemv launch, a work-group per GEMV_ROWS outputs."""
+    w = np.zeros((4096, 9216), np.float32)
+    b = np.zeros(4096, np.float32)
+    (name, grid), = launches(lambda ops, x: ops.gemm(x, w, b, trans_b=True, activation=("relu",)), [(1, 9216)])
+    assert name == "stowage_gemv_gm1" and grid == (128 * 4096 // 4,)
 
 
 def test_tuned_tiles_serve_every_gemm():

@@ -64,6 +64,11 @@ ATTENTION_FUSED_MIN_BYTES = 64 << 20
 CONV3D_GEMM_MIN_REDUCTION = 32
 CONV3D_GEMM_MAX_BYTES = 64 << 20
 
+# A Gemm or MatMul by constant weights of at most GEMV_MAX_ROWS rows of input (a
+# classifier at batch 1) runs as stowage_gemv: reading the weights is all its time,
+# and GEMM tiles of a row or two would leave the rest of each tile idle.
+GEMV_MAX_ROWS = 8
+
 CONV_TRANSPOSE_GEMM_MIN_CHANNELS = 8
 CONV_TRANSPOSE_GEMM_MAX_BYTES = 64 << 20
 
@@ -1029,17 +1034,11 @@ class MatrixOps(Core):
             value = alpha * av @ bv + (0 if c is None else beta * np.asarray(c, np.float64))
             return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
-        if self._gemm_as_convolution(b, c, m, n, trans_a, alpha, out):
-            # A classifier at batch 1: a 1x1 convolution over m images of one pixel,
-            # whose kernel splits the reduction (one row of a GEMM tile would leave
-            # the rest idle; docs/operators.md).
+        if self._gemm_as_gemv(b, c, m, n, trans_a, alpha, out):
             bv = np.asarray(b, np.float32)
-            w = (bv if trans_b else bv.T).reshape(n, ka, 1, 1)
             bias = None if c is None else (np.asarray(c, np.float64).reshape(-1) * beta).astype(np.float32)
-            geometry = dict(n=m, c=ka, h=1, w=1, k=n, p=1, q=1, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
-                            dilations=(1, 1), group=1)
-            y = self._conv2d_buffer(self.reshape(a_var, (m, ka, 1, 1)), w, bias, geometry, act, None, False, None)
-            return self.reshape(y, (m, n))
+            return self._gemv(a_var, bv if trans_b else bv.T, None if bias is None else np.broadcast_to(bias, (n,)),
+                              act, m)
         sam, sak = (1, m) if trans_a else (ka, 1)
         if isinstance(b, Var):
             b_var = self._buffer(op, "b", b)
@@ -1107,14 +1106,32 @@ class MatrixOps(Core):
                      local=(local, 1))
         return dst
 
-    def _gemm_as_convolution(self, b, c, m, n, trans_a, alpha, out):
-        """Whether gemm runs as a 1x1 convolution: constant weights, a few rows of
-        input (m <= 8), a bias per output column or none, no alpha, no `out`."""
-        if trans_a or isinstance(b, Var) or alpha != 1.0 or out is not None or m > 8:
+    def _gemm_as_gemv(self, b, c, m, n, trans_a, alpha, out):
+        """Whether gemm runs as stowage_gemv: constant weights, at most GEMV_MAX_ROWS
+        rows of input, a constant bias the same for every row (or none), no alpha, no
+        `out`."""
+        if trans_a or isinstance(b, Var) or alpha != 1.0 or out is not None or m > GEMV_MAX_ROWS:
             return False
-        if c is None:
-            return True
-        return not isinstance(c, Var) and tuple(np.shape(c)) in ((n,), (1, n))
+        return c is None or (not isinstance(c, Var) and np.shape(c) in ((), (1,), (n,), (1, 1), (1, n)))
+
+    def _gemv(self, x, w, bias, act, m):
+        """y [m, N] = act(x [m, K] times w [N, K]^T + bias [N]) by stowage_gemv: a
+        batch-1 classifier's fully connected layer, bandwidth-bound (each weight read
+        once). The weight's rows are padded to a multiple of 4 with zeros."""
+        n, k = w.shape
+        kw = shapes.round_up(max(k, 1), 4)
+        wp = np.zeros((n, kw), np.float32)
+        wp[:, :k] = w
+        unit = self._unit("gemm", {"GEMV_MAX_M": m})
+        local, rows = unit.defines.get("GEMV_LOCAL", 128), unit.defines.get("GEMV_ROWS", 4)
+        w_var = self._const(wp)
+        flags, bias_var = 0, w_var
+        if bias is not None:
+            flags, bias_var = EPI_BIAS, self._const(np.ascontiguousarray(bias, np.float32))
+        dst = self._new_buffer((m, n))
+        self._launch(unit, "stowage_gemv", x, w_var, bias_var, dst, m, n, k, kw, flags, *act,
+                     grid=(local * shapes.ceil_div(n, rows),), local=(local,))
+        return dst
 
     def matmul(self, a, b, *, out=None):
         op = "matmul"
@@ -1134,8 +1151,6 @@ class MatrixOps(Core):
         out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
         shapes.check_elements(op, batch + (m, n))
         a_var = self._buffer(op, "a", a)
-        b_var = self._buffer(op, "b", b)
-        dst = self._dest(op, out, out_shape)
         a_bs = shapes.broadcast_strides(a2[:-2] + (1,), batch + (1,))[:-1]
         b_bs = shapes.broadcast_strides(b2[:-2] + (1,), batch + (1,))[:-1]
         a_bs = tuple(s * m * ka for s in a_bs)
@@ -1147,6 +1162,11 @@ class MatrixOps(Core):
             # batches are rows of one taller GEMM, whose tiles fill up where m alone
             # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
             m, batch = m * shapes.prod(batch), ()
+        if not batch and not isinstance(b, Var) and len(sb) == 2 and m <= GEMV_MAX_ROWS and out is None:
+            y = self._gemv(a_var, np.asarray(b, np.float32).T, None, (0, 0.0, 0.0), m)
+            return self.reshape(y, out_shape)
+        b_var = self._buffer(op, "b", b)
+        dst = self._dest(op, out, out_shape)
         if batch:
             dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
             levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]

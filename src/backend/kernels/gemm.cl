@@ -45,7 +45,15 @@
 //   + bias + res[e]) for e < total = batches * M * N, Y contiguous [batches, M, N]
 //   (y_base 0, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
 //   Launch: grid = [total rounded up to local0].
-
+//
+// stowage_gemv: y [M, N] = act(x [M, K] times w [N, Kw]^T + bias) for a few rows
+//   (M <= GEMV_MAX_M: a classifier's fully connected layers at batch 1), w's rows
+//   padded to Kw (a multiple of 4, zeros past K). Bandwidth-bound: each weight is
+//   read once, as float4s, by a work-group of GEMV_LOCAL work-items making
+//   GEMV_ROWS outputs of every row of x; neighbouring work-items read neighbouring
+//   float4s of a weight row, and the work-group adds their sums in a fixed order.
+//   x is read as float4s where K is a multiple of 4, else one value at a time.
+//   Launch: local = [GEMV_LOCAL], grid = [GEMV_LOCAL * ceil(N / GEMV_ROWS)].
 #include <stowage/epilogue.cl.h>
 
 #if STOWAGE_IN_AFFINE
@@ -344,4 +352,73 @@ __kernel void stowage_gemm_split_sum(__global const float* partial, __global con
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
   GEMM_EPILOGUE_ONE(v, m, n, e);
   y[e] = stowage_activate(v, act, act_a, act_b);
+}
+
+#ifndef GEMV_LOCAL
+#define GEMV_LOCAL 128
+#endif
+#ifndef GEMV_ROWS
+#define GEMV_ROWS 4
+#endif
+#ifndef GEMV_MAX_M
+#define GEMV_MAX_M 4
+#endif
+#if GEMV_LOCAL & (GEMV_LOCAL - 1)
+#error "GEMV_LOCAL must be a power of two"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(GEMV_LOCAL, 1, 1))) void stowage_gemv(
+    __global const float* x, __global const float4* w, __global const float* bias, __global float* y, int M, int N,
+    int K, int Kw, int flags, int act, float act_a, float act_b) {
+  __local float partial[GEMV_ROWS * GEMV_MAX_M][GEMV_LOCAL];
+  const int t = get_local_id(0), n0 = get_group_id(0) * GEMV_ROWS;
+  const int K4 = Kw / 4;
+  float acc[GEMV_ROWS][GEMV_MAX_M];
+#pragma unroll
+  for (int r = 0; r < GEMV_ROWS; ++r)
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) acc[r][m] = 0.0f;
+  const bool x_vec = (K & 3) == 0;
+  for (int q = t; q < K4; q += GEMV_LOCAL) {
+    float4 xv[GEMV_MAX_M];
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) {
+      if (m >= M) {
+        xv[m] = (float4)(0.0f);
+      } else if (x_vec) {
+        xv[m] = GEMM_LOAD4(x + m * K + 4 * q);
+      } else {  // zeros past K (w's padding holds zeros too)
+        const int k = 4 * q;
+        const __global float* xr = x + m * K;
+        xv[m] = (float4)(xr[k], k + 1 < K ? xr[k + 1] : 0.0f, k + 2 < K ? xr[k + 2] : 0.0f,
+                         k + 3 < K ? xr[k + 3] : 0.0f);
+      }
+    }
+    // A constant trip count keeps acc in registers; rows past N repeat the last.
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; ++r) {
+      const float4 wv = w[min(n0 + r, N - 1) * K4 + q];
+#pragma unroll
+      for (int m = 0; m < GEMV_MAX_M; ++m) acc[r][m] += dot(wv, xv[m]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < GEMV_ROWS; ++r)
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) partial[r * GEMV_MAX_M + m][t] = acc[r][m];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = GEMV_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step)
+#pragma unroll
+      for (int o = 0; o < GEMV_ROWS * GEMV_MAX_M; ++o) partial[o][t] += partial[o][t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < GEMV_ROWS * GEMV_MAX_M) {
+    const int r = t / GEMV_MAX_M, m = t % GEMV_MAX_M, n = n0 + r;
+    if (n < N && m < M) {
+      float v = partial[t][0];
+      if (flags & STOWAGE_EPI_BIAS) v += bias[n];
+      y[m * N + n] = stowage_activate(v, act, act_a, act_b);
+    }
+  }
 }
