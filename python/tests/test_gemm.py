@@ -75,6 +75,19 @@ def matmul_case(name, rng, a_shape, b_shape, b_const=False, tuning=None):
                 lambda: np.matmul(a.astype(np.float64), b.astype(np.float64)), tuning)
 
 
+def linear_case(name, rng, a_shape, b_shape, tuning=None):
+    """matmul's epilogue: + bias per column, + residual, ReLU."""
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+    bias = rand(rng, b_shape[-1])
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64)) + bias
+    residual = rand(rng, *ref.shape)
+
+    def emit(ops, av, rv):
+        return ops.matmul(av, b, bias=bias, residual=rv, activation=("relu",))
+
+    return Case(name, [a, residual], emit, lambda: np.maximum(ref + residual, 0), tuning)
+
+
 def tiling_cases(rng, config):
     """One tiling under each access: float4s along k or m (A), n or k (B), one value
     at a time where an extent is odd; partial tiles in m, n and k."""
@@ -106,6 +119,8 @@ def cases(rng):
                   c_shape=(9, 11), tuning=SPLIT),
         matmul_case("split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=SPLIT),
         matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
+        linear_case("linear_bias_residual_relu", rng, (2, 33, 20), (20, 36)),
+        linear_case("linear_split_bias_residual_relu", rng, (1, 9, 130), (130, 11), tuning=SPLIT),
         # GEMV: a few rows by constant weights
         gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
         gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),
@@ -218,3 +233,54 @@ def test_transformer_matmuls_match_onnx_runtime(a_shape, b_shape, target, device
     want = reference_outputs(model, {"a": a})[0]
     got = stowage_outputs(model, {"a": a}, device, target=target)[0][0]
     assert_matches(got, want)
+
+
+# ---- a linear layer's bias, residual and activation in the GEMM's epilogue ---------------------
+
+
+def linear_model(bias_shape, residual, act, opset=13):
+    """x [2, 5, 12] times w [12, 8], + bias, (+ x2, a tensor of the result's shape), then act."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]), helper.make_node("Add", ["p", "bias"], ["q"])]
+    out = "q"
+    if residual:
+        nodes.append(helper.make_node("Add", ["r", out], ["s"]))
+        out = "s"
+    if act:
+        nodes.append(helper.make_node(act, [out], ["y"]))
+    else:
+        nodes[-1].output[0] = "y"
+    inputs = [tensor_info("x", np.float32, (2, 5, 12))] + ([tensor_info("r", np.float32, (2, 5, 8))] if residual else [])
+    model = onnx_model(nodes, inputs, [tensor_info("y", np.float32, None)],
+                       [("w", rand(rng, 12, 8)), ("bias", rand(rng, *bias_shape))], opset)
+    feeds = {"x": rand(rng, 2, 5, 12)}
+    if residual:
+        feeds["r"] = rand(rng, 2, 5, 8)
+    return model, feeds
+
+
+@pytest.mark.parametrize("bias_shape,residual,act,opset,kernels", [
+    ((8,), False, "Gelu", 20, 1),  # a transformer's first MLP layer
+    ((1, 1, 8), True, None, 13, 1),  # its second, and the residual after it
+    ((1,), True, "Relu", 13, 1),
+    ((3, 1, 1, 8), False, "Relu", 13, 2),  # a bias of more than a row: the MatMul, the Add with its Relu
+    ((1, 1, 1, 8), False, "Relu", 13, 3),  # a bias of more dimensions than the product: one by one
+], ids=["bias_gelu", "bias_residual", "scalar_bias_residual_relu", "bias_of_rows", "bias_of_more_dimensions"])
+def test_linear_layer_epilogue_is_one_kernel(bias_shape, residual, act, opset, kernels, device):
+    model, feeds = linear_model(bias_shape, residual, act, opset)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 4), (2, 4, 5)), ((4,), (4, 3)), ((3, 4), (4,))],
+                         ids=["batched", "vector_left", "vector_right"])
+def test_matmul_of_tensors_absorbs_its_activation(a_shape, b_shape, device):
+    rng = np.random.default_rng(4)
+    feeds = {"a": rand(rng, *a_shape), "b": rand(rng, *b_shape)}
+    model = onnx_model([helper.make_node("MatMul", ["a", "b"], ["p"]), helper.make_node("Relu", ["p"], ["y"])],
+                       [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)])
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == 1

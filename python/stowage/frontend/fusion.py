@@ -3,7 +3,10 @@
 A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
 into its weights), then an Add of a tensor of the same shape (the residual), then an
 activation. A Gemm, a BatchNormalization left on its own and an elementwise Add, Sub,
-Mul or Div absorb an activation too. An activation is an op the registry marks as
+Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D B
+(a linear layer) first absorbs the Add of a constant bias of one value per column
+after it, then an Add of a tensor computed at run time (the residual): its
+converter emits them one by one when the shapes turn out not to fit its epilogue. An activation is an op the registry marks as
 one (Clip with constant bounds), or one written out of several nodes as exporters
 write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
 alpha 1/6 (hardswish, the TorchScript exporter below opset 14), Clip(x + 3, 0, 6) / 6
@@ -62,12 +65,12 @@ class Group:
     def __init__(self, main):
         self.main = main
         self.bn = None  # BatchNormalization folded into a Conv
-        self.add = None  # the residual Add of a Conv
+        self.add = None  # the residual Add of a Conv (or of a MatMul, after its bias)
         self.residual = ""  # the Add's other input
         self.act = None  # the activation
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
         self.linear = None  # the Gemm after a GlobalAveragePool and Flatten (or MatMul after a ReduceMean)
-        self.linear_bias = None  # the Add after that MatMul
+        self.linear_bias = None  # the Add of a bias after that MatMul, or after a MatMul group's own
         self.excite = None  # a squeeze-and-excitation's two 1x1 Convs after its pool, Groups with their activations
         self.pre = None  # a Conv's Prologue: what it reads its input through
         self.written = None  # the input of a written-out activation the group computes whole (main its first node)
@@ -124,8 +127,39 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 group.add, group.residual = add, other
                 group.nodes.append(add)
                 out = add.outputs[0]
-    if node.op_type in ("Conv", "Gemm", "BatchNormalization") + ELEMENTWISE:
+    if node.op_type == "MatMul":
+        out = absorb_matmul_bias(graph, group, out, is_static, absorbed)
+    if node.op_type in ("Conv", "Gemm", "BatchNormalization", "MatMul") + ELEMENTWISE:
         absorb_activation(graph, group, out, is_static, absorbed)
+
+
+def absorb_matmul_bias(graph, group, out, is_static, absorbed):
+    """Adds to a MatMul's `group` (B a constant 2-D matrix: a linear layer) the Add of
+    a constant bias of one value per column (or one value) that alone reads its
+    result, then the Add of a tensor computed at run time (the residual) that alone
+    reads that; returns the value the group makes so far."""
+    node = group.main
+    b = graph_constant(graph, node.inputs[1]) if len(node.inputs) == 2 else None
+    if getattr(b, "ndim", 0) != 2 or len(node.outputs) != 1:
+        return out
+    add = only_consumer(graph, out, ("Add",), absorbed)
+    if add is None or len(add.inputs) != 2 or len(add.outputs) != 1:
+        return out
+    other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+    bias = graph_constant(graph, other) if other != out else None
+    if bias is None or np.ndim(bias) < 1 or np.size(bias) not in (1, b.shape[1]) or np.size(bias) != np.shape(bias)[-1]:
+        return out
+    group.linear_bias = add
+    group.nodes.append(add)
+    out = add.outputs[0]
+    add = only_consumer(graph, out, ("Add",), absorbed)
+    if add is not None and len(add.inputs) == 2 and len(add.outputs) == 1:
+        other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+        if other != out and not is_static(other):
+            group.add, group.residual = add, other
+            group.nodes.append(add)
+            out = add.outputs[0]
+    return out
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):

@@ -1133,14 +1133,14 @@ class MatrixOps(Core):
                      grid=(local * shapes.ceil_div(n, rows),), local=(local,))
         return dst
 
-    def matmul(self, a, b, *, out=None):
+    def matmul(self, a, b, *, bias=None, residual=None, activation=None, out=None):
+        """ONNX's MatMul of a and b (numpy broadcasting of the batch dimensions, 1-D
+        operands as vectors), then the GEMM's epilogue: + bias (a numpy array [N], one
+        value per column), + residual (a Var of the product's shape), the activation."""
         op = "matmul"
         sa, sb = self.shape_of(a), self.shape_of(b)
         if len(sa) < 1 or len(sb) < 1:
             raise InvalidInputError(f"{op}: operands must have at least 1 dimension, got {list(sa)} and {list(sb)}")
-        if not isinstance(a, Var) and not isinstance(b, Var):
-            return self._deliver_const(op, np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
-                                       .astype(np.float32), out)
         a2 = (1,) + sa if len(sa) == 1 else sa
         b2 = sb + (1,) if len(sb) == 1 else sb
         m, ka = a2[-2:]
@@ -1149,6 +1149,19 @@ class MatrixOps(Core):
             raise InvalidInputError(f"{op}: inner extents differ: {list(sa)} @ {list(sb)}")
         batch = shapes.broadcast_shape(op, a2[:-2], b2[:-2])
         out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
+        act = parse_activation(op, activation)
+        if bias is not None:
+            if isinstance(bias, Var) or np.shape(bias) != (n,):
+                raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{n}]")
+            bias = np.asarray(bias, np.float32)
+        if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != out_shape):
+            raise InvalidInputError(f"{op}: argument 'residual': expected a Var of the product's shape "
+                                    f"{list(out_shape)}")
+        if not isinstance(a, Var) and not isinstance(b, Var):
+            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)) + (0 if bias is None else bias)
+            if residual is not None:
+                return self.binary("add", residual, value.astype(np.float32), activation=activation, out=out)
+            return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         shapes.check_elements(op, batch + (m, n))
         a_var = self._buffer(op, "a", a)
         a_bs = shapes.broadcast_strides(a2[:-2] + (1,), batch + (1,))[:-1]
@@ -1162,14 +1175,17 @@ class MatrixOps(Core):
             # batches are rows of one taller GEMM, whose tiles fill up where m alone
             # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
             m, batch = m * shapes.prod(batch), ()
-        if not batch and not isinstance(b, Var) and len(sb) == 2 and m <= GEMV_MAX_ROWS and out is None:
-            y = self._gemv(a_var, np.asarray(b, np.float32).T, None, (0, 0.0, 0.0), m)
+        if (not batch and not isinstance(b, Var) and len(sb) == 2 and m <= GEMV_MAX_ROWS and out is None
+                and residual is None):
+            y = self._gemv(a_var, np.asarray(b, np.float32).T, bias, act, m)
             return self.reshape(y, out_shape)
         b_var = self._buffer(op, "b", b)
         dst = self._dest(op, out, out_shape)
         if batch:
             dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
             levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]
-        self._gemm_launch(a_var, b_var, None, None, dst, m=m, n=n, k=ka, sam=ka, sak=1, sbk=n, sbn=1, sbias=(0, 0),
-                          levels=levels, alpha=1.0, flags=0, act=(0, 0.0, 0.0))
+        flags = (EPI_BIAS if bias is not None else 0) | (EPI_RESIDUAL if residual is not None else 0)
+        self._gemm_launch(a_var, b_var, None if bias is None else self._const(bias),
+                          None if residual is None else self._buffer(op, "residual", residual), dst, m=m, n=n, k=ka,
+                          sam=ka, sak=1, sbk=n, sbn=1, sbias=(0, 1), levels=levels, alpha=1.0, flags=flags, act=act)
         return dst

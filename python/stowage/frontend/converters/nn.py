@@ -349,13 +349,48 @@ def gemm(ctx, node):
     )}
 
 
-@register("MatMul", versions=(1, 9, 13))
+@register("MatMul", versions=(1, 9, 13),
+          fuses="absorbs an activation; by a constant 2-D B, the Add of a bias per column and a residual Add before it")
 def matmul(ctx, node):
     node.check_attrs(())
     a, b = ctx.value(node, 0), ctx.value(node, 1)
     a = as_float32(a) if isinstance(a, np.ndarray) else a
     b = as_float32(b) if isinstance(b, np.ndarray) else b
-    return ctx.ob.matmul(a, b)
+    group = ctx.group
+    if group is None or len(group.nodes) == 1:
+        return ctx.ob.matmul(a, b)
+    epilogue = matmul_epilogue(ctx, group, ctx.shape(a), ctx.shape(b))
+    if epilogue is None:
+        from .reduce import emit_one_by_one
+
+        return emit_one_by_one(ctx, group, ctx.ob.matmul(a, b))
+    return {group.output: ctx.ob.matmul(a, b, **epilogue)}
+
+
+def matmul_epilogue(ctx, group, a_shape, b_shape):
+    """matmul's bias, residual and activation for a MatMul group (fusion.py), or None
+    where they do not fit its epilogue: a bias that broadcasts beyond the product's
+    shape, a residual of another shape or type, an activation no epilogue computes."""
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    if group.act is not None and act is None:
+        return None
+    add, bias, residual = group.linear_bias, None, None
+    if add is None:  # an activation alone
+        return dict(activation=act)
+    add.check_attrs(())
+    bias = np.asarray(ctx.static(add, 1 if add.inputs[0] == group.main.outputs[0] else 0))
+    if bias.dtype.kind != "f" or len(a_shape) < 2 or len(b_shape) != 2:
+        return None
+    out_shape = tuple(a_shape[:-1]) + (b_shape[-1],)
+    if np.broadcast_shapes(bias.shape, out_shape) != out_shape:
+        return None
+    if group.add is not None:
+        group.add.check_attrs(())
+        residual = ctx.values[group.residual]
+        if (isinstance(residual, np.ndarray) or tuple(ctx.shape(residual)) != out_shape
+                or ctx.dtype(residual) != "float32"):
+            return None
+    return dict(bias=as_float32(np.broadcast_to(bias.reshape(-1), (b_shape[-1],))), residual=residual, activation=act)
 
 
 # ---- pooling --------------------------------------------------------------------------
