@@ -250,7 +250,9 @@ def linear_model(bias_shape, residual, act, opset=13):
         nodes.append(helper.make_node(act, [out], ["y"]))
     else:
         nodes[-1].output[0] = "y"
-    inputs = [tensor_info("x", np.float32, (2, 5, 12))] + ([tensor_info("r", np.float32, (2, 5, 8))] if residual else [])
+    inputs = [tensor_info("x", np.float32, (2, 5, 12))]
+    if residual:
+        inputs.append(tensor_info("r", np.float32, (2, 5, 8)))
     model = onnx_model(nodes, inputs, [tensor_info("y", np.float32, None)],
                        [("w", rand(rng, 12, 8)), ("bias", rand(rng, *bias_shape))], opset)
     feeds = {"x": rand(rng, 2, 5, 12)}

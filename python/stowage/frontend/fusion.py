@@ -6,9 +6,9 @@ activation. A Gemm, a BatchNormalization left on its own and an elementwise Add,
 Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D B
 (a linear layer) first absorbs the Add of a constant bias of one value per column
 after it, then an Add of a tensor computed at run time (the residual): its
-converter emits them one by one when the shapes turn out not to fit its epilogue. An activation is an op the registry marks as
-one (Clip with constant bounds), or one written out of several nodes as exporters
-write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
+converter emits them one by one when the shapes turn out not to fit its epilogue.
+An activation is an op the registry marks as one (Clip with constant bounds), or one
+written out of several nodes as exporters write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
 alpha 1/6 (hardswish, the TorchScript exporter below opset 14), Clip(x + 3, 0, 6) / 6
 (a HardSigmoid; or times 1/6) and x times it, or x * Clip(x + 3, 0, 6) / 6
 (hardswish): absorbed when x is read by those nodes alone; elsewhere the first of
