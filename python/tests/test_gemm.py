@@ -286,3 +286,69 @@ def test_matmul_of_tensors_absorbs_its_activation(a_shape, b_shape, device):
     got, module, vm = stowage_outputs(model, feeds, device)
     assert_matches(got[0], reference_outputs(model, feeds)[0])
     assert vm.profile()["kernel_launches"] == 1
+
+
+# ---- operands read through Transposes and scalings, the product written transposed -------------
+
+
+def heads_model(q_perm=(0, 2, 1, 3), k_perm=(0, 2, 3, 1), out_perm=(0, 2, 1, 3), scale=(), merge=True):
+    """Attention's middle as exporters write it: q, k, v [1, 6, 2 * 8] split into 2
+    heads by Reshape and Transpose (K transposed), each of q and K^T scaled by Mul,
+    the scores' Softmax, the product by v, its heads merged by Transpose and Reshape."""
+    rng = np.random.default_rng(8)
+    feeds = {name: rand(rng, 1, 6, 16) for name in "qkv"}
+    nodes, inits = [], [("split", np.array([1, 6, 2, 8], np.int64)), ("merge", np.array([1, 6, 16], np.int64)),
+                        ("s", np.asarray(rand(rng, *scale) + 1.5, np.float32))]
+    for name, perm in (("q", q_perm), ("k", k_perm), ("v", (0, 2, 1, 3))):
+        nodes += [helper.make_node("Reshape", [name, "split"], [name + "r"]),
+                  helper.make_node("Transpose", [name + "r"], [name + "t"], perm=list(perm))]
+    nodes += [helper.make_node("Mul", ["qt", "s"], ["qs"]), helper.make_node("Mul", ["s", "kt"], ["ks"]),
+              helper.make_node("MatMul", ["qs", "ks"], ["scores"]),
+              helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vt"], ["c"]),
+              helper.make_node("Transpose", ["c"], ["ct"], perm=list(out_perm))]
+    nodes.append(helper.make_node("Reshape", ["ct", "merge"], ["y"]) if merge else
+                 helper.make_node("Relu", ["ct"], ["y"]))
+    model = onnx_model(nodes, [tensor_info(n, np.float32, (1, 6, 16)) for n in "qkv"],
+                       [tensor_info("y", np.float32, None)], inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("kw,kernels", [
+    ({}, 3),  # two GEMMs reading q, K^T and v where they are and writing the heads merged, and the Softmax
+    (dict(merge=False), 3),  # the product transposed, then its activation in the epilogue
+    (dict(scale=(1,)), 3),  # a scale of one element in an array
+    (dict(scale=(1, 2, 1, 1)), 7),  # a scale per head: the transposes and Muls of q and K^T, then the GEMMs
+    (dict(out_perm=(0, 1, 3, 2)), 4),  # the product transposed along its rows: written, then copied
+], ids=["bert", "relu_after", "scale_array", "scale_per_head", "columns_moved"])
+def test_attention_heads_are_read_and_written_without_copies(kw, kernels, device):
+    model, feeds = heads_model(**kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+def test_a_reshape_that_no_strides_make_is_copied(device):
+    """Reshape [1, 6, 2, 8] transposed to [1, 2, 6, 8] into [12, 8] (its rows not
+    evenly spaced): the Transpose copies, the MatMul reads the copy."""
+    rng = np.random.default_rng(9)
+    feeds = {"x": rand(rng, 1, 6, 2, 8), "w": rand(rng, 8, 5)}
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "rows"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    model = onnx_model(nodes, [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)], [("rows", np.array([12, 8], np.int64))])
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == 2
+
+
+def test_views_outside_the_tensor_are_refused():
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        a, b = f.param("a", (4, 8), "float32"), f.param("b", (8, 3), "float32")
+        ops = OpBuilder(bb, f)
+        with pytest.raises(sw.InvalidInputError, match="does not stay inside 'a'"):
+            ops.matmul_views(a, ((4, 8), (9, 1)), b, ((8, 3), (3, 1)))
+        with pytest.raises(sw.InvalidInputError, match="last stride must be 1"):
+            ops.matmul_views(a, ((4, 8), (8, 1)), b, ((8, 3), (3, 1)), y_view=((3, 4), (1, 3)))
+        f.ret(ops.output(ops.matmul(a, b)))

@@ -8,8 +8,9 @@ Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D
 after it, then an Add of a tensor computed at run time (the residual): its
 converter emits them one by one when the shapes turn out not to fit its epilogue.
 An activation is an op the registry marks as one (Clip with constant bounds), or one
-written out of several nodes as exporters write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
-alpha 1/6 (hardswish, the TorchScript exporter below opset 14), Clip(x + 3, 0, 6) / 6
+written out of several nodes as exporters write them (written_activation): x *
+sigmoid(x) (SiLU), x * HardSigmoid(x) with alpha 1/6 (hardswish, the TorchScript
+exporter below opset 14), Clip(x + 3, 0, 6) / 6
 (a HardSigmoid; or times 1/6) and x times it, or x * Clip(x + 3, 0, 6) / 6
 (hardswish): absorbed when x is read by those nodes alone; elsewhere the first of
 them (a Sigmoid, HardSigmoid or Add) takes the rest into its own group, one unary
@@ -26,6 +27,14 @@ them) absorbs a squeeze-and-excitation: the 1x1 Conv that alone reads its result
 that Conv's activation, the 1x1 Conv that alone reads that and its activation (two
 kernels: stowage.ops squeeze_excite); its converter emits the nodes one by one when
 the pool turns out not to be over H and W of an NCHW input.
+
+A MatMul reads each input through the chain of Transposes, Reshapes, Squeezes,
+Unsqueezes, Flattens and Muls or Divs by a value known at import (each alone reading
+the one before) that makes it, as attention's heads are split and scaled: its
+converter reads them as strided views with a factor where they make one, and emits
+them one by one where not. A MatMul without a bias absorbs the view nodes after it up
+to a Transpose, each alone reading the one before (the heads merged again): it writes
+its product transposed.
 
 A depthwise Conv (one channel per group, without a residual or a Prologue) absorbs
 the pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its
@@ -74,6 +83,8 @@ class Group:
         self.excite = None  # a squeeze-and-excitation's two 1x1 Convs after its pool, Groups with their activations
         self.pre = None  # a Conv's Prologue: what it reads its input through
         self.written = None  # the input of a written-out activation the group computes whole (main its first node)
+        self.operands = {}  # a MatMul's input index -> the view nodes (and scalings) it reads that input through
+        self.output_view = None  # the view nodes, up to a Transpose, a MatMul writes its result through
         self.nodes = [main]
 
     @property
@@ -129,6 +140,8 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 out = add.outputs[0]
     if node.op_type == "MatMul":
         out = absorb_matmul_bias(graph, group, out, is_static, absorbed)
+        if group.linear_bias is None:
+            out = absorb_matmul_output(graph, group, out, is_static, absorbed)
     if node.op_type in ("Conv", "Gemm", "BatchNormalization", "MatMul") + ELEMENTWISE:
         absorb_activation(graph, group, out, is_static, absorbed)
 
@@ -160,6 +173,73 @@ def absorb_matmul_bias(graph, group, out, is_static, absorbed):
             group.nodes.append(add)
             out = add.outputs[0]
     return out
+
+
+# ---- what a MatMul reads its operands and writes its result through ------------------
+
+# Nodes that only rearrange their input's elements: a MatMul reads through a chain of
+# them, and of Muls or Divs by a known scalar, as a strided view with a factor, and
+# writes its result through them up to a Transpose, without a copy.
+VIEW_NODES = ("Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten")
+
+
+def operand_step(graph, node, is_static):
+    """The input (a name) that `node` rearranges (a view node with its other inputs
+    known) or scales (a Mul or Div by a value known at import, its size checked by
+    the converter), or None for any other node."""
+    if len(node.outputs) != 1 or not node.inputs or not node.inputs[0]:
+        return None
+    if node.op_type in VIEW_NODES:
+        return node.inputs[0] if all(is_static(n) for n in node.inputs[1:] if n) else None
+    if node.op_type not in ("Mul", "Div") or len(node.inputs) != 2:
+        return None
+    x, c = node.inputs
+    if node.op_type == "Mul" and is_static(x):
+        x, c = c, x
+    return x if is_static(c) and not is_static(x) and x != c else None
+
+
+def sole_reader(graph, name, absorbed):
+    """The node that alone reads `name` (no graph output), if no group took it."""
+    consumers = graph.consumers.get(name, [])
+    if name in graph.output_names or len(consumers) != 1 or consumers[0].index in absorbed:
+        return None
+    return consumers[0]
+
+
+def find_operand_chain(graph, node, is_static, absorbed):
+    """(MatMul, input index, nodes) when `node` starts a chain of operand steps, each
+    alone reading the one before, that ends as input 0 or 1 of a MatMul; else None."""
+    if operand_step(graph, node, is_static) is None:
+        return None
+    chain = [node]
+    while True:
+        out = chain[-1].outputs[0]
+        after = sole_reader(graph, out, absorbed)
+        if after is None:
+            return None
+        if after.op_type == "MatMul" and len(after.inputs) == 2 and after.inputs.count(out) == 1:
+            return after, after.inputs.index(out), chain
+        if operand_step(graph, after, is_static) != out:
+            return None
+        chain.append(after)
+
+
+def absorb_matmul_output(graph, group, out, is_static, absorbed):
+    """Adds to a MatMul's `group` the view nodes after it up to a Transpose, each
+    alone reading the one before (the product written transposed, as attention's
+    heads go back into rows); returns the value the group makes so far."""
+    chain, name = [], out
+    while True:
+        after = sole_reader(graph, name, absorbed)
+        if after is None or after.op_type not in VIEW_NODES or operand_step(graph, after, is_static) != name:
+            return out
+        chain.append(after)
+        name = after.outputs[0]
+        if after.op_type == "Transpose":
+            group.output_view = chain
+            group.nodes.extend(chain)
+            return name
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):
@@ -424,6 +504,7 @@ def group_nodes(graph, is_static):
     absorbed = set()
     groups = []
     prologues = {}  # Conv node index -> the Prologue it reads its input through
+    operands = {}  # MatMul node index -> {input index: the nodes it reads that input through}
     excited = set()  # the scales squeeze-and-excitation groups make
     for node in graph.nodes:
         if node.index in absorbed:
@@ -438,9 +519,16 @@ def group_nodes(graph, is_static):
             prologues[pre.conv.index] = pre
             absorbed.update(n.index for n in pre.nodes)
             continue
+        chain = find_operand_chain(graph, node, is_static, absorbed)
+        if chain is not None:  # emitted by the MatMul after it
+            operands.setdefault(chain[0].index, {})[chain[1]] = chain[2]
+            absorbed.update(n.index for n in chain[2])
+            continue
         group.pre = prologues.pop(node.index, None)
         if group.pre is not None:
             group.nodes[:0] = group.pre.nodes
+        group.operands = operands.pop(node.index, {})
+        group.nodes[:0] = sorted((n for c in group.operands.values() for n in c), key=lambda n: n.index)
         if absorb_written(graph, group, absorbed):
             absorbed.update(n.index for n in group.nodes)
             groups.append(group)

@@ -932,14 +932,16 @@ class MatrixOps(Core):
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,
-                     bases=(0, 0, 0), in_affine=None):
+                     bases=(0, 0, 0), in_affine=None, sym=None):
         """Launches stowage_gemm. ``levels``: the batch dimensions, outermost first,
         each (count, a stride, b stride, y stride, bias stride[, in_scale stride]); at
         most two per launch, so more are unrolled into launches with base offsets (not
         with ``in_affine``). ``in_affine`` (in_scale, in_shift, in_act, in_act_a,
         in_act_b): B's rows read through an affine map and an activation (the unit
-        built with STOWAGE_IN_AFFINE). The tiles, vector loads and split-K follow
-        the shape (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
+        built with STOWAGE_IN_AFFINE). ``sym``: Y's row stride (n where Y is a matrix
+        of its own). The tiles, vector loads and split-K follow the shape
+        (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
+        sym = n if sym is None else sym
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
         while len(levels) < 2:
             levels.insert(0, (1, 0, 0, 0, 0, 0))
@@ -953,7 +955,7 @@ class MatrixOps(Core):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
             launches.append(base)
         batches = l1[0] * l2[0]
-        defines = dict(self._gemm_tiles(m, n, batches), **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, levels,
+        defines = dict(self._gemm_tiles(m, n, batches), **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, sym, levels,
                                                                               launches))
         in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
         if in_args:
@@ -963,7 +965,7 @@ class MatrixOps(Core):
         tk = _setting(unit, GEMM_DEFAULTS, "GEMM_TILE_K")
         tiles = shapes.ceil_div(n, tn) * shapes.ceil_div(m, tm) * batches
         total = batches * m * n
-        contiguous = (not outer and launches[0][2] == 0 and (l2[0] == 1 or l2[3] == m * n)
+        contiguous = (not outer and launches[0][2] == 0 and sym == n and (l2[0] == 1 or l2[3] == m * n)
                       and (l1[0] == 1 or l1[3] == l2[0] * m * n))
         parts = 1
         if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
@@ -975,9 +977,10 @@ class MatrixOps(Core):
         target, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (self._new_buffer((parts, total)),
                                                                          (1.0, 0, 0, 0.0, 0.0))
         for base in launches:
-            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, target, m, n, k, sam, sak, sbk, sbn, *sbias,
-                         l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(epilogue[0]),
-                         *epilogue[1:], k_len, total if parts > 1 else 0, *in_args, grid=grid, local=local)
+            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, target, m, n, k, sam, sak, sbk, sbn, sym,
+                         *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
+                         float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, *in_args, grid=grid,
+                         local=local)
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total, 256)
             self._launch(unit, "stowage_gemm_split_sum", target, bias or a, res or a, y, parts, total, m, n, l2[0],
@@ -994,7 +997,7 @@ class MatrixOps(Core):
                 break
         return dict(zip(GEMM_TILE_NAMES, config))
 
-    def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, levels, launches):
+    def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, sym, levels, launches):
         """GEMM_A_VEC, GEMM_B_VEC and GEMM_Y_VEC: float4 accesses where every offset
         (strides, batch strides, bases) and the contiguous extent are multiples of 4
         (tensors start at multiples of the buffer alignment, at least 16 bytes)."""
@@ -1011,7 +1014,7 @@ class MatrixOps(Core):
                  2 if sam == 1 and fours(m, sak, *a_offsets) else 0)
         b_vec = (1 if sbn == 1 and fours(n, sbk, *b_offsets) else
                  2 if sbk == 1 and fours(k, sbn, *b_offsets) else 0)
-        return {"GEMM_A_VEC": a_vec, "GEMM_B_VEC": b_vec, "GEMM_Y_VEC": int(fours(n, *y_offsets))}
+        return {"GEMM_A_VEC": a_vec, "GEMM_B_VEC": b_vec, "GEMM_Y_VEC": int(fours(n, sym, *y_offsets))}
 
     def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
         op = "gemm"
@@ -1143,12 +1146,86 @@ class MatrixOps(Core):
             raise InvalidInputError(f"{op}: operands must have at least 1 dimension, got {list(sa)} and {list(sb)}")
         a2 = (1,) + sa if len(sa) == 1 else sa
         b2 = sb + (1,) if len(sb) == 1 else sb
-        m, ka = a2[-2:]
-        kb, n = b2[-2:]
-        if ka != kb:
-            raise InvalidInputError(f"{op}: inner extents differ: {list(sa)} @ {list(sb)}")
-        batch = shapes.broadcast_shape(op, a2[:-2], b2[:-2])
+        batch, m, n = self._matmul_shape(op, a2, b2)
         out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
+        act, bias = self._matmul_epilogue(op, n, bias, residual, activation, out_shape)
+        if not isinstance(a, Var) and not isinstance(b, Var):
+            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)) + (0 if bias is None else bias)
+            if residual is not None:
+                return self.binary("add", residual, value.astype(np.float32), activation=activation, out=out)
+            return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
+        a_var = self._buffer(op, "a", a)
+        if (not isinstance(b, Var) and len(sb) == 2 and shapes.prod(a2[:-1]) <= GEMV_MAX_ROWS and out is None
+                and residual is None):  # a few rows by constant weights
+            y = self._gemv(a_var, np.asarray(b, np.float32).T, bias, act, shapes.prod(a2[:-1]))
+            return self.reshape(y, out_shape)
+        b_var = self._buffer(op, "b", b)
+        dst = self._dest(op, out, out_shape)
+        self._matmul_strided(op, a_var, a2, shapes.contiguous_strides(a2), b_var, b2, shapes.contiguous_strides(b2),
+                             dst, shapes.contiguous_strides(batch + (m, n)), 1.0, bias, residual, act)
+        return dst
+
+    def matmul_views(self, a, a_view, b, b_view, *, alpha=1.0, bias=None, residual=None, activation=None,
+                     y_view=None):
+        """alpha times the product of A [..., M, K] and B [..., K, N] (numpy broadcasting
+        of the batch dimensions), each a strided view of a tensor: ``a_view`` (shape,
+        element strides) reads a (a transpose, a reshape of one, without a copy), and
+        so for b; then matmul's epilogue. ``y_view`` (shape, strides): the product is
+        written at those element strides (its last stride 1; no residual) of a new
+        tensor of that shape (a transpose of the product), which is returned; else a
+        contiguous tensor of the product's shape."""
+        op = "matmul"
+        views = []
+        for name, x, view in (("a", a, a_view), ("b", b, b_view)):
+            if not isinstance(x, Var):
+                raise InvalidInputError(f"{op}: argument '{name}': expected a Var")
+            views.append(self._checked_view(op, name, self.shape_of(x), view))
+        (a_shape, a_strides), (b_shape, b_strides) = views
+        if len(a_shape) < 2 or len(b_shape) < 2:
+            raise InvalidInputError(f"{op}: the views must have at least 2 dimensions, got {list(a_shape)} and "
+                                    f"{list(b_shape)}")
+        batch, m, n = self._matmul_shape(op, a_shape, b_shape)
+        out_shape = batch + (m, n)
+        act, bias = self._matmul_epilogue(op, n, bias, residual, activation, out_shape)
+        shapes.check_elements(op, out_shape)
+        if y_view is None:
+            dst = self._new_buffer(out_shape)
+            y_strides = shapes.contiguous_strides(out_shape)
+        else:
+            y_shape, y_strides = tuple(int(d) for d in y_view[0]), tuple(int(s) for s in y_view[1])
+            shapes.check_elements(op, y_shape)
+            self._checked_view(op, "y", y_shape, (out_shape, y_strides))
+            if y_strides[-1] != 1 or residual is not None or shapes.prod(y_shape) != shapes.prod(out_shape):
+                raise InvalidInputError(f"{op}: argument 'y_view': its last stride must be 1, with no residual, over "
+                                        f"a tensor of the product's size")
+            dst = self._new_buffer(y_shape)
+        self._matmul_strided(op, self._buffer(op, "a", a), a_shape, a_strides, self._buffer(op, "b", b), b_shape,
+                             b_strides, dst, y_strides, float(alpha), bias, residual, act)
+        return dst
+
+    @staticmethod
+    def _checked_view(op, name, shape, view):
+        """(shape, strides) of a strided view of a tensor of ``shape``, checked to stay inside it."""
+        v_shape, v_strides = tuple(int(d) for d in view[0]), tuple(int(s) for s in view[1])
+        if (len(v_shape) != len(v_strides) or min(v_strides, default=0) < 0 or min(v_shape, default=1) < 1
+                or sum((d - 1) * s for d, s in zip(v_shape, v_strides)) >= max(shapes.prod(shape), 1)):
+            raise InvalidInputError(f"{op}: the view {list(v_shape)} at strides {list(v_strides)} does not stay inside "
+                                    f"'{name}' of shape {list(shape)}")
+        return v_shape, v_strides
+
+    @staticmethod
+    def _matmul_shape(op, a_shape, b_shape):
+        """(batch, M, N) of A [..., M, K] times B [..., K, N]."""
+        m, ka = a_shape[-2:]
+        kb, n = b_shape[-2:]
+        if ka != kb:
+            raise InvalidInputError(f"{op}: inner extents differ: {list(a_shape)} @ {list(b_shape)}")
+        batch = shapes.broadcast_shape(op, a_shape[:-2], b_shape[:-2])
+        shapes.check_elements(op, batch + (m, n))
+        return batch, m, n
+
+    def _matmul_epilogue(self, op, n, bias, residual, activation, out_shape):
+        """(activation code, bias as float32 or None), the epilogue's arguments checked."""
         act = parse_activation(op, activation)
         if bias is not None:
             if isinstance(bias, Var) or np.shape(bias) != (n,):
@@ -1157,35 +1234,34 @@ class MatrixOps(Core):
         if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != out_shape):
             raise InvalidInputError(f"{op}: argument 'residual': expected a Var of the product's shape "
                                     f"{list(out_shape)}")
-        if not isinstance(a, Var) and not isinstance(b, Var):
-            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)) + (0 if bias is None else bias)
-            if residual is not None:
-                return self.binary("add", residual, value.astype(np.float32), activation=activation, out=out)
-            return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
-        shapes.check_elements(op, batch + (m, n))
-        a_var = self._buffer(op, "a", a)
-        a_bs = shapes.broadcast_strides(a2[:-2] + (1,), batch + (1,))[:-1]
-        b_bs = shapes.broadcast_strides(b2[:-2] + (1,), batch + (1,))[:-1]
-        a_bs = tuple(s * m * ka for s in a_bs)
-        b_bs = tuple(s * kb * n for s in b_bs)
-        y_bs = tuple(s * m * n for s in shapes.contiguous_strides(batch))
-        levels = []
-        if batch and not any(b_bs) and a2[:-2] == batch:
+        return act, bias
+
+    def _matmul_strided(self, op, a, a_shape, a_strides, b, b_shape, b_strides, y, y_strides, alpha, bias, residual,
+                        act):
+        """y at y_strides (batch..., M, N; N's stride 1) = the epilogue of alpha A B,
+        A and B read at their strides (batch dimensions of extent 1 broadcast)."""
+        batch, m, n = self._matmul_shape(op, a_shape, b_shape)
+        k = a_shape[-1]
+
+        def batch_strides(shape, strides):  # aligned to the right of batch; 0 where broadcast
+            lead = len(batch) - (len(shape) - 2)
+            return tuple(0 if i < lead or shape[i - lead] == 1 else strides[i - lead] for i in range(len(batch)))
+
+        a_bs, b_bs, y_bs = batch_strides(a_shape, a_strides), batch_strides(b_shape, b_strides), y_strides[:-2]
+        (sam, sak), (sbk, sbn), sym = a_strides[-2:], b_strides[-2:], y_strides[-2]
+        rows, (a_rows, y_rows) = shapes.merged_dims(batch + (m,), a_bs + (sam,), y_bs + (sym,))
+        if batch and not any(b_bs) and len(rows) <= 1:
             # One B for every batch (a linear layer over [..., tokens, features]): A's
             # batches are rows of one taller GEMM, whose tiles fill up where m alone
             # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
             m, batch = m * shapes.prod(batch), ()
-        if (not batch and not isinstance(b, Var) and len(sb) == 2 and m <= GEMV_MAX_ROWS and out is None
-                and residual is None):
-            y = self._gemv(a_var, np.asarray(b, np.float32).T, bias, act, m)
-            return self.reshape(y, out_shape)
-        b_var = self._buffer(op, "b", b)
-        dst = self._dest(op, out, out_shape)
+            sam, sym = (a_rows[0], y_rows[0]) if rows else (sam, sym)
+        levels = []
         if batch:
             dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
-            levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]
+            levels = [(d, x, w, z, 0) for d, x, w, z in zip(dims, sa_m, sb_m, sy_m)]
         flags = (EPI_BIAS if bias is not None else 0) | (EPI_RESIDUAL if residual is not None else 0)
-        self._gemm_launch(a_var, b_var, None if bias is None else self._const(bias),
-                          None if residual is None else self._buffer(op, "residual", residual), dst, m=m, n=n, k=ka,
-                          sam=ka, sak=1, sbk=n, sbn=1, sbias=(0, 1), levels=levels, alpha=1.0, flags=flags, act=act)
-        return dst
+        self._gemm_launch(a, b, None if bias is None else self._const(bias),
+                          None if residual is None else self._buffer(op, "residual", residual), y, m=m, n=n, k=k,
+                          sam=sam, sak=sak, sbk=sbk, sbn=sbn, sbias=(0, 1), levels=levels, alpha=alpha, flags=flags,
+                          act=act, sym=sym)

@@ -6,8 +6,9 @@
 //   A[m][k] = a[a_base + a_z1 z1 + a_z2 z2 + m sam + k sak]
 //   B[k][n] = b[b_base + b_z1 z1 + b_z2 z2 + k sbk + n sbn]
 //   bias(m, n) = bias[bias_z1 z1 + bias_z2 z2 + m sbias_m + n sbias_n]   (flags & STOWAGE_EPI_BIAS)
-//   Y[m][n] = y[y_base + y_z1 z1 + y_z2 z2 + m N + n], res likewise   (flags & STOWAGE_EPI_RESIDUAL)
-// Strides are in elements; a stride of 0 broadcasts. Two batch levels cover a 1x1
+//   Y[m][n] = y[y_base + y_z1 z1 + y_z2 z2 + m sym + n], res likewise   (flags & STOWAGE_EPI_RESIDUAL)
+// Strides are in elements; a stride of 0 broadcasts; sym (Y's rows) is N where Y is
+// a matrix of its own, more where it is written into a transpose. Two batch levels cover a 1x1
 // convolution (z1 the image, z2 the group) and MatMul's broadcast batch; the
 // Python layer launches once per outer index when a MatMul needs more.
 //
@@ -28,7 +29,7 @@
 // each operand where the unit says the launch allows it (GEMM_A_VEC, GEMM_B_VEC;
 // every offset a multiple of 4 and that extent too), else one value at a time
 // along whichever extent is contiguous (a runtime choice, uniform over the launch);
-// GEMM_Y_VEC writes float4s (N and Y's offsets multiples of 4).
+// GEMM_Y_VEC writes float4s (N and Y's offsets and sym multiples of 4).
 //   GEMM_A_VEC 1: along k (sak = 1); 2: along m (sam = 1).
 //   GEMM_B_VEC 1: along n (sbn = 1); 2: along k (sbk = 1).
 // Launch: local = [GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1],
@@ -43,7 +44,7 @@
 //
 // stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of partial[p * total + e]
 //   + bias + res[e]) for e < total = batches * M * N, Y contiguous [batches, M, N]
-//   (y_base 0, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
+//   (y_base 0, sym = N, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
 //   Launch: grid = [total rounded up to local0].
 //
 // stowage_gemv: y [M, N] = act(x [M, K] times w [N, Kw]^T + bias) for a few rows
@@ -246,7 +247,8 @@ inline void stowage_gemm_store_b(__local float4* tile, const gemm_b_t* reg, int 
 
 __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))) void stowage_gemm(
     __global const float* a, __global const float* b, __global const float* bias, __global const float* res,
-    __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sbias_m, int sbias_n, int nz2,
+    __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sym, int sbias_m, int sbias_n,
+    int nz2,
     int a_z1, int a_z2, int b_z1, int b_z2, int y_z1, int y_z2, int bias_z1, int bias_z2, int a_base, int b_base,
     int y_base, float alpha, int flags, int act, float act_a, float act_b, int k_len, int y_part GEMM_IN_PARAMS) {
   __local float4 a_tile[2][GEMM_TILE_K * GEMM_ROW_A];
@@ -321,7 +323,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     for (int j = 0; j < GEMM_WPT_N / 4; ++j) {
       const int n = n0 + j * 4 * GEMM_THREADS_N + tx * 4;
       if (n >= N) continue;
-      const int idx = y_off + m * N + n;
+      const int idx = y_off + m * sym + n;
       float4 v = acc[i][j];
       GEMM_EPILOGUE_ONE(v.x, m, n, idx);
       if (n + 1 < N) GEMM_EPILOGUE_ONE(v.y, m, n + 1, idx + 1);
