@@ -352,3 +352,34 @@ def test_views_outside_the_tensor_are_refused():
         with pytest.raises(sw.InvalidInputError, match="last stride must be 1"):
             ops.matmul_views(a, ((4, 8), (8, 1)), b, ((8, 3), (3, 1)), y_view=((3, 4), (1, 3)))
         f.ret(ops.output(ops.matmul(a, b)))
+
+
+def projections_model(rows, acts=(None, None, None)):
+    """x [1, rows, 16] by three weights [16, 8], each with its bias (and activation):
+    a transformer's query, key and value projections; y = q * k * v."""
+    rng = np.random.default_rng(10)
+    nodes, inits = [], []
+    for name, act in zip("qkv", acts):
+        inits += [("w" + name, rand(rng, 16, 8)), ("b" + name, rand(rng, 8))]
+        nodes += [helper.make_node("MatMul", ["x", "w" + name], [name + "p"]),
+                  helper.make_node("Add", [name + "p", "b" + name], [name + ("a" if act else "")])]
+        if act:
+            nodes.append(helper.make_node(act, [name + "a"], [name]))
+    nodes += [helper.make_node("Mul", ["q", "k"], ["qk"]), helper.make_node("Mul", ["qk", "v"], ["y"])]
+    model = onnx_model(nodes, [tensor_info("x", np.float32, (1, rows, 16))], [tensor_info("y", np.float32, None)],
+                       inits)
+    return model, {"x": rand(rng, 1, rows, 16)}
+
+
+@pytest.mark.parametrize("rows,acts,target,kernels", [
+    (16, (None, None, None), "opencl", 3),  # one GEMM batched over the three weights, two Muls
+    (16, ("Relu", "Relu", "Relu"), "opencl", 3),
+    (16, ("Relu", "Sigmoid", "Relu"), "opencl", 4),  # activations that differ: q and v together, k alone
+    (5, (None, None, None), "opencl", 5),  # 5 x 8 results, not views at aligned offsets: each a GEMV
+    (5, (None, None, None), "opencl-gpu", 3),
+], ids=["plain", "relu", "different_activations", "unaligned_views", "aligned_on_the_gpu_target"])
+def test_projections_of_one_input_are_one_gemm(rows, acts, target, kernels, device):
+    model, feeds = projections_model(rows, acts)
+    got, module, vm = stowage_outputs(model, feeds, device, target=target)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels

@@ -34,7 +34,10 @@ the one before) that makes it, as attention's heads are split and scaled: its
 converter reads them as strided views with a factor where they make one, and emits
 them one by one where not. A MatMul without a bias absorbs the view nodes after it up
 to a Transpose, each alone reading the one before (the heads merged again): it writes
-its product transposed.
+its product transposed. A MatMul by a constant 2-D B with the Add of its bias takes
+the other such MatMuls (their B of the same shape, their bias, their activation
+alike) that read the same A: one batched GEMM for a transformer's query, key and
+value projections.
 
 A depthwise Conv (one channel per group, without a residual or a Prologue) absorbs
 the pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its
@@ -85,6 +88,8 @@ class Group:
         self.written = None  # the input of a written-out activation the group computes whole (main its first node)
         self.operands = {}  # a MatMul's input index -> the view nodes (and scalings) it reads that input through
         self.output_view = None  # the view nodes, up to a Transpose, a MatMul writes its result through
+        self.siblings = []  # the other linear MatMuls of the same A a linear MatMul runs with, Groups of their own
+        self.own_output = None  # with siblings: what the main node's own part makes
         self.nodes = [main]
 
     @property
@@ -240,6 +245,37 @@ def absorb_matmul_output(graph, group, out, is_static, absorbed):
             group.output_view = chain
             group.nodes.extend(chain)
             return name
+
+
+def absorb_matmul_siblings(graph, group, is_static, absorbed):
+    """Adds to a linear MatMul's `group` (constant 2-D B, the Add of its bias, no
+    residual, no views) the other MatMuls that read its A by constant B of the same
+    shape, each with the Add of its bias and an activation alike (a transformer's
+    query, key and value projections): one batched GEMM."""
+    node = group.main
+    b = graph_constant(graph, node.inputs[1]) if len(node.inputs) == 2 else None
+    if (getattr(b, "ndim", 0) != 2 or group.linear_bias is None or group.add is not None or group.operands
+            or group.output_view is not None):
+        return
+    own = group.output
+    for other in graph.consumers.get(node.inputs[0], []):
+        if (other is node or other.index in absorbed or other.op_type != "MatMul" or len(other.inputs) != 2
+                or other.inputs[0] != node.inputs[0] or len(other.outputs) != 1):
+            continue
+        if getattr(graph_constant(graph, other.inputs[1]), "shape", None) != b.shape:
+            continue
+        sibling = Group(other)
+        out = absorb_matmul_bias(graph, sibling, other.outputs[0], is_static, absorbed)
+        if sibling.linear_bias is None or sibling.add is not None:
+            continue
+        absorb_activation(graph, sibling, out, is_static, absorbed)
+        if (sibling.act is None) != (group.act is None) or (sibling.act and sibling.act.op_type != group.act.op_type):
+            continue
+        group.siblings.append(sibling)
+        group.nodes.extend(sibling.nodes)
+        absorbed.update(n.index for n in sibling.nodes)
+    if group.siblings:
+        group.own_output = own
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):
@@ -534,6 +570,8 @@ def group_nodes(graph, is_static):
             groups.append(group)
             continue
         absorb_epilogue(graph, group, is_static, absorbed)
+        if node.op_type == "MatMul":
+            absorb_matmul_siblings(graph, group, is_static, absorbed)
         if node.op_type == "Conv" and group.add is None and group.pre is None and is_depthwise(graph, node):
             after = only_consumer(graph, group.output, ("Conv",), absorbed)
             if after is not None and is_pointwise(graph, after) and after.inputs[0] == group.output:

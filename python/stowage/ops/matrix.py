@@ -1138,8 +1138,9 @@ class MatrixOps(Core):
 
     def matmul(self, a, b, *, bias=None, residual=None, activation=None, out=None):
         """ONNX's MatMul of a and b (numpy broadcasting of the batch dimensions, 1-D
-        operands as vectors), then the GEMM's epilogue: + bias (a numpy array [N], one
-        value per column), + residual (a Var of the product's shape), the activation."""
+        operands as vectors), then the GEMM's epilogue: + bias (a numpy array [..., N],
+        one value per column, its leading dimensions broadcast over the batch: one row
+        of bias per batch), + residual (a Var of the product's shape), the activation."""
         op = "matmul"
         sa, sb = self.shape_of(a), self.shape_of(b)
         if len(sa) < 1 or len(sb) < 1:
@@ -1148,15 +1149,18 @@ class MatrixOps(Core):
         b2 = sb + (1,) if len(sb) == 1 else sb
         batch, m, n = self._matmul_shape(op, a2, b2)
         out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
-        act, bias = self._matmul_epilogue(op, n, bias, residual, activation, out_shape)
+        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation, out_shape)
+        if bias is not None and len(sb) == 1:
+            raise InvalidInputError(f"{op}: argument 'bias': b is a vector, the product has no columns")
         if not isinstance(a, Var) and not isinstance(b, Var):
-            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)) + (0 if bias is None else bias)
+            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+            value = value + (0 if bias is None else bias.reshape(bias.shape[:-1] + (1,) * (len(sa) > 1) + (n,)))
             if residual is not None:
                 return self.binary("add", residual, value.astype(np.float32), activation=activation, out=out)
             return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
         if (not isinstance(b, Var) and len(sb) == 2 and shapes.prod(a2[:-1]) <= GEMV_MAX_ROWS and out is None
-                and residual is None):  # a few rows by constant weights
+                and residual is None and (bias is None or bias.ndim == 1)):  # a few rows by constant weights
             y = self._gemv(a_var, np.asarray(b, np.float32).T, bias, act, shapes.prod(a2[:-1]))
             return self.reshape(y, out_shape)
         b_var = self._buffer(op, "b", b)
@@ -1186,7 +1190,7 @@ class MatrixOps(Core):
                                     f"{list(b_shape)}")
         batch, m, n = self._matmul_shape(op, a_shape, b_shape)
         out_shape = batch + (m, n)
-        act, bias = self._matmul_epilogue(op, n, bias, residual, activation, out_shape)
+        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation, out_shape)
         shapes.check_elements(op, out_shape)
         if y_view is None:
             dst = self._new_buffer(out_shape)
@@ -1224,12 +1228,15 @@ class MatrixOps(Core):
         shapes.check_elements(op, batch + (m, n))
         return batch, m, n
 
-    def _matmul_epilogue(self, op, n, bias, residual, activation, out_shape):
+    def _matmul_epilogue(self, op, batch, n, bias, residual, activation, out_shape):
         """(activation code, bias as float32 or None), the epilogue's arguments checked."""
         act = parse_activation(op, activation)
         if bias is not None:
-            if isinstance(bias, Var) or np.shape(bias) != (n,):
-                raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{n}]")
+            shape = np.shape(bias)
+            if (isinstance(bias, Var) or len(shape) < 1 or shape[-1] != n or len(shape) - 1 > len(batch)
+                    or any(d not in (1, e) for d, e in zip(reversed(shape[:-1]), reversed(batch)))):
+                raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{n}], or with "
+                                        f"leading dimensions that broadcast to the batch {list(batch)}")
             bias = np.asarray(bias, np.float32)
         if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != out_shape):
             raise InvalidInputError(f"{op}: argument 'residual': expected a Var of the product's shape "
@@ -1248,9 +1255,12 @@ class MatrixOps(Core):
             return tuple(0 if i < lead or shape[i - lead] == 1 else strides[i - lead] for i in range(len(batch)))
 
         a_bs, b_bs, y_bs = batch_strides(a_shape, a_strides), batch_strides(b_shape, b_strides), y_strides[:-2]
+        bias_bs = (0,) * len(batch)
+        if bias is not None:
+            bias_bs = batch_strides(bias.shape[:-1] + (1, n), shapes.contiguous_strides(bias.shape[:-1] + (1, n)))
         (sam, sak), (sbk, sbn), sym = a_strides[-2:], b_strides[-2:], y_strides[-2]
         rows, (a_rows, y_rows) = shapes.merged_dims(batch + (m,), a_bs + (sam,), y_bs + (sym,))
-        if batch and not any(b_bs) and len(rows) <= 1:
+        if batch and not any(b_bs) and not any(bias_bs) and len(rows) <= 1:
             # One B for every batch (a linear layer over [..., tokens, features]): A's
             # batches are rows of one taller GEMM, whose tiles fill up where m alone
             # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
@@ -1258,8 +1268,8 @@ class MatrixOps(Core):
             sam, sym = (a_rows[0], y_rows[0]) if rows else (sam, sym)
         levels = []
         if batch:
-            dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
-            levels = [(d, x, w, z, 0) for d, x, w, z in zip(dims, sa_m, sb_m, sy_m)]
+            dims, strides = shapes.merged_dims(batch, a_bs, b_bs, y_bs, bias_bs)
+            levels = list(zip(dims, *strides))
         flags = (EPI_BIAS if bias is not None else 0) | (EPI_RESIDUAL if residual is not None else 0)
         self._gemm_launch(a, b, None if bias is None else self._const(bias),
                           None if residual is None else self._buffer(op, "residual", residual), y, m=m, n=n, k=k,

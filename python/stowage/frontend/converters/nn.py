@@ -358,6 +358,8 @@ def matmul(ctx, node):
     group = ctx.group
     if group is None or len(group.nodes) == 1:
         return ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))
+    if group.siblings:
+        return matmul_siblings(ctx, group)
     views = {}
     for i, chain in group.operands.items():
         views[i] = operand_view(ctx, chain)
@@ -382,6 +384,41 @@ def matmul(ctx, node):
         return emit_each(ctx, after, {node.outputs[0]: ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))})
     alpha = float(np.prod([v[3] for v in views.values() if v is not None]))
     return matmul_of_views(ctx, group, *viewed, alpha)
+
+
+def matmul_siblings(ctx, group):
+    """Linear MatMuls of one A by weights of one shape (fusion.py's siblings), each with
+    its bias and activation: one GEMM batched over the weights, whose results are views
+    of its output; each alone where their activations differ, a bias does not fit or a
+    result's bytes would not start where a view may."""
+    from ..fusion import Group
+
+    own = Group(group.main)
+    own.linear_bias, own.act = group.linear_bias, group.act
+    own.nodes = [n for n in group.nodes if all(n not in m.nodes for m in group.siblings)]
+    members = [own] + group.siblings
+    a = operand(ctx, group.main, 0)
+    a_shape = ctx.shape(a)
+    weights = [ctx.static(m.main, 1) for m in members]
+    epilogues = [matmul_epilogue(ctx, m, a_shape, w.shape) for m, w in zip(members, weights)]
+    rows, n = int(np.prod(a_shape[:-1], dtype=np.int64)), weights[0].shape[1]
+    if (isinstance(a, np.ndarray) or len(a_shape) < 2 or any(e is None for e in epilogues)
+            or any(e["activation"] != epilogues[0]["activation"] for e in epilogues)
+            or (rows * n * 4) % ctx.ob.buffer_alignment):
+        results = {}
+        saved = ctx.group
+        try:
+            for m in members:
+                ctx.group = m
+                results.update(ctx.outputs_of(m.main, matmul(ctx, m.main), folded=False))
+        finally:
+            ctx.group = saved
+        return results
+    y = ctx.ob.matmul(ctx.ob.reshape(a, (rows, a_shape[-1])), as_float32(np.stack(weights)),
+                      bias=np.stack([e["bias"] for e in epilogues]), activation=epilogues[0]["activation"])
+    out_shape = tuple(a_shape[:-1]) + (n,)
+    return {m.output: ctx.ob.reshape(ctx.ob.strided_slice(y, (i, 0, 0), (1, 1, 1), (1, rows, n)), out_shape)
+            for i, m in enumerate(members)}
 
 
 def matmul_of_views(ctx, group, a_view, b_view, alpha):
