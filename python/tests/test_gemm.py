@@ -383,3 +383,35 @@ def test_projections_of_one_input_are_one_gemm(rows, acts, target, kernels, devi
     got, module, vm = stowage_outputs(model, feeds, device, target=target)
     assert_matches(got[0], reference_outputs(model, feeds)[0])
     assert vm.profile()["kernel_launches"] == kernels
+
+
+def masked_softmax_model(scores_shape, mask_shape, mask_known=False, fully_masked=False, axis=-1):
+    """Softmax(scores + mask) with its NaNs set to 0 by IsNaN and Where, as exporters
+    write attention's; y = that times v (a MatMul, so that the kernels count)."""
+    rng = np.random.default_rng(12)
+    mask = np.where(rng.uniform(size=mask_shape) < 0.3, -np.inf, 0.0).astype(np.float32)
+    if fully_masked:
+        mask[..., 0, :] = -np.inf  # a row of every key masked: NaN in ONNX's Softmax, 0 after the Where
+    feeds = {"s": rand(rng, *scores_shape), "v": rand(rng, *scores_shape[:-2], scores_shape[-1], 5)}
+    if not mask_known:
+        feeds["m"] = mask
+    nodes = [helper.make_node("Add", ["s", "m"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=axis),
+             helper.make_node("IsNaN", ["p"], ["nan"]), helper.make_node("Where", ["nan", "zero", "p"], ["q"]),
+             helper.make_node("MatMul", ["q", "v"], ["y"])]
+    inits = [("zero", np.zeros(1, np.float32))] + ([("m", mask)] if mask_known else [])
+    model = onnx_model(nodes, [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)], inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("scores,mask,kw,kernels", [
+    ((1, 3, 6, 70), (1, 1, 6, 70), {}, 2),  # a row kernel of a work-group a row (70 keys), the MatMul
+    ((2, 2, 5, 9), (2, 1, 1, 9), dict(fully_masked=True), 2),
+    ((1, 2, 4, 8), (4, 8), dict(mask_known=True), 2),
+    ((2, 6, 8), (6, 8), {}, 5),  # 3-D scores: the nodes one by one
+], ids=["bert", "fully_masked_rows", "known_mask", "three_dimensions"])
+def test_masked_softmax_is_one_kernel(scores, mask, kw, kernels, device):
+    model, feeds = masked_softmax_model(scores, mask, **kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels

@@ -39,6 +39,10 @@ the other such MatMuls (their B of the same shape, their bias, their activation
 alike) that read the same A: one batched GEMM for a transformer's query, key and
 value projections.
 
+A Softmax absorbs the Add of a mask before it (its input, read by it alone) and the
+IsNaN and Where after it that set the NaNs of fully masked rows to 0, where all three
+are there, as exporters write attention's masked Softmax: one kernel.
+
 A depthwise Conv (one channel per group, without a residual or a Prologue) absorbs
 the pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its
 result, with that Conv's own epilogue: the library may run the two as one kernel. A
@@ -89,6 +93,8 @@ class Group:
         self.operands = {}  # a MatMul's input index -> the view nodes (and scalings) it reads that input through
         self.output_view = None  # the view nodes, up to a Transpose, a MatMul writes its result through
         self.siblings = []  # the other linear MatMuls of the same A a linear MatMul runs with, Groups of their own
+        self.softmax_mask = None  # the Add of a mask a Softmax reads its input through
+        self.nan_zero = None  # the IsNaN and Where after a Softmax that set its NaNs to 0
         self.own_output = None  # with siblings: what the main node's own part makes
         self.nodes = [main]
 
@@ -276,6 +282,37 @@ def absorb_matmul_siblings(graph, group, is_static, absorbed):
         absorbed.update(n.index for n in sibling.nodes)
     if group.siblings:
         group.own_output = own
+
+
+# ---- attention's masked Softmax -----------------------------------------------------------
+
+
+def find_softmax_mask(graph, node, absorbed):
+    """The Softmax that alone reads the result of `node`, an Add of two values (the
+    scores and a mask), when an IsNaN and a Where setting the Softmax's NaNs to 0
+    (fully masked rows) are its only readers, as exporters write attention's masked
+    Softmax; else None."""
+    if node.op_type != "Add" or len(node.inputs) != 2 or len(node.outputs) != 1 or node.inputs[0] == node.inputs[1]:
+        return None
+    softmax = sole_reader(graph, node.outputs[0], absorbed)
+    if softmax is None or softmax.op_type != "Softmax" or len(softmax.outputs) != 1:
+        return None
+    return softmax if nan_to_zero_after(graph, softmax, absorbed) is not None else None
+
+
+def nan_to_zero_after(graph, softmax, absorbed):
+    """[IsNaN, Where] when the Softmax's result p is read by an IsNaN and a Where alone,
+    and the Where takes 0 where the IsNaN says NaN and p elsewhere; else None."""
+    p = softmax.outputs[0]
+    readers = graph.consumers.get(p, [])
+    if p in graph.output_names or sorted(n.op_type for n in readers) != ["IsNaN", "Where"]:
+        return None
+    isnan, where = sorted(readers, key=lambda n: n.op_type)
+    if (isnan.index in absorbed or where.index in absorbed or isnan.inputs[:1] != [p] or len(isnan.outputs) != 1
+            or sole_reader(graph, isnan.outputs[0], absorbed) is not where or len(where.inputs) != 3
+            or where.inputs[0] != isnan.outputs[0] or where.inputs[2] != p or scalar(graph, where.inputs[1]) != 0.0):
+        return None
+    return [isnan, where]
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):
@@ -541,6 +578,7 @@ def group_nodes(graph, is_static):
     groups = []
     prologues = {}  # Conv node index -> the Prologue it reads its input through
     operands = {}  # MatMul node index -> {input index: the nodes it reads that input through}
+    masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
     for node in graph.nodes:
         if node.index in absorbed:
@@ -559,6 +597,18 @@ def group_nodes(graph, is_static):
         if chain is not None:  # emitted by the MatMul after it
             operands.setdefault(chain[0].index, {})[chain[1]] = chain[2]
             absorbed.update(n.index for n in chain[2])
+            continue
+        softmax = find_softmax_mask(graph, node, absorbed)
+        if softmax is not None:  # emitted by the Softmax after it
+            masks[softmax.index] = node
+            absorbed.add(node.index)
+            continue
+        group.softmax_mask = masks.pop(node.index, None)
+        if group.softmax_mask is not None:
+            group.nan_zero = nan_to_zero_after(graph, node, absorbed)
+            group.nodes = [group.softmax_mask, node] + group.nan_zero
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
             continue
         group.pre = prologues.pop(node.index, None)
         if group.pre is not None:

@@ -856,6 +856,25 @@ class MatrixOps(Core):
                           sbn=k if trans_b else 1, sbias=(0, 0), levels=[(batch, m * k, n * k, m * n, 0)], alpha=1.0,
                           flags=0, act=(0, 0.0, 0.0))
 
+    def masked_softmax(self, x, mask):
+        """Softmax over the last axis of x [B, H, S, L] + mask (float32, a Var or an
+        array, broadcasting to x's shape), a row whose values are all -inf giving zeros
+        (ONNX's Softmax with its NaNs then set to 0, as exporters write attention's):
+        stowage_attention_probs (_wide for long rows), one kernel."""
+        op = "masked_softmax"
+        shape = self.shape_of(x)
+        if len(shape) != 4 or (isinstance(mask, Var) and mask.dtype != "float32"):
+            raise InvalidInputError(f"{op}: x must be 4-D and the mask float32, got {list(shape)}")
+        if shapes.broadcast_shape(op, self.shape_of(mask), shape) != shape:
+            raise InvalidInputError(f"{op}: the mask {list(self.shape_of(mask))} does not broadcast to {list(shape)}")
+        if not isinstance(mask, Var):
+            mask = np.asarray(mask, np.float32)
+        x_var = self._buffer(op, "x", x)
+        probs = self._new_buffer(shape)
+        self._attention_probs(op, x_var, probs, None, mask, self.constant(np.zeros(1, np.int64)), False, shape, 0, 1.0,
+                              False, 0.0, None, (-1, -1))
+        return probs
+
     def _attention_probs(self, op, scores, probs, qk_out, mask, lengths, use_lengths, shape, offset, scale, is_causal,
                          softcap, qk_mode, window):
         mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, shape)
