@@ -83,6 +83,16 @@ def test_views_cost_no_kernel(dtype, device):
     check(model, {"x": x}, device, kernels=0)
 
 
+@pytest.mark.parametrize("perm,kernels", [([1, 0, 2, 3], 0), ([0, 1, 3, 2], 0), ([0, 3, 2, 1], 1)],
+                         ids=["unit_first", "unit_between", "moves_values"])
+def test_transpose_moving_only_dimensions_of_one_is_a_view(perm, kernels, device):
+    """[1, 5, 1, 4] with its 1s moved keeps its bytes in order (ViT's [1, 197, 768] as
+    [197, 1, 768]): a view, no copy."""
+    x = sample((1, 5, 1, 4))
+    model = single("Transpose", x.shape, perm=perm)
+    check(model, {"x": x}, device, kernels=kernels)
+
+
 @pytest.mark.parametrize("texture", [False, True])
 def test_concat_of_computed_and_folded_parts(texture, device):
     """Concat(Relu(x), Add(c1, c2)): the folded half is a constant copied in."""

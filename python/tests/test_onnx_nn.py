@@ -253,6 +253,9 @@ def test_gemm_with_a_constant(device):
     ((4,), (3, 4, 2)),
     ((2, 3, 4), (4,)),
     ((4,), (4,)),
+    ((9, 1, 20), (20, 12)),  # batches of one row by one B: rows of one GEMM
+    ((1, 6, 5, 8), (8, 3)),
+    ((2, 3, 5, 8), (1, 8, 3)),
 ])
 def test_matmul_broadcast_and_vectors(a_shape, b_shape, device):
     feeds = {"a": rand(*a_shape), "b": rand(*b_shape, seed=1)}

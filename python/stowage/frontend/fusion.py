@@ -3,10 +3,14 @@
 A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
 into its weights), then an Add of a tensor of the same shape (the residual), then an
 activation. A Gemm, a BatchNormalization left on its own and an elementwise Add, Sub,
-Mul or Div absorb an activation too. An activation is an op the registry marks as
-one (Clip with constant bounds), or one written out of several nodes as exporters
-write them (written_activation): x * sigmoid(x) (SiLU), x * HardSigmoid(x) with
-alpha 1/6 (hardswish, the TorchScript exporter below opset 14), Clip(x + 3, 0, 6) / 6
+Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D B
+(a linear layer) first absorbs the Add of a constant bias of one value per column
+after it, then an Add of a tensor computed at run time (the residual): its
+converter emits them one by one when the shapes turn out not to fit its epilogue.
+An activation is an op the registry marks as one (Clip with constant bounds), or one
+written out of several nodes as exporters write them (written_activation): x *
+sigmoid(x) (SiLU), x * HardSigmoid(x) with alpha 1/6 (hardswish, the TorchScript
+exporter below opset 14), Clip(x + 3, 0, 6) / 6
 (a HardSigmoid; or times 1/6) and x times it, or x * Clip(x + 3, 0, 6) / 6
 (hardswish): absorbed when x is read by those nodes alone; elsewhere the first of
 them (a Sigmoid, HardSigmoid or Add) takes the rest into its own group, one unary
@@ -23,6 +27,21 @@ them) absorbs a squeeze-and-excitation: the 1x1 Conv that alone reads its result
 that Conv's activation, the 1x1 Conv that alone reads that and its activation (two
 kernels: stowage.ops squeeze_excite); its converter emits the nodes one by one when
 the pool turns out not to be over H and W of an NCHW input.
+
+A MatMul reads each input through the chain of Transposes, Reshapes, Squeezes,
+Unsqueezes, Flattens and Muls or Divs by a value known at import (each alone reading
+the one before) that makes it, as attention's heads are split and scaled: its
+converter reads them as strided views with a factor where they make one, and emits
+them one by one where not. A MatMul without a bias absorbs the view nodes after it up
+to a Transpose, each alone reading the one before (the heads merged again): it writes
+its product transposed. A MatMul by a constant 2-D B with the Add of its bias takes
+the other such MatMuls (their B of the same shape, their bias, their activation
+alike) that read the same A: one batched GEMM for a transformer's query, key and
+value projections.
+
+A Softmax absorbs the Add of a mask before it (its input, read by it alone) and the
+IsNaN and Where after it that set the NaNs of fully masked rows to 0, where all three
+are there, as exporters write attention's masked Softmax: one kernel.
 
 A depthwise Conv (one channel per group, without a residual or a Prologue) absorbs
 the pointwise Conv (1x1, stride 1, no padding, one group) that alone reads its
@@ -62,15 +81,21 @@ class Group:
     def __init__(self, main):
         self.main = main
         self.bn = None  # BatchNormalization folded into a Conv
-        self.add = None  # the residual Add of a Conv
+        self.add = None  # the residual Add of a Conv (or of a MatMul, after its bias)
         self.residual = ""  # the Add's other input
         self.act = None  # the activation
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
         self.linear = None  # the Gemm after a GlobalAveragePool and Flatten (or MatMul after a ReduceMean)
-        self.linear_bias = None  # the Add after that MatMul
+        self.linear_bias = None  # the Add of a bias after that MatMul, or after a MatMul group's own
         self.excite = None  # a squeeze-and-excitation's two 1x1 Convs after its pool, Groups with their activations
         self.pre = None  # a Conv's Prologue: what it reads its input through
         self.written = None  # the input of a written-out activation the group computes whole (main its first node)
+        self.operands = {}  # a MatMul's input index -> the view nodes (and scalings) it reads that input through
+        self.output_view = None  # the view nodes, up to a Transpose, a MatMul writes its result through
+        self.siblings = []  # the other linear MatMuls of the same A a linear MatMul runs with, Groups of their own
+        self.softmax_mask = None  # the Add of a mask a Softmax reads its input through
+        self.nan_zero = None  # the IsNaN and Where after a Softmax that set its NaNs to 0
+        self.own_output = None  # with siblings: what the main node's own part makes
         self.nodes = [main]
 
     @property
@@ -124,8 +149,170 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 group.add, group.residual = add, other
                 group.nodes.append(add)
                 out = add.outputs[0]
-    if node.op_type in ("Conv", "Gemm", "BatchNormalization") + ELEMENTWISE:
+    if node.op_type == "MatMul":
+        out = absorb_matmul_bias(graph, group, out, is_static, absorbed)
+        if group.linear_bias is None:
+            out = absorb_matmul_output(graph, group, out, is_static, absorbed)
+    if node.op_type in ("Conv", "Gemm", "BatchNormalization", "MatMul") + ELEMENTWISE:
         absorb_activation(graph, group, out, is_static, absorbed)
+
+
+def absorb_matmul_bias(graph, group, out, is_static, absorbed):
+    """Adds to a MatMul's `group` (B a constant 2-D matrix: a linear layer) the Add of
+    a constant bias of one value per column (or one value) that alone reads its
+    result, then the Add of a tensor computed at run time (the residual) that alone
+    reads that; returns the value the group makes so far."""
+    node = group.main
+    b = graph_constant(graph, node.inputs[1]) if len(node.inputs) == 2 else None
+    if getattr(b, "ndim", 0) != 2 or len(node.outputs) != 1:
+        return out
+    add = only_consumer(graph, out, ("Add",), absorbed)
+    if add is None or len(add.inputs) != 2 or len(add.outputs) != 1:
+        return out
+    other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+    bias = graph_constant(graph, other) if other != out else None
+    if bias is None or np.ndim(bias) < 1 or np.size(bias) not in (1, b.shape[1]) or np.size(bias) != np.shape(bias)[-1]:
+        return out
+    group.linear_bias = add
+    group.nodes.append(add)
+    out = add.outputs[0]
+    add = only_consumer(graph, out, ("Add",), absorbed)
+    if add is not None and len(add.inputs) == 2 and len(add.outputs) == 1:
+        other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+        if other != out and not is_static(other):
+            group.add, group.residual = add, other
+            group.nodes.append(add)
+            out = add.outputs[0]
+    return out
+
+
+# ---- what a MatMul reads its operands and writes its result through ------------------
+
+# Nodes that only rearrange their input's elements: a MatMul reads through a chain of
+# them, and of Muls or Divs by a known scalar, as a strided view with a factor, and
+# writes its result through them up to a Transpose, without a copy.
+VIEW_NODES = ("Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten")
+
+
+def operand_step(graph, node, is_static):
+    """The input (a name) that `node` rearranges (a view node with its other inputs
+    known) or scales (a Mul or Div by a value known at import, its size checked by
+    the converter), or None for any other node."""
+    if len(node.outputs) != 1 or not node.inputs or not node.inputs[0]:
+        return None
+    if node.op_type in VIEW_NODES:
+        return node.inputs[0] if all(is_static(n) for n in node.inputs[1:] if n) else None
+    if node.op_type not in ("Mul", "Div") or len(node.inputs) != 2:
+        return None
+    x, c = node.inputs
+    if node.op_type == "Mul" and is_static(x):
+        x, c = c, x
+    return x if is_static(c) and not is_static(x) and x != c else None
+
+
+def sole_reader(graph, name, absorbed):
+    """The node that alone reads `name` (no graph output), if no group took it."""
+    consumers = graph.consumers.get(name, [])
+    if name in graph.output_names or len(consumers) != 1 or consumers[0].index in absorbed:
+        return None
+    return consumers[0]
+
+
+def find_operand_chain(graph, node, is_static, absorbed):
+    """(MatMul, input index, nodes) when `node` starts a chain of operand steps, each
+    alone reading the one before, that ends as input 0 or 1 of a MatMul; else None."""
+    if operand_step(graph, node, is_static) is None:
+        return None
+    chain = [node]
+    while True:
+        out = chain[-1].outputs[0]
+        after = sole_reader(graph, out, absorbed)
+        if after is None:
+            return None
+        if after.op_type == "MatMul" and len(after.inputs) == 2 and after.inputs.count(out) == 1:
+            return after, after.inputs.index(out), chain
+        if operand_step(graph, after, is_static) != out:
+            return None
+        chain.append(after)
+
+
+def absorb_matmul_output(graph, group, out, is_static, absorbed):
+    """Adds to a MatMul's `group` the view nodes after it up to a Transpose, each
+    alone reading the one before (the product written transposed, as attention's
+    heads go back into rows); returns the value the group makes so far."""
+    chain, name = [], out
+    while True:
+        after = sole_reader(graph, name, absorbed)
+        if after is None or after.op_type not in VIEW_NODES or operand_step(graph, after, is_static) != name:
+            return out
+        chain.append(after)
+        name = after.outputs[0]
+        if after.op_type == "Transpose":
+            group.output_view = chain
+            group.nodes.extend(chain)
+            return name
+
+
+def absorb_matmul_siblings(graph, group, is_static, absorbed):
+    """Adds to a linear MatMul's `group` (constant 2-D B, the Add of its bias, no
+    residual, no views) the other MatMuls that read its A by constant B of the same
+    shape, each with the Add of its bias and an activation alike (a transformer's
+    query, key and value projections): one batched GEMM."""
+    node = group.main
+    b = graph_constant(graph, node.inputs[1]) if len(node.inputs) == 2 else None
+    if (getattr(b, "ndim", 0) != 2 or group.linear_bias is None or group.add is not None or group.operands
+            or group.output_view is not None):
+        return
+    own = group.output
+    for other in graph.consumers.get(node.inputs[0], []):
+        if (other is node or other.index in absorbed or other.op_type != "MatMul" or len(other.inputs) != 2
+                or other.inputs[0] != node.inputs[0] or len(other.outputs) != 1):
+            continue
+        if getattr(graph_constant(graph, other.inputs[1]), "shape", None) != b.shape:
+            continue
+        sibling = Group(other)
+        out = absorb_matmul_bias(graph, sibling, other.outputs[0], is_static, absorbed)
+        if sibling.linear_bias is None or sibling.add is not None:
+            continue
+        absorb_activation(graph, sibling, out, is_static, absorbed)
+        if (sibling.act is None) != (group.act is None) or (sibling.act and sibling.act.op_type != group.act.op_type):
+            continue
+        group.siblings.append(sibling)
+        group.nodes.extend(sibling.nodes)
+        absorbed.update(n.index for n in sibling.nodes)
+    if group.siblings:
+        group.own_output = own
+
+
+# ---- attention's masked Softmax -----------------------------------------------------------
+
+
+def find_softmax_mask(graph, node, absorbed):
+    """The Softmax that alone reads the result of `node`, an Add of two values (the
+    scores and a mask), when an IsNaN and a Where setting the Softmax's NaNs to 0
+    (fully masked rows) are its only readers, as exporters write attention's masked
+    Softmax; else None."""
+    if node.op_type != "Add" or len(node.inputs) != 2 or len(node.outputs) != 1 or node.inputs[0] == node.inputs[1]:
+        return None
+    softmax = sole_reader(graph, node.outputs[0], absorbed)
+    if softmax is None or softmax.op_type != "Softmax" or len(softmax.outputs) != 1:
+        return None
+    return softmax if nan_to_zero_after(graph, softmax, absorbed) is not None else None
+
+
+def nan_to_zero_after(graph, softmax, absorbed):
+    """[IsNaN, Where] when the Softmax's result p is read by an IsNaN and a Where alone,
+    and the Where takes 0 where the IsNaN says NaN and p elsewhere; else None."""
+    p = softmax.outputs[0]
+    readers = graph.consumers.get(p, [])
+    if p in graph.output_names or sorted(n.op_type for n in readers) != ["IsNaN", "Where"]:
+        return None
+    isnan, where = sorted(readers, key=lambda n: n.op_type)
+    if (isnan.index in absorbed or where.index in absorbed or isnan.inputs[:1] != [p] or len(isnan.outputs) != 1
+            or sole_reader(graph, isnan.outputs[0], absorbed) is not where or len(where.inputs) != 3
+            or where.inputs[0] != isnan.outputs[0] or where.inputs[2] != p or scalar(graph, where.inputs[1]) != 0.0):
+        return None
+    return [isnan, where]
 
 
 def absorb_activation(graph, group, out, is_static, absorbed):
@@ -390,6 +577,8 @@ def group_nodes(graph, is_static):
     absorbed = set()
     groups = []
     prologues = {}  # Conv node index -> the Prologue it reads its input through
+    operands = {}  # MatMul node index -> {input index: the nodes it reads that input through}
+    masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
     for node in graph.nodes:
         if node.index in absorbed:
@@ -404,14 +593,35 @@ def group_nodes(graph, is_static):
             prologues[pre.conv.index] = pre
             absorbed.update(n.index for n in pre.nodes)
             continue
+        chain = find_operand_chain(graph, node, is_static, absorbed)
+        if chain is not None:  # emitted by the MatMul after it
+            operands.setdefault(chain[0].index, {})[chain[1]] = chain[2]
+            absorbed.update(n.index for n in chain[2])
+            continue
+        softmax = find_softmax_mask(graph, node, absorbed)
+        if softmax is not None:  # emitted by the Softmax after it
+            masks[softmax.index] = node
+            absorbed.add(node.index)
+            continue
+        group.softmax_mask = masks.pop(node.index, None)
+        if group.softmax_mask is not None:
+            group.nan_zero = nan_to_zero_after(graph, node, absorbed)
+            group.nodes = [group.softmax_mask, node] + group.nan_zero
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
+            continue
         group.pre = prologues.pop(node.index, None)
         if group.pre is not None:
             group.nodes[:0] = group.pre.nodes
+        group.operands = operands.pop(node.index, {})
+        group.nodes[:0] = sorted((n for c in group.operands.values() for n in c), key=lambda n: n.index)
         if absorb_written(graph, group, absorbed):
             absorbed.update(n.index for n in group.nodes)
             groups.append(group)
             continue
         absorb_epilogue(graph, group, is_static, absorbed)
+        if node.op_type == "MatMul":
+            absorb_matmul_siblings(graph, group, is_static, absorbed)
         if node.op_type == "Conv" and group.add is None and group.pre is None and is_depthwise(graph, node):
             after = only_consumer(graph, group.output, ("Conv",), absorbed)
             if after is not None and is_pointwise(graph, after) and after.inputs[0] == group.output:

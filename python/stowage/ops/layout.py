@@ -55,6 +55,9 @@ class LayoutOps(Core):
         if not isinstance(x, Var):
             return self._deliver_known(op, np.transpose(_known(x), perm), out)
         x_var = self._buffer(op, "x", x, any_type=True)
+        moved = [p for p in perm if shape[p] != 1]
+        if out is None and moved == sorted(moved):  # only dimensions of extent 1 move: the same bytes
+            return self.reshape(x_var, out_shape)
         dst = self._dest(op, out, out_shape, x_var.dtype)
         sx = shapes.contiguous_strides(shape)
         self._copy_strided(x_var, dst, out_shape, [sx[p] for p in perm], shapes.contiguous_strides(out_shape), 0)

@@ -17,6 +17,15 @@ EPI_RESIDUAL = 2
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
                  "DW_PX": 4}
 GEMM_DEFAULTS = {"GEMM_TILE_M": 64, "GEMM_TILE_N": 64, "GEMM_TILE_K": 16, "GEMM_WPT_M": 8, "GEMM_WPT_N": 8}
+GEMM_TILE_NAMES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "GEMM_WPT_N")
+# The tilings of stowage_gemm (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N), largest first:
+# a GEMM takes the first whose tiles give at least GEMM_GROUPS work-groups (launch
+# policy; a GPU wants a few per compute unit), else the last. Larger tiles reuse each
+# loaded value more, but a GEMM of few tiles (128 or 197 tokens) leaves most compute
+# units idle; where even the smallest tiles are too few, the reduction is split
+# (split-K, as for the convolution, with GEMM_GROUPS in place of SPLIT_K_GROUPS).
+# Tuning any GEMM_* tile constant sets the tiles of every GEMM instead.
+GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (32, 32, 16, 4, 4))
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -54,6 +63,11 @@ ATTENTION_FUSED_MIN_BYTES = 64 << 20
 # at most CONV3D_GEMM_MAX_BYTES) and the tiled GEMM; else the direct stowage_conv3d.
 CONV3D_GEMM_MIN_REDUCTION = 32
 CONV3D_GEMM_MAX_BYTES = 64 << 20
+
+# A Gemm or MatMul by constant weights of at most GEMV_MAX_ROWS rows of input (a
+# classifier at batch 1) runs as stowage_gemv: reading the weights is all its time,
+# and GEMM tiles of a row or two would leave the rest of each tile idle.
+GEMV_MAX_ROWS = 8
 
 CONV_TRANSPOSE_GEMM_MIN_CHANNELS = 8
 CONV_TRANSPOSE_GEMM_MAX_BYTES = 64 << 20
@@ -842,6 +856,25 @@ class MatrixOps(Core):
                           sbn=k if trans_b else 1, sbias=(0, 0), levels=[(batch, m * k, n * k, m * n, 0)], alpha=1.0,
                           flags=0, act=(0, 0.0, 0.0))
 
+    def masked_softmax(self, x, mask):
+        """Softmax over the last axis of x [B, H, S, L] + mask (float32, a Var or an
+        array, broadcasting to x's shape), a row whose values are all -inf giving zeros
+        (ONNX's Softmax with its NaNs then set to 0, as exporters write attention's):
+        stowage_attention_probs (_wide for long rows), one kernel."""
+        op = "masked_softmax"
+        shape = self.shape_of(x)
+        if len(shape) != 4 or (isinstance(mask, Var) and mask.dtype != "float32"):
+            raise InvalidInputError(f"{op}: x must be 4-D and the mask float32, got {list(shape)}")
+        if shapes.broadcast_shape(op, self.shape_of(mask), shape) != shape:
+            raise InvalidInputError(f"{op}: the mask {list(self.shape_of(mask))} does not broadcast to {list(shape)}")
+        if not isinstance(mask, Var):
+            mask = np.asarray(mask, np.float32)
+        x_var = self._buffer(op, "x", x)
+        probs = self._new_buffer(shape)
+        self._attention_probs(op, x_var, probs, None, mask, self.constant(np.zeros(1, np.int64)), False, shape, 0, 1.0,
+                              False, 0.0, None, (-1, -1))
+        return probs
+
     def _attention_probs(self, op, scores, probs, qk_out, mask, lengths, use_lengths, shape, offset, scale, is_causal,
                          softcap, qk_mode, window):
         mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, shape)
@@ -918,30 +951,89 @@ class MatrixOps(Core):
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,
-                     bases=(0, 0, 0), in_affine=None):
+                     bases=(0, 0, 0), in_affine=None, sym=None):
         """Launches stowage_gemm. ``levels``: the batch dimensions, outermost first,
         each (count, a stride, b stride, y stride, bias stride[, in_scale stride]); at
         most two per launch, so more are unrolled into launches with base offsets (not
         with ``in_affine``). ``in_affine`` (in_scale, in_shift, in_act, in_act_a,
         in_act_b): B's rows read through an affine map and an activation (the unit
-        built with STOWAGE_IN_AFFINE)."""
+        built with STOWAGE_IN_AFFINE). ``sym``: Y's row stride (n where Y is a matrix
+        of its own). The tiles, vector loads and split-K follow the shape
+        (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
+        sym = n if sym is None else sym
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
         while len(levels) < 2:
             levels.insert(0, (1, 0, 0, 0, 0, 0))
         if in_affine is not None and len(levels) > 2:
             raise InvalidInputError("gemm: an input map takes at most two batch levels")
-        in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
-        unit = self._unit("gemm", {"STOWAGE_IN_AFFINE": 1, "STOWAGE_IN_ACT": in_affine[2]} if in_args else None)
-        tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
         outer, (l1, l2) = levels[:-2], levels[-2:]
-        grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], l1[0] * l2[0])
+        launches = []
         for index in itertools.product(*(range(lv[0]) for lv in outer)):
             base = [bases[0], bases[1], bases[2]]
             for i, lv in zip(index, outer):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
-            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, m, n, k, sam, sak, sbk, sbn, *sbias,
-                         l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base, float(alpha), flags,
-                         *act, *in_args, grid=grid, local=local)
+            launches.append(base)
+        batches = l1[0] * l2[0]
+        defines = dict(self._gemm_tiles(m, n, batches), **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, sym, levels,
+                                                                              launches))
+        in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
+        if in_args:
+            defines.update(STOWAGE_IN_AFFINE=1, STOWAGE_IN_ACT=in_affine[2])
+        unit = self._unit("gemm", defines)
+        tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
+        tk = _setting(unit, GEMM_DEFAULTS, "GEMM_TILE_K")
+        tiles = shapes.ceil_div(n, tn) * shapes.ceil_div(m, tm) * batches
+        total = batches * m * n
+        contiguous = (not outer and launches[0][2] == 0 and sym == n and (l2[0] == 1 or l2[3] == m * n)
+                      and (l1[0] == 1 or l1[3] == l2[0] * m * n))
+        parts = 1
+        if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
+            parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4)
+        steps = max(shapes.ceil_div(k, tk), 1)
+        k_len = shapes.ceil_div(steps, parts) * tk
+        parts = shapes.ceil_div(steps, k_len // tk)
+        grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], batches * parts)
+        target, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (self._new_buffer((parts, total)),
+                                                                         (1.0, 0, 0, 0.0, 0.0))
+        for base in launches:
+            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, target, m, n, k, sam, sak, sbk, sbn, sym,
+                         *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
+                         float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, *in_args, grid=grid,
+                         local=local)
+        if parts > 1:
+            sum_grid, sum_local = shapes.launch_1d(total, 256)
+            self._launch(unit, "stowage_gemm_split_sum", target, bias or a, res or a, y, parts, total, m, n, l2[0],
+                         l1[4], l2[4], *sbias, float(alpha), flags, *act, grid=sum_grid, local=sum_local)
+
+    def _gemm_tiles(self, m, n, batches):
+        """The tiling defines of a GEMM of ``batches`` [m, n] outputs: the first of
+        GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups, else the last
+        (the most work-groups); none where the tuning sets the tiles for every GEMM."""
+        if any(name in self.tuning.get("gemm", {}) for name in GEMM_TILE_NAMES):
+            return {}
+        for config in GEMM_CONFIGS:
+            if shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches >= self.launch["GEMM_GROUPS"]:
+                break
+        return dict(zip(GEMM_TILE_NAMES, config))
+
+    def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, sym, levels, launches):
+        """GEMM_A_VEC, GEMM_B_VEC and GEMM_Y_VEC: float4 accesses where every offset
+        (strides, batch strides, bases) and the contiguous extent are multiples of 4
+        (tensors start at multiples of the buffer alignment, at least 16 bytes)."""
+        if self.buffer_alignment % 16:
+            return {"GEMM_A_VEC": 0, "GEMM_B_VEC": 0, "GEMM_Y_VEC": 0}
+
+        def fours(*values):
+            return all(v % 4 == 0 for v in values)
+
+        a_offsets = [lv[1] for lv in levels] + [base[0] for base in launches]
+        b_offsets = [lv[2] for lv in levels] + [base[1] for base in launches]
+        y_offsets = [lv[3] for lv in levels] + [base[2] for base in launches]
+        a_vec = (1 if sak == 1 and fours(k, sam, *a_offsets) else
+                 2 if sam == 1 and fours(m, sak, *a_offsets) else 0)
+        b_vec = (1 if sbn == 1 and fours(n, sbk, *b_offsets) else
+                 2 if sbk == 1 and fours(k, sbn, *b_offsets) else 0)
+        return {"GEMM_A_VEC": a_vec, "GEMM_B_VEC": b_vec, "GEMM_Y_VEC": int(fours(n, sym, *y_offsets))}
 
     def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
         op = "gemm"
@@ -964,17 +1056,11 @@ class MatrixOps(Core):
             value = alpha * av @ bv + (0 if c is None else beta * np.asarray(c, np.float64))
             return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
-        if self._gemm_as_convolution(b, c, m, n, trans_a, alpha, out):
-            # A classifier at batch 1: a 1x1 convolution over m images of one pixel,
-            # whose kernel splits the reduction (one row of a GEMM tile would leave
-            # the rest idle; docs/operators.md).
+        if self._gemm_as_gemv(b, c, m, n, trans_a, alpha, out):
             bv = np.asarray(b, np.float32)
-            w = (bv if trans_b else bv.T).reshape(n, ka, 1, 1)
             bias = None if c is None else (np.asarray(c, np.float64).reshape(-1) * beta).astype(np.float32)
-            geometry = dict(n=m, c=ka, h=1, w=1, k=n, p=1, q=1, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
-                            dilations=(1, 1), group=1)
-            y = self._conv2d_buffer(self.reshape(a_var, (m, ka, 1, 1)), w, bias, geometry, act, None, False, None)
-            return self.reshape(y, (m, n))
+            return self._gemv(a_var, bv if trans_b else bv.T, None if bias is None else np.broadcast_to(bias, (n,)),
+                              act, m)
         sam, sak = (1, m) if trans_a else (ka, 1)
         if isinstance(b, Var):
             b_var = self._buffer(op, "b", b)
@@ -1042,44 +1128,169 @@ class MatrixOps(Core):
                      local=(local, 1))
         return dst
 
-    def _gemm_as_convolution(self, b, c, m, n, trans_a, alpha, out):
-        """Whether gemm runs as a 1x1 convolution: constant weights, a few rows of
-        input (m <= 8), a bias per output column or none, no alpha, no `out`."""
-        if trans_a or isinstance(b, Var) or alpha != 1.0 or out is not None or m > 8:
+    def _gemm_as_gemv(self, b, c, m, n, trans_a, alpha, out):
+        """Whether gemm runs as stowage_gemv: constant weights, at most GEMV_MAX_ROWS
+        rows of input, a constant bias the same for every row (or none), no alpha, no
+        `out`."""
+        if trans_a or isinstance(b, Var) or alpha != 1.0 or out is not None or m > GEMV_MAX_ROWS:
             return False
-        if c is None:
-            return True
-        return not isinstance(c, Var) and tuple(np.shape(c)) in ((n,), (1, n))
+        return c is None or (not isinstance(c, Var) and np.shape(c) in ((), (1,), (n,), (1, 1), (1, n)))
 
-    def matmul(self, a, b, *, out=None):
+    def _gemv(self, x, w, bias, act, m):
+        """y [m, N] = act(x [m, K] times w [N, K]^T + bias [N]) by stowage_gemv: a
+        batch-1 classifier's fully connected layer, bandwidth-bound (each weight read
+        once). The weight's rows are padded to a multiple of 4 with zeros."""
+        n, k = w.shape
+        kw = shapes.round_up(max(k, 1), 4)
+        wp = np.zeros((n, kw), np.float32)
+        wp[:, :k] = w
+        unit = self._unit("gemm", {"GEMV_MAX_M": m})
+        local, rows = unit.defines.get("GEMV_LOCAL", 128), unit.defines.get("GEMV_ROWS", 4)
+        w_var = self._const(wp)
+        flags, bias_var = 0, w_var
+        if bias is not None:
+            flags, bias_var = EPI_BIAS, self._const(np.ascontiguousarray(bias, np.float32))
+        dst = self._new_buffer((m, n))
+        self._launch(unit, "stowage_gemv", x, w_var, bias_var, dst, m, n, k, kw, flags, *act,
+                     grid=(local * shapes.ceil_div(n, rows),), local=(local,))
+        return dst
+
+    def matmul(self, a, b, *, bias=None, residual=None, activation=None, out=None):
+        """ONNX's MatMul of a and b (numpy broadcasting of the batch dimensions, 1-D
+        operands as vectors), then the GEMM's epilogue: + bias (a numpy array [..., N],
+        one value per column, its leading dimensions broadcast over the batch: one row
+        of bias per batch), + residual (a Var of the product's shape), the activation."""
         op = "matmul"
         sa, sb = self.shape_of(a), self.shape_of(b)
         if len(sa) < 1 or len(sb) < 1:
             raise InvalidInputError(f"{op}: operands must have at least 1 dimension, got {list(sa)} and {list(sb)}")
-        if not isinstance(a, Var) and not isinstance(b, Var):
-            return self._deliver_const(op, np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
-                                       .astype(np.float32), out)
         a2 = (1,) + sa if len(sa) == 1 else sa
         b2 = sb + (1,) if len(sb) == 1 else sb
-        m, ka = a2[-2:]
-        kb, n = b2[-2:]
-        if ka != kb:
-            raise InvalidInputError(f"{op}: inner extents differ: {list(sa)} @ {list(sb)}")
-        batch = shapes.broadcast_shape(op, a2[:-2], b2[:-2])
+        batch, m, n = self._matmul_shape(op, a2, b2)
         out_shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
-        shapes.check_elements(op, batch + (m, n))
+        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation, out_shape)
+        if bias is not None and len(sb) == 1:
+            raise InvalidInputError(f"{op}: argument 'bias': b is a vector, the product has no columns")
+        if not isinstance(a, Var) and not isinstance(b, Var):
+            value = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+            value = value + (0 if bias is None else bias.reshape(bias.shape[:-1] + (1,) * (len(sa) > 1) + (n,)))
+            if residual is not None:
+                return self.binary("add", residual, value.astype(np.float32), activation=activation, out=out)
+            return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
+        if (not isinstance(b, Var) and len(sb) == 2 and shapes.prod(a2[:-1]) <= GEMV_MAX_ROWS and out is None
+                and residual is None and (bias is None or bias.ndim == 1)):  # a few rows by constant weights
+            y = self._gemv(a_var, np.asarray(b, np.float32).T, bias, act, shapes.prod(a2[:-1]))
+            return self.reshape(y, out_shape)
         b_var = self._buffer(op, "b", b)
         dst = self._dest(op, out, out_shape)
-        a_bs = shapes.broadcast_strides(a2[:-2] + (1,), batch + (1,))[:-1]
-        b_bs = shapes.broadcast_strides(b2[:-2] + (1,), batch + (1,))[:-1]
-        a_bs = tuple(s * m * ka for s in a_bs)
-        b_bs = tuple(s * kb * n for s in b_bs)
-        y_bs = tuple(s * m * n for s in shapes.contiguous_strides(batch))
+        self._matmul_strided(op, a_var, a2, shapes.contiguous_strides(a2), b_var, b2, shapes.contiguous_strides(b2),
+                             dst, shapes.contiguous_strides(batch + (m, n)), 1.0, bias, residual, act)
+        return dst
+
+    def matmul_views(self, a, a_view, b, b_view, *, alpha=1.0, bias=None, residual=None, activation=None,
+                     y_view=None):
+        """alpha times the product of A [..., M, K] and B [..., K, N] (numpy broadcasting
+        of the batch dimensions), each a strided view of a tensor: ``a_view`` (shape,
+        element strides) reads a (a transpose, a reshape of one, without a copy), and
+        so for b; then matmul's epilogue. ``y_view`` (shape, strides): the product is
+        written at those element strides (its last stride 1; no residual) of a new
+        tensor of that shape (a transpose of the product), which is returned; else a
+        contiguous tensor of the product's shape."""
+        op = "matmul"
+        views = []
+        for name, x, view in (("a", a, a_view), ("b", b, b_view)):
+            if not isinstance(x, Var):
+                raise InvalidInputError(f"{op}: argument '{name}': expected a Var")
+            views.append(self._checked_view(op, name, self.shape_of(x), view))
+        (a_shape, a_strides), (b_shape, b_strides) = views
+        if len(a_shape) < 2 or len(b_shape) < 2:
+            raise InvalidInputError(f"{op}: the views must have at least 2 dimensions, got {list(a_shape)} and "
+                                    f"{list(b_shape)}")
+        batch, m, n = self._matmul_shape(op, a_shape, b_shape)
+        out_shape = batch + (m, n)
+        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation, out_shape)
+        shapes.check_elements(op, out_shape)
+        if y_view is None:
+            dst = self._new_buffer(out_shape)
+            y_strides = shapes.contiguous_strides(out_shape)
+        else:
+            y_shape, y_strides = tuple(int(d) for d in y_view[0]), tuple(int(s) for s in y_view[1])
+            shapes.check_elements(op, y_shape)
+            self._checked_view(op, "y", y_shape, (out_shape, y_strides))
+            if y_strides[-1] != 1 or residual is not None or shapes.prod(y_shape) != shapes.prod(out_shape):
+                raise InvalidInputError(f"{op}: argument 'y_view': its last stride must be 1, with no residual, over "
+                                        f"a tensor of the product's size")
+            dst = self._new_buffer(y_shape)
+        self._matmul_strided(op, self._buffer(op, "a", a), a_shape, a_strides, self._buffer(op, "b", b), b_shape,
+                             b_strides, dst, y_strides, float(alpha), bias, residual, act)
+        return dst
+
+    @staticmethod
+    def _checked_view(op, name, shape, view):
+        """(shape, strides) of a strided view of a tensor of ``shape``, checked to stay inside it."""
+        v_shape, v_strides = tuple(int(d) for d in view[0]), tuple(int(s) for s in view[1])
+        if (len(v_shape) != len(v_strides) or min(v_strides, default=0) < 0 or min(v_shape, default=1) < 1
+                or sum((d - 1) * s for d, s in zip(v_shape, v_strides)) >= max(shapes.prod(shape), 1)):
+            raise InvalidInputError(f"{op}: the view {list(v_shape)} at strides {list(v_strides)} does not stay inside "
+                                    f"'{name}' of shape {list(shape)}")
+        return v_shape, v_strides
+
+    @staticmethod
+    def _matmul_shape(op, a_shape, b_shape):
+        """(batch, M, N) of A [..., M, K] times B [..., K, N]."""
+        m, ka = a_shape[-2:]
+        kb, n = b_shape[-2:]
+        if ka != kb:
+            raise InvalidInputError(f"{op}: inner extents differ: {list(a_shape)} @ {list(b_shape)}")
+        batch = shapes.broadcast_shape(op, a_shape[:-2], b_shape[:-2])
+        shapes.check_elements(op, batch + (m, n))
+        return batch, m, n
+
+    def _matmul_epilogue(self, op, batch, n, bias, residual, activation, out_shape):
+        """(activation code, bias as float32 or None), the epilogue's arguments checked."""
+        act = parse_activation(op, activation)
+        if bias is not None:
+            shape = np.shape(bias)
+            if (isinstance(bias, Var) or len(shape) < 1 or shape[-1] != n or len(shape) - 1 > len(batch)
+                    or any(d not in (1, e) for d, e in zip(reversed(shape[:-1]), reversed(batch)))):
+                raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{n}], or with "
+                                        f"leading dimensions that broadcast to the batch {list(batch)}")
+            bias = np.asarray(bias, np.float32)
+        if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != out_shape):
+            raise InvalidInputError(f"{op}: argument 'residual': expected a Var of the product's shape "
+                                    f"{list(out_shape)}")
+        return act, bias
+
+    def _matmul_strided(self, op, a, a_shape, a_strides, b, b_shape, b_strides, y, y_strides, alpha, bias, residual,
+                        act):
+        """y at y_strides (batch..., M, N; N's stride 1) = the epilogue of alpha A B,
+        A and B read at their strides (batch dimensions of extent 1 broadcast)."""
+        batch, m, n = self._matmul_shape(op, a_shape, b_shape)
+        k = a_shape[-1]
+
+        def batch_strides(shape, strides):  # aligned to the right of batch; 0 where broadcast
+            lead = len(batch) - (len(shape) - 2)
+            return tuple(0 if i < lead or shape[i - lead] == 1 else strides[i - lead] for i in range(len(batch)))
+
+        a_bs, b_bs, y_bs = batch_strides(a_shape, a_strides), batch_strides(b_shape, b_strides), y_strides[:-2]
+        bias_bs = (0,) * len(batch)
+        if bias is not None:
+            bias_bs = batch_strides(bias.shape[:-1] + (1, n), shapes.contiguous_strides(bias.shape[:-1] + (1, n)))
+        (sam, sak), (sbk, sbn), sym = a_strides[-2:], b_strides[-2:], y_strides[-2]
+        rows, (a_rows, y_rows) = shapes.merged_dims(batch + (m,), a_bs + (sam,), y_bs + (sym,))
+        if batch and not any(b_bs) and not any(bias_bs) and len(rows) <= 1:
+            # One B for every batch (a linear layer over [..., tokens, features]): A's
+            # batches are rows of one taller GEMM, whose tiles fill up where m alone
+            # (1 in [tokens, 1, features]) would leave each batch's tile nearly empty.
+            m, batch = m * shapes.prod(batch), ()
+            sam, sym = (a_rows[0], y_rows[0]) if rows else (sam, sym)
         levels = []
         if batch:
-            dims, (sa_m, sb_m, sy_m) = shapes.merged_dims(batch, a_bs, b_bs, y_bs)
-            levels = [(d, x, y, z, 0) for d, x, y, z in zip(dims, sa_m, sb_m, sy_m)]
-        self._gemm_launch(a_var, b_var, None, None, dst, m=m, n=n, k=ka, sam=ka, sak=1, sbk=n, sbn=1, sbias=(0, 0),
-                          levels=levels, alpha=1.0, flags=0, act=(0, 0.0, 0.0))
-        return dst
+            dims, strides = shapes.merged_dims(batch, a_bs, b_bs, y_bs, bias_bs)
+            levels = list(zip(dims, *strides))
+        flags = (EPI_BIAS if bias is not None else 0) | (EPI_RESIDUAL if residual is not None else 0)
+        self._gemm_launch(a, b, None if bias is None else self._const(bias),
+                          None if residual is None else self._buffer(op, "residual", residual), y, m=m, n=n, k=k,
+                          sam=sam, sak=sak, sbk=sbk, sbn=sbn, sbias=(0, 1), levels=levels, alpha=alpha, flags=flags,
+                          act=act, sym=sym)

@@ -1,29 +1,60 @@
 // Batched matrix products on float32 buffers (docs/operators.md): Gemm, MatMul
 // and the 1x1 convolutions of stride 1 without padding.
 //
-// stowage_gemm: for each batch z = z1 * nz2 + z2 (z1 < grid2 / nz2):
+// stowage_gemm: for each batch z = z1 * nz2 + z2 (z1 < batches / nz2):
 //   Y[m][n] = act(alpha * sum_k A[m][k] * B[k][n] + bias(m, n) + res[m][n])
 //   A[m][k] = a[a_base + a_z1 z1 + a_z2 z2 + m sam + k sak]
 //   B[k][n] = b[b_base + b_z1 z1 + b_z2 z2 + k sbk + n sbn]
 //   bias(m, n) = bias[bias_z1 z1 + bias_z2 z2 + m sbias_m + n sbias_n]   (flags & STOWAGE_EPI_BIAS)
-//   Y[m][n] = y[y_base + y_z1 z1 + y_z2 z2 + m N + n], res likewise   (flags & STOWAGE_EPI_RESIDUAL)
-// Strides are in elements; a stride of 0 broadcasts. Two batch levels cover a 1x1
+//   Y[m][n] = y[y_base + y_z1 z1 + y_z2 z2 + m sym + n], res likewise   (flags & STOWAGE_EPI_RESIDUAL)
+// Strides are in elements; a stride of 0 broadcasts; sym (Y's rows) is N where Y is
+// a matrix of its own, more where it is written into a transpose. Two batch levels cover a 1x1
 // convolution (z1 the image, z2 the group) and MatMul's broadcast batch; the
 // Python layer launches once per outer index when a MatMul needs more.
 //
-// Tiling as in conv.cl: GEMM_TILE_M x GEMM_TILE_N per work-group, GEMM_TILE_K per
-// step through local memory, GEMM_WPT_M x GEMM_WPT_N per work-item. The tiles are
-// loaded along whichever of the two extents is contiguous in memory (a runtime
-// choice, uniform over the launch), so transposed operands stay coalesced.
+// Split-K: the reduction is cut into parts of k_len terms (a multiple of
+// GEMM_TILE_K; k_len >= K: one part), a work-group each; part p of batch z is
+// work-group z * parts + p of dimension 2 and writes its sums (no epilogue: flags 0,
+// act 0, alpha 1) at y + p * y_part, a workspace that stowage_gemm_split_sum adds
+// up in part order before the epilogue. With one part y_part is not read.
+//
+// Tiling: GEMM_TILE_M x GEMM_TILE_N outputs per work-group, GEMM_TILE_K terms per
+// step through local memory, GEMM_WPT_M x GEMM_WPT_N outputs per work-item, in
+// blocks of 4 x 4: work-item (tx, ty) holds rows ty * 4 + i * 4 * (TILE_M / WPT_M)
+// (+ 0..3) and columns tx * 4 + j * 4 * (TILE_N / WPT_N) (+ 0..3), so that it reads
+// local memory as float4s and writes 4 neighbouring outputs. Two local buffers:
+// while the work-group multiplies one step, each work-item holds its share of the
+// next step's tiles in registers (loaded before, stored after), one barrier a step.
+// The tiles are read from global memory as float4s along the contiguous extent of
+// each operand where the unit says the launch allows it (GEMM_A_VEC, GEMM_B_VEC;
+// every offset a multiple of 4 and that extent too), else one value at a time
+// along whichever extent is contiguous (a runtime choice, uniform over the launch);
+// GEMM_Y_VEC writes float4s (N and Y's offsets and sym multiples of 4).
+//   GEMM_A_VEC 1: along k (sak = 1); 2: along m (sam = 1).
+//   GEMM_B_VEC 1: along n (sbn = 1); 2: along k (sbk = 1).
 // Launch: local = [GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1],
-//   grid = [ceil(N / GEMM_TILE_N) * local0, ceil(M / GEMM_TILE_M) * local1, batches].
+//   grid = [ceil(N / GEMM_TILE_N) * local0, ceil(M / GEMM_TILE_M) * local1, batches * parts].
 //
 // A unit built with STOWAGE_IN_AFFINE 1 reads B[k][n] through an affine map per row
 // k and an activation, as a 1x1 convolution reads its input after a BatchNormalization
 // (and ReLU) or a squeeze-and-excitation scale:
 //   B[k][n] = in_act(b[...] * in_scale[in_z1 z1 + in_z2 z2 + k] + in_shift[k])
-// with seven more arguments after act_b: in_scale, in_shift, in_z1, in_z2, in_act,
+// with seven more arguments after y_part: in_scale, in_shift, in_z1, in_z2, in_act,
 // in_act_a, in_act_b (in_z1, in_z2: in_scale's strides per batch level).
+//
+// stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of partial[p * total + e]
+//   + bias + res[e]) for e < total = batches * M * N, Y contiguous [batches, M, N]
+//   (y_base 0, sym = N, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
+//   Launch: grid = [total rounded up to local0].
+//
+// stowage_gemv: y [M, N] = act(x [M, K] times w [N, Kw]^T + bias) for a few rows
+//   (M <= GEMV_MAX_M: a classifier's fully connected layers at batch 1), w's rows
+//   padded to Kw (a multiple of 4, zeros past K). Bandwidth-bound: each weight is
+//   read once, as float4s, by a work-group of GEMV_LOCAL work-items making
+//   GEMV_ROWS outputs of every row of x; neighbouring work-items read neighbouring
+//   float4s of a weight row, and the work-group adds their sums in a fixed order.
+//   x is read as float4s where K is a multiple of 4, else one value at a time.
+//   Launch: local = [GEMV_LOCAL], grid = [GEMV_LOCAL * ceil(N / GEMV_ROWS)].
 #include <stowage/epilogue.cl.h>
 
 #if STOWAGE_IN_AFFINE
@@ -53,93 +84,343 @@
 #ifndef GEMM_WPT_N
 #define GEMM_WPT_N 8
 #endif
+#ifndef GEMM_A_VEC
+#define GEMM_A_VEC 0
+#endif
+#ifndef GEMM_B_VEC
+#define GEMM_B_VEC 0
+#endif
+#ifndef GEMM_Y_VEC
+#define GEMM_Y_VEC 0
+#endif
 
 #define GEMM_THREADS_M (GEMM_TILE_M / GEMM_WPT_M)
 #define GEMM_THREADS_N (GEMM_TILE_N / GEMM_WPT_N)
 #define GEMM_THREADS (GEMM_THREADS_M * GEMM_THREADS_N)
-#define GEMM_A_LOADS (GEMM_TILE_K * GEMM_TILE_M / GEMM_THREADS)
-#define GEMM_B_LOADS (GEMM_TILE_K * GEMM_TILE_N / GEMM_THREADS)
+// float4s per row of a local tile: one more than the tile's, so that values stored
+// down a column (an operand read along k) fall into different banks.
+#define GEMM_ROW_A (GEMM_TILE_M / 4 + 1)
+#define GEMM_ROW_B (GEMM_TILE_N / 4 + 1)
+// Values (vector loads: float4s) of each tile a work-item loads per step.
+#define GEMM_A_LOADS (GEMM_TILE_K * GEMM_TILE_M / GEMM_THREADS / (GEMM_A_VEC ? 4 : 1))
+#define GEMM_B_LOADS (GEMM_TILE_K * GEMM_TILE_N / GEMM_THREADS / (GEMM_B_VEC ? 4 : 1))
 
 #if GEMM_TILE_M % GEMM_WPT_M != 0 || GEMM_TILE_N % GEMM_WPT_N != 0
 #error "GEMM_TILE_M and GEMM_TILE_N must be multiples of GEMM_WPT_M and GEMM_WPT_N"
 #endif
-#if (GEMM_TILE_K * GEMM_TILE_M) % GEMM_THREADS != 0 || (GEMM_TILE_K * GEMM_TILE_N) % GEMM_THREADS != 0
-#error "the tiles must hold a multiple of the work-group size of elements"
+#if GEMM_WPT_M % 4 != 0 || GEMM_WPT_N % 4 != 0 || GEMM_TILE_K % 4 != 0
+#error "GEMM_WPT_M, GEMM_WPT_N and GEMM_TILE_K must be multiples of 4"
 #endif
+#if (GEMM_TILE_K * GEMM_TILE_M / 4) % GEMM_THREADS != 0 || (GEMM_TILE_K * GEMM_TILE_N / 4) % GEMM_THREADS != 0
+#error "the tiles must hold a multiple of 4 times the work-group size of elements"
+#endif
+
+#if GEMM_A_VEC
+typedef float4 gemm_a_t;
+#else
+typedef float gemm_a_t;
+#endif
+#if GEMM_B_VEC
+typedef float4 gemm_b_t;
+#else
+typedef float gemm_b_t;
+#endif
+
+// 4 values at p, 16-byte aligned (the launch guarantees it): one wide access.
+#define GEMM_LOAD4(p) (*(const __global float4*)(p))
+
+// Local value (k, i) of a tile whose rows hold `row` float4s.
+#define GEMM_AT(tile, row, k, i) (((__local float*)(tile))[(k) * (row) * 4 + (i)])
+
+// This step's values of A [k0, k_end) x [m0, m0 + TILE_M) into registers (zeros outside).
+inline void stowage_gemm_load_a(gemm_a_t* reg, const __global float* az, int tid, int k0, int k_end, int m0, int M,
+                                int sam, int sak) {
+#pragma unroll
+  for (int l = 0; l < GEMM_A_LOADS; ++l) {
+    const int e = tid + l * GEMM_THREADS;
+#if GEMM_A_VEC == 1
+    const int m = m0 + e / (GEMM_TILE_K / 4), k = k0 + e % (GEMM_TILE_K / 4) * 4;
+    reg[l] = (m < M && k < k_end) ? GEMM_LOAD4(az + m * sam + k) : (float4)(0.0f);
+#elif GEMM_A_VEC == 2
+    const int k = k0 + e / (GEMM_TILE_M / 4), m = m0 + e % (GEMM_TILE_M / 4) * 4;
+    reg[l] = (m < M && k < k_end) ? GEMM_LOAD4(az + k * sak + m) : (float4)(0.0f);
+#else
+    const bool along_m = sam == 1;
+    const int k = k0 + (along_m ? e / GEMM_TILE_M : e % GEMM_TILE_K);
+    const int m = m0 + (along_m ? e % GEMM_TILE_M : e / GEMM_TILE_K);
+    reg[l] = (m < M && k < k_end) ? az[m * sam + k * sak] : 0.0f;
+#endif
+  }
+}
+
+inline void stowage_gemm_store_a(__local float4* tile, const gemm_a_t* reg, int tid, int sam) {
+#pragma unroll
+  for (int l = 0; l < GEMM_A_LOADS; ++l) {
+    const int e = tid + l * GEMM_THREADS;
+#if GEMM_A_VEC == 1
+    const int m = e / (GEMM_TILE_K / 4), k = e % (GEMM_TILE_K / 4) * 4;
+    GEMM_AT(tile, GEMM_ROW_A, k, m) = reg[l].x;
+    GEMM_AT(tile, GEMM_ROW_A, k + 1, m) = reg[l].y;
+    GEMM_AT(tile, GEMM_ROW_A, k + 2, m) = reg[l].z;
+    GEMM_AT(tile, GEMM_ROW_A, k + 3, m) = reg[l].w;
+#elif GEMM_A_VEC == 2
+    tile[e / (GEMM_TILE_M / 4) * GEMM_ROW_A + e % (GEMM_TILE_M / 4)] = reg[l];
+#else
+    const bool along_m = sam == 1;
+    const int k = along_m ? e / GEMM_TILE_M : e % GEMM_TILE_K, m = along_m ? e % GEMM_TILE_M : e / GEMM_TILE_K;
+    GEMM_AT(tile, GEMM_ROW_A, k, m) = reg[l];
+#endif
+  }
+}
+
+#if STOWAGE_IN_AFFINE
+#define GEMM_IN_ARGS , in_scale_z, in_shift, in_act, in_act_a, in_act_b
+#define GEMM_IN_DECL \
+  , const __global float *in_scale_z, const __global float *in_shift, int in_act, float in_act_a, float in_act_b
+#else
+#define GEMM_IN_ARGS
+#define GEMM_IN_DECL
+#endif
+
+// This step's values of B [k0, k_end) x [n0, n0 + TILE_N) into registers (zeros outside).
+inline void stowage_gemm_load_b(gemm_b_t* reg, const __global float* bz, int tid, int k0, int k_end, int n0, int N,
+                                int sbk, int sbn GEMM_IN_DECL) {
+#pragma unroll
+  for (int l = 0; l < GEMM_B_LOADS; ++l) {
+    const int e = tid + l * GEMM_THREADS;
+#if GEMM_B_VEC == 1
+    const int k = k0 + e / (GEMM_TILE_N / 4), n = n0 + e % (GEMM_TILE_N / 4) * 4;
+    float4 v = (float4)(0.0f);
+    if (n < N && k < k_end) {
+      v = GEMM_LOAD4(bz + k * sbk + n);
+#if STOWAGE_IN_AFFINE
+      v = (float4)(GEMM_IN(v.x, k), GEMM_IN(v.y, k), GEMM_IN(v.z, k), GEMM_IN(v.w, k));
+#endif
+    }
+    reg[l] = v;
+#elif GEMM_B_VEC == 2
+    const int n = n0 + e / (GEMM_TILE_K / 4), k = k0 + e % (GEMM_TILE_K / 4) * 4;
+    float4 v = (float4)(0.0f);
+    if (n < N && k < k_end) {
+      v = GEMM_LOAD4(bz + n * sbn + k);
+#if STOWAGE_IN_AFFINE
+      v = (float4)(GEMM_IN(v.x, k), GEMM_IN(v.y, k + 1), GEMM_IN(v.z, k + 2), GEMM_IN(v.w, k + 3));
+#endif
+    }
+    reg[l] = v;
+#else
+    const bool along_n = sbn == 1;
+    const int k = k0 + (along_n ? e / GEMM_TILE_N : e % GEMM_TILE_K);
+    const int n = n0 + (along_n ? e % GEMM_TILE_N : e / GEMM_TILE_K);
+    reg[l] = (n < N && k < k_end) ? GEMM_IN(bz[k * sbk + n * sbn], k) : 0.0f;
+#endif
+  }
+}
+
+inline void stowage_gemm_store_b(__local float4* tile, const gemm_b_t* reg, int tid, int sbn) {
+#pragma unroll
+  for (int l = 0; l < GEMM_B_LOADS; ++l) {
+    const int e = tid + l * GEMM_THREADS;
+#if GEMM_B_VEC == 1
+    tile[e / (GEMM_TILE_N / 4) * GEMM_ROW_B + e % (GEMM_TILE_N / 4)] = reg[l];
+#elif GEMM_B_VEC == 2
+    const int n = e / (GEMM_TILE_K / 4), k = e % (GEMM_TILE_K / 4) * 4;
+    GEMM_AT(tile, GEMM_ROW_B, k, n) = reg[l].x;
+    GEMM_AT(tile, GEMM_ROW_B, k + 1, n) = reg[l].y;
+    GEMM_AT(tile, GEMM_ROW_B, k + 2, n) = reg[l].z;
+    GEMM_AT(tile, GEMM_ROW_B, k + 3, n) = reg[l].w;
+#else
+    const bool along_n = sbn == 1;
+    const int k = along_n ? e / GEMM_TILE_N : e % GEMM_TILE_K, n = along_n ? e % GEMM_TILE_N : e / GEMM_TILE_K;
+    GEMM_AT(tile, GEMM_ROW_B, k, n) = reg[l];
+#endif
+  }
+}
+
+// The epilogue of one output value (m, n): alpha, bias, residual, activation.
+#define GEMM_EPILOGUE_ONE(v, m, n, idx)                                                \
+  do {                                                                                 \
+    v *= alpha;                                                                        \
+    if (flags & STOWAGE_EPI_BIAS) v += bias_z[(m) * sbias_m + (n) * sbias_n];          \
+    if (flags & STOWAGE_EPI_RESIDUAL) v += res[idx];                                   \
+  } while (0)
 
 __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))) void stowage_gemm(
     __global const float* a, __global const float* b, __global const float* bias, __global const float* res,
-    __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sbias_m, int sbias_n, int nz2,
+    __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sym, int sbias_m, int sbias_n,
+    int nz2,
     int a_z1, int a_z2, int b_z1, int b_z2, int y_z1, int y_z2, int bias_z1, int bias_z2, int a_base, int b_base,
-    int y_base, float alpha, int flags, int act, float act_a, float act_b GEMM_IN_PARAMS) {
-  __local float a_tile[GEMM_TILE_K][GEMM_TILE_M];
-  __local float b_tile[GEMM_TILE_K][GEMM_TILE_N];
+    int y_base, float alpha, int flags, int act, float act_a, float act_b, int k_len, int y_part GEMM_IN_PARAMS) {
+  __local float4 a_tile[2][GEMM_TILE_K * GEMM_ROW_A];
+  __local float4 b_tile[2][GEMM_TILE_K * GEMM_ROW_B];
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * GEMM_THREADS_N + tx;
-  const int z = get_group_id(2), z1 = z / nz2, z2 = z - z1 * nz2;
+  const int parts = max(1, (K + k_len - 1) / k_len);
+  const int part = get_group_id(2) % parts, z = get_group_id(2) / parts;
+  const int z1 = z / nz2, z2 = z - z1 * nz2;
   const int m0 = get_group_id(1) * GEMM_TILE_M, n0 = get_group_id(0) * GEMM_TILE_N;
+  const int k_begin = part * k_len, k_end = min(K, k_begin + k_len);
   const __global float* az = a + a_base + a_z1 * z1 + a_z2 * z2;
   const __global float* bz = b + b_base + b_z1 * z1 + b_z2 * z2;
-  const bool a_along_m = sam == 1;  // else along k
-  const bool b_along_n = sbn == 1;  // else along k
 #if STOWAGE_IN_AFFINE
   const __global float* in_scale_z = in_scale + in_z1 * z1 + in_z2 * z2;
 #endif
 
-  float acc[GEMM_WPT_M][GEMM_WPT_N];
+  float4 acc[GEMM_WPT_M][GEMM_WPT_N / 4];
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i)
 #pragma unroll
-    for (int j = 0; j < GEMM_WPT_N; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < GEMM_WPT_N / 4; ++j) acc[i][j] = (float4)(0.0f);
 
-  for (int k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
-#pragma unroll
-    for (int l = 0; l < GEMM_A_LOADS; ++l) {
-      const int e = tid + l * GEMM_THREADS;
-      const int kk = a_along_m ? e / GEMM_TILE_M : e % GEMM_TILE_K;
-      const int mm = a_along_m ? e % GEMM_TILE_M : e / GEMM_TILE_K;
-      const int k = k0 + kk, m = m0 + mm;
-      a_tile[kk][mm] = (k < K && m < M) ? az[m * sam + k * sak] : 0.0f;
+  gemm_a_t a_reg[GEMM_A_LOADS];
+  gemm_b_t b_reg[GEMM_B_LOADS];
+  stowage_gemm_load_a(a_reg, az, tid, k_begin, k_end, m0, M, sam, sak);
+  stowage_gemm_load_b(b_reg, bz, tid, k_begin, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+  stowage_gemm_store_a(a_tile[0], a_reg, tid, sam);
+  stowage_gemm_store_b(b_tile[0], b_reg, tid, sbn);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int buf = 0;
+  for (int k0 = k_begin; k0 < k_end; k0 += GEMM_TILE_K) {
+    const bool more = k0 + GEMM_TILE_K < k_end;
+    if (more) {  // the next step's tiles, on their way while this one is multiplied
+      stowage_gemm_load_a(a_reg, az, tid, k0 + GEMM_TILE_K, k_end, m0, M, sam, sak);
+      stowage_gemm_load_b(b_reg, bz, tid, k0 + GEMM_TILE_K, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
     }
-#pragma unroll
-    for (int l = 0; l < GEMM_B_LOADS; ++l) {
-      const int e = tid + l * GEMM_THREADS;
-      const int kk = b_along_n ? e / GEMM_TILE_N : e % GEMM_TILE_K;
-      const int nn = b_along_n ? e % GEMM_TILE_N : e / GEMM_TILE_K;
-      const int k = k0 + kk, n = n0 + nn;
-      b_tile[kk][nn] = (k < K && n < N) ? GEMM_IN(bz[k * sbk + n * sbn], k) : 0.0f;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const __local float4* at = a_tile[buf];
+    const __local float4* bt = b_tile[buf];
 #pragma unroll
     for (int kk = 0; kk < GEMM_TILE_K; ++kk) {
-      float av[GEMM_WPT_M], bv[GEMM_WPT_N];
+      float4 av[GEMM_WPT_M / 4], bv[GEMM_WPT_N / 4];
 #pragma unroll
-      for (int i = 0; i < GEMM_WPT_M; ++i) av[i] = a_tile[kk][ty + i * GEMM_THREADS_M];
+      for (int i = 0; i < GEMM_WPT_M / 4; ++i) av[i] = at[kk * GEMM_ROW_A + i * GEMM_THREADS_M + ty];
 #pragma unroll
-      for (int j = 0; j < GEMM_WPT_N; ++j) bv[j] = b_tile[kk][tx + j * GEMM_THREADS_N];
+      for (int j = 0; j < GEMM_WPT_N / 4; ++j) bv[j] = bt[kk * GEMM_ROW_B + j * GEMM_THREADS_N + tx];
 #pragma unroll
-      for (int i = 0; i < GEMM_WPT_M; ++i)
+      for (int i = 0; i < GEMM_WPT_M / 4; ++i)
 #pragma unroll
-        for (int j = 0; j < GEMM_WPT_N; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        for (int j = 0; j < GEMM_WPT_N / 4; ++j) {
+          acc[4 * i][j] = fma((float4)(av[i].x), bv[j], acc[4 * i][j]);
+          acc[4 * i + 1][j] = fma((float4)(av[i].y), bv[j], acc[4 * i + 1][j]);
+          acc[4 * i + 2][j] = fma((float4)(av[i].z), bv[j], acc[4 * i + 2][j]);
+          acc[4 * i + 3][j] = fma((float4)(av[i].w), bv[j], acc[4 * i + 3][j]);
+        }
+    }
+    if (more) {  // the other buffer: every work-item finished with it before the last barrier
+      stowage_gemm_store_a(a_tile[buf ^ 1], a_reg, tid, sam);
+      stowage_gemm_store_b(b_tile[buf ^ 1], b_reg, tid, sbn);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    buf ^= 1;
   }
 
-  const int y_off = y_base + y_z1 * z1 + y_z2 * z2;
+  const int y_off = y_base + y_z1 * z1 + y_z2 * z2 + part * y_part;
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
-    const int m = m0 + ty + i * GEMM_THREADS_M;
+    const int m = m0 + (i / 4) * 4 * GEMM_THREADS_M + ty * 4 + i % 4;
     if (m >= M) continue;
 #pragma unroll
-    for (int j = 0; j < GEMM_WPT_N; ++j) {
-      const int n = n0 + tx + j * GEMM_THREADS_N;
+    for (int j = 0; j < GEMM_WPT_N / 4; ++j) {
+      const int n = n0 + j * 4 * GEMM_THREADS_N + tx * 4;
       if (n >= N) continue;
-      const int idx = y_off + m * N + n;
-      float v = alpha * acc[i][j];
-      if (flags & STOWAGE_EPI_BIAS) v += bias_z[m * sbias_m + n * sbias_n];
-      if (flags & STOWAGE_EPI_RESIDUAL) v += res[idx];
-      y[idx] = stowage_activate(v, act, act_a, act_b);
+      const int idx = y_off + m * sym + n;
+      float4 v = acc[i][j];
+      GEMM_EPILOGUE_ONE(v.x, m, n, idx);
+      if (n + 1 < N) GEMM_EPILOGUE_ONE(v.y, m, n + 1, idx + 1);
+      if (n + 2 < N) GEMM_EPILOGUE_ONE(v.z, m, n + 2, idx + 2);
+      if (n + 3 < N) GEMM_EPILOGUE_ONE(v.w, m, n + 3, idx + 3);
+      v = stowage_activate4(v, act, act_a, act_b);
+#if GEMM_Y_VEC
+      *(__global float4*)(y + idx) = v;
+#else
+      y[idx] = v.x;
+      if (n + 1 < N) y[idx + 1] = v.y;
+      if (n + 2 < N) y[idx + 2] = v.z;
+      if (n + 3 < N) y[idx + 3] = v.w;
+#endif
+    }
+  }
+}
+
+__kernel void stowage_gemm_split_sum(__global const float* partial, __global const float* bias,
+                                     __global const float* res, __global float* y, int parts, int total, int M,
+                                     int N, int nz2, int bias_z1, int bias_z2, int sbias_m, int sbias_n, float alpha,
+                                     int flags, int act, float act_a, float act_b) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  float v = 0.0f;
+  for (int p = 0; p < parts; ++p) v += partial[p * total + e];
+  const int n = e % N, row = e / N, m = row % M, z = row / M, z1 = z / nz2, z2 = z - z1 * nz2;
+  const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
+  GEMM_EPILOGUE_ONE(v, m, n, e);
+  y[e] = stowage_activate(v, act, act_a, act_b);
+}
+
+#ifndef GEMV_LOCAL
+#define GEMV_LOCAL 128
+#endif
+#ifndef GEMV_ROWS
+#define GEMV_ROWS 4
+#endif
+#ifndef GEMV_MAX_M
+#define GEMV_MAX_M 4
+#endif
+#if GEMV_LOCAL & (GEMV_LOCAL - 1)
+#error "GEMV_LOCAL must be a power of two"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(GEMV_LOCAL, 1, 1))) void stowage_gemv(
+    __global const float* x, __global const float4* w, __global const float* bias, __global float* y, int M, int N,
+    int K, int Kw, int flags, int act, float act_a, float act_b) {
+  __local float partial[GEMV_ROWS * GEMV_MAX_M][GEMV_LOCAL];
+  const int t = get_local_id(0), n0 = get_group_id(0) * GEMV_ROWS;
+  const int K4 = Kw / 4;
+  float acc[GEMV_ROWS][GEMV_MAX_M];
+#pragma unroll
+  for (int r = 0; r < GEMV_ROWS; ++r)
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) acc[r][m] = 0.0f;
+  const bool x_vec = (K & 3) == 0;
+  for (int q = t; q < K4; q += GEMV_LOCAL) {
+    float4 xv[GEMV_MAX_M];
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) {
+      if (m >= M) {
+        xv[m] = (float4)(0.0f);
+      } else if (x_vec) {
+        xv[m] = GEMM_LOAD4(x + m * K + 4 * q);
+      } else {  // zeros past K (w's padding holds zeros too)
+        const int k = 4 * q;
+        const __global float* xr = x + m * K;
+        xv[m] = (float4)(xr[k], k + 1 < K ? xr[k + 1] : 0.0f, k + 2 < K ? xr[k + 2] : 0.0f,
+                         k + 3 < K ? xr[k + 3] : 0.0f);
+      }
+    }
+    // A constant trip count keeps acc in registers; rows past N repeat the last.
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; ++r) {
+      const float4 wv = w[min(n0 + r, N - 1) * K4 + q];
+#pragma unroll
+      for (int m = 0; m < GEMV_MAX_M; ++m) acc[r][m] += dot(wv, xv[m]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < GEMV_ROWS; ++r)
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; ++m) partial[r * GEMV_MAX_M + m][t] = acc[r][m];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = GEMV_LOCAL / 2; step > 0; step >>= 1) {
+    if (t < step)
+#pragma unroll
+      for (int o = 0; o < GEMV_ROWS * GEMV_MAX_M; ++o) partial[o][t] += partial[o][t + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < GEMV_ROWS * GEMV_MAX_M) {
+    const int r = t / GEMV_MAX_M, m = t % GEMV_MAX_M, n = n0 + r;
+    if (n < N && m < M) {
+      float v = partial[t][0];
+      if (flags & STOWAGE_EPI_BIAS) v += bias[n];
+      y[m * N + n] = stowage_activate(v, act, act_a, act_b);
     }
   }
 }

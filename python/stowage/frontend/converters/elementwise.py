@@ -191,7 +191,7 @@ def _act_clip(ctx, node):
     return None if bounds is None else ("clip", *bounds)
 
 
-_FUSES = "absorbed by a Conv, Gemm, BatchNormalization or elementwise op before it"
+_FUSES = "absorbed by a Conv, Gemm, MatMul, BatchNormalization or elementwise op before it"
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 ACTIVATION_ROWS = (
     ("Relu", (6, 13, 14), _no_attrs("relu"), ("float32", "int32", "int64")),

@@ -349,13 +349,241 @@ def gemm(ctx, node):
     )}
 
 
-@register("MatMul", versions=(1, 9, 13))
+@register("MatMul", versions=(1, 9, 13),
+          fuses="absorbs an activation; by a constant 2-D B, the Add of a bias per column and a residual Add "
+                "before it; reads its inputs through Transposes, Reshapes and scalings by a constant, and writes "
+                "through a Transpose after it, without copies")
 def matmul(ctx, node):
     node.check_attrs(())
-    a, b = ctx.value(node, 0), ctx.value(node, 1)
-    a = as_float32(a) if isinstance(a, np.ndarray) else a
-    b = as_float32(b) if isinstance(b, np.ndarray) else b
-    return ctx.ob.matmul(a, b)
+    group = ctx.group
+    if group is None or len(group.nodes) == 1:
+        return ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))
+    if group.siblings:
+        return matmul_siblings(ctx, group)
+    views = {}
+    for i, chain in group.operands.items():
+        views[i] = operand_view(ctx, chain)
+        if views[i] is None:  # no strided view: the chain's nodes, each an op of its own
+            ctx.values.update(emit_each(ctx, chain))
+    after = [n for n in group.nodes if n.index > node.index]
+    if not any(views.values()) and group.output_view is None:
+        a, b = operand(ctx, node, 0), operand(ctx, node, 1)
+        epilogue = matmul_epilogue(ctx, group, ctx.shape(a), ctx.shape(b))
+        if epilogue is None:
+            return emit_each(ctx, after, {node.outputs[0]: ctx.ob.matmul(a, b)})
+        return {group.output: ctx.ob.matmul(a, b, **epilogue)}
+    viewed = []
+    for i in (0, 1):
+        x = views[i][0] if views.get(i) is not None else operand(ctx, node, i)
+        x = ctx.ob.constant(x) if isinstance(x, np.ndarray) else x
+        viewed.append((x, ctx.shape(x), None) if views.get(i) is None else views[i][:3])
+    if min(len(v[1]) for v in viewed) < 2:  # a vector: the views copied, then the product and what follows
+        for i, view in views.items():
+            if view is not None:
+                ctx.values.update(emit_each(ctx, group.operands[i]))
+        return emit_each(ctx, after, {node.outputs[0]: ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))})
+    alpha = float(np.prod([v[3] for v in views.values() if v is not None]))
+    return matmul_of_views(ctx, group, *viewed, alpha)
+
+
+def matmul_siblings(ctx, group):
+    """Linear MatMuls of one A by weights of one shape (fusion.py's siblings), each with
+    its bias and activation: one GEMM batched over the weights, whose results are views
+    of its output; each alone where their activations differ, a bias does not fit or a
+    result's bytes would not start where a view may."""
+    from ..fusion import Group
+
+    own = Group(group.main)
+    own.linear_bias, own.act = group.linear_bias, group.act
+    own.nodes = [n for n in group.nodes if all(n not in m.nodes for m in group.siblings)]
+    members = [own] + group.siblings
+    a = operand(ctx, group.main, 0)
+    a_shape = ctx.shape(a)
+    weights = [ctx.static(m.main, 1) for m in members]
+    epilogues = [matmul_epilogue(ctx, m, a_shape, w.shape) for m, w in zip(members, weights)]
+    rows, n = int(np.prod(a_shape[:-1], dtype=np.int64)), weights[0].shape[1]
+    if (isinstance(a, np.ndarray) or len(a_shape) < 2 or any(e is None for e in epilogues)
+            or any(e["activation"] != epilogues[0]["activation"] for e in epilogues)
+            or (rows * n * 4) % ctx.ob.buffer_alignment):
+        results = {}
+        saved = ctx.group
+        try:
+            for m in members:
+                ctx.group = m
+                results.update(ctx.outputs_of(m.main, matmul(ctx, m.main), folded=False))
+        finally:
+            ctx.group = saved
+        return results
+    y = ctx.ob.matmul(ctx.ob.reshape(a, (rows, a_shape[-1])), as_float32(np.stack(weights)),
+                      bias=np.stack([e["bias"] for e in epilogues]), activation=epilogues[0]["activation"])
+    out_shape = tuple(a_shape[:-1]) + (n,)
+    return {m.output: ctx.ob.reshape(ctx.ob.strided_slice(y, (i, 0, 0), (1, 1, 1), (1, rows, n)), out_shape)
+            for i, m in enumerate(members)}
+
+
+def matmul_of_views(ctx, group, a_view, b_view, alpha):
+    """A MatMul group whose operands are strided views (x, shape, strides; strides None:
+    contiguous) and which may write its product through a Transpose."""
+    (a, a_shape, a_strides), (b, b_shape, b_strides) = a_view, b_view
+    a_view = (a_shape, a_strides or contiguous_strides(a_shape))
+    b_view = (b_shape, b_strides or contiguous_strides(b_shape))
+    node = group.main
+    if group.output_view is None:
+        epilogue = matmul_epilogue(ctx, group, a_shape, b_shape)
+        y = ctx.ob.matmul_views(a, a_view, b, b_view, alpha=alpha, **(epilogue or {}))
+        if epilogue is None:
+            return emit_each(ctx, [n for n in group.nodes if n.index > node.index], {node.outputs[0]: y})
+        return {group.output: y}
+    # Only an activation can follow the Transpose in the group: it commutes with it.
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    product = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2])) + (a_shape[-2], b_shape[-1])
+    y_view = output_view(ctx, group.output_view, product)
+    y = ctx.ob.matmul_views(a, a_view, b, b_view, alpha=alpha, y_view=y_view, activation=act)
+    made = group.output_view[-1].outputs[0]
+    if y_view is None:  # no strided view: the product, then the view nodes one by one
+        y = emit_each(ctx, group.output_view, {node.outputs[0]: y})[made]
+    if group.act is None:
+        return {made: y}
+    if act is not None:  # the activation ran in the epilogue
+        return {group.output: y}
+    return emit_each(ctx, [n for n in group.nodes if n.index > group.output_view[-1].index], {made: y})
+
+
+def operand(ctx, node, i):
+    """MatMul's input i as a Var, or as a float32 array when it is known."""
+    x = ctx.value(node, i)
+    return as_float32(x) if isinstance(x, np.ndarray) else x
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= int(d)
+    return tuple(reversed(strides))
+
+
+# The most elements a view's chain is traced through (an index array of that many int64s).
+VIEW_TRACE_LIMIT = 1 << 22
+
+
+def trace_view(ctx, chain, name, probe):
+    """`probe` (an array standing for the value `name`) through the view nodes of
+    `chain` by their folds, and the product of the chain's scalings (None where one is
+    not a single number)."""
+    scale, saved = 1.0, {}
+    try:
+        for n in chain:
+            if n.op_type in ("Mul", "Div"):
+                c = ctx.values.get(n.inputs[1] if n.inputs[0] == name else n.inputs[0])
+                if not isinstance(c, np.ndarray) or c.size != 1 or c.dtype.kind != "f":
+                    return probe, None
+                scale = scale * float(c.reshape(-1)[0]) if n.op_type == "Mul" else scale / float(c.reshape(-1)[0])
+            else:
+                saved.setdefault(name, ctx.values.get(name))
+                ctx.values[name] = probe
+                probe = np.asarray(n.spec.fold(ctx, n, *[ctx.values.get(i) if i else None for i in n.inputs]))
+            name = n.outputs[0]
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                ctx.values.pop(key, None)
+            else:
+                ctx.values[key] = value
+    return probe, scale
+
+
+def affine_strides(index):
+    """The element strides s with index[i] = sum i_d s_d everywhere, or None."""
+    if index.size == 0 or index.reshape(-1)[0] != 0:
+        return None
+    strides, expect = [], np.zeros(index.shape, np.int64)
+    for d, extent in enumerate(index.shape):
+        stride = int(np.take(index, 1, axis=d).reshape(-1)[0]) if extent > 1 else 0
+        if stride < 0:
+            return None
+        strides.append(stride)
+        expect += np.arange(extent, dtype=np.int64).reshape([-1 if i == d else 1 for i in range(index.ndim)]) * stride
+    return tuple(strides) if np.array_equal(expect, index) else None
+
+
+def operand_view(ctx, chain):
+    """(tensor, shape, element strides, factor) of a MatMul operand read through
+    `chain` (fusion.py: view nodes and scalings by a constant) without a copy: the
+    chain traced on an array of each element's index. None where the nodes make no
+    strided view of the tensor, or a scaling is not a single number."""
+    first = chain[0]
+    source = first.inputs[0]
+    if first.op_type in ("Mul", "Div") and source in ctx.values and isinstance(ctx.values[source], np.ndarray):
+        source = first.inputs[1]
+    x = ctx.values.get(source)
+    if x is None or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32":
+        return None
+    size = int(np.prod(ctx.shape(x), dtype=np.int64))
+    if size > VIEW_TRACE_LIMIT:
+        return None
+    index, scale = trace_view(ctx, chain, source, np.arange(size, dtype=np.int64).reshape(ctx.shape(x)))
+    strides = affine_strides(index) if scale is not None else None
+    return None if strides is None else (x, tuple(index.shape), strides, scale)
+
+
+def output_view(ctx, chain, product):
+    """(shape, strides) at which a MatMul writes its product [batch..., M, N] so that
+    the tensor of that shape holds the value `chain` (view nodes up to a Transpose)
+    makes of it; None where that is no strided view or moves N's elements apart."""
+    size = int(np.prod(product, dtype=np.int64))
+    if size > VIEW_TRACE_LIMIT or size == 0:
+        return None
+    made, _ = trace_view(ctx, chain, chain[0].inputs[0], np.arange(size, dtype=np.int64).reshape(product))
+    offset = np.empty(size, np.int64)
+    offset[made.reshape(-1)] = np.arange(size, dtype=np.int64)
+    strides = affine_strides(offset.reshape(product))
+    if strides is None or strides[-1] != 1:
+        return None
+    return tuple(made.shape), strides
+
+
+def emit_each(ctx, nodes, results=None):
+    """Each of `nodes` through its own converter, in order, reading `results` (name ->
+    value) before ctx's values; returns every value they made, and `results`."""
+    from ..fusion import Group
+
+    results = dict(results or {})
+    saved = ctx.group
+    try:
+        for n in nodes:
+            ctx.values.update(results)
+            ctx.group = Group(n)
+            results.update(ctx.outputs_of(n, n.spec.convert(ctx, n), folded=False))
+    finally:
+        ctx.group = saved
+    return results
+
+
+def matmul_epilogue(ctx, group, a_shape, b_shape):
+    """matmul's bias, residual and activation for a MatMul group (fusion.py), or None
+    where they do not fit its epilogue: a bias that broadcasts beyond the product's
+    shape, a residual of another shape or type, an activation no epilogue computes."""
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    if group.act is not None and act is None:
+        return None
+    add, bias, residual = group.linear_bias, None, None
+    if add is None:  # an activation alone
+        return dict(activation=act)
+    add.check_attrs(())
+    bias = np.asarray(ctx.static(add, 1 if add.inputs[0] == group.main.outputs[0] else 0))
+    if bias.dtype.kind != "f" or len(a_shape) < 2 or len(b_shape) != 2:
+        return None
+    out_shape = tuple(a_shape[:-1]) + (b_shape[-1],)
+    if np.broadcast_shapes(bias.shape, out_shape) != out_shape:
+        return None
+    if group.add is not None:
+        group.add.check_attrs(())
+        residual = ctx.values[group.residual]
+        if (isinstance(residual, np.ndarray) or tuple(ctx.shape(residual)) != out_shape
+                or ctx.dtype(residual) != "float32"):
+            return None
+    return dict(bias=as_float32(np.broadcast_to(bias.reshape(-1), (b_shape[-1],))), residual=residual, activation=act)
 
 
 # ---- pooling --------------------------------------------------------------------------

@@ -255,6 +255,9 @@ def fold_softmax(ctx, node, x):
 
 
 def convert_softmax(ctx, node):
+    group = ctx.group
+    if group is not None and group.softmax_mask is not None:
+        return masked_softmax(ctx, group)
     x = ctx.tensor(node, 0)
     shape = ctx.shape(x)
     mode = SOFTMAX_OPS[node.op_type]
@@ -266,8 +269,29 @@ def convert_softmax(ctx, node):
     return ctx.ob.reshape(ctx.ob.softmax(flat, 1, mode=mode), shape)
 
 
+def masked_softmax(ctx, group):
+    """A Softmax over the last axis of scores + mask (4-D), whose fully masked rows
+    the IsNaN and Where after it set to 0 (fusion.py): ops.masked_softmax, one kernel;
+    the nodes one by one where the shapes do not fit it."""
+    from .nn import emit_each
+
+    add, softmax = group.softmax_mask, group.main
+    add.check_attrs(())
+    x, mask = ctx.value(add, 0), ctx.value(add, 1)
+    if ctx.shape(x) != np.broadcast_shapes(ctx.shape(x), ctx.shape(mask)):
+        x, mask = mask, x
+    shape = ctx.shape(x)
+    axis, flatten = softmax_axis(softmax, len(shape))
+    if (len(shape) != 4 or axis != 3 or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32"
+            or ctx.dtype(mask) != "float32" or np.broadcast_shapes(shape, ctx.shape(mask)) != shape):
+        return emit_each(ctx, group.nodes)
+    return {group.output: ctx.ob.masked_softmax(x, mask)}
+
+
 for _op in SOFTMAX_OPS:
-    register(_op, versions=(1, 11, 13), fold=fold_softmax)(names_node(convert_softmax))
+    register(_op, versions=(1, 11, 13), fold=fold_softmax,
+             fuses="Softmax: with the Add of a mask before it and the Where of its NaNs to 0 after it, one kernel"
+             if _op == "Softmax" else "")(names_node(convert_softmax))
 
 
 # ---- normalizations -----------------------------------------------------------------------

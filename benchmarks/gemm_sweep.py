@@ -1,0 +1,158 @@
+"""The GEMMs of transformers and classifiers under each GEMM setting, timed per kernel
+on the device, so that GEMM_CONFIGS and GEMM_GROUPS (stowage.ops.matrix, the target's
+"launch") can be chosen from measurements.
+
+    python benchmarks/gemm_sweep.py --export DIR [--target opencl-gpu] [--only REGEX]
+    python benchmarks/gemm_sweep.py --from DIR [--vm-run build/src/vm-run] [--device gpu]
+
+`--export` needs the compiler (the Python package): one .stw per setting, holding one
+function per shape, and DIR/gemm_sweep.json. `--from` needs only vm-run: it runs each function with
+`--kernel-times --repeat 20` (random inputs) and prints, per shape, the device time
+of its kernels per invocation under each setting, fastest first, with GFLOP/s and
+the kernels it launched.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+from progress_line import Progress
+
+# name -> (batches, M, K, N, kind): "linear" x [M, K] by weights [K, N] with a bias (a
+# linear layer over M tokens or pixels; the weights a parameter, as the kernel reads
+# constant ones, so that the files stay small), "batched" two tensors [batches, M, K]
+# and [batches, K, N] (attention).
+SHAPES = {
+    "vit qkv": (1, 197, 768, 2304, "linear"),
+    "vit out": (1, 197, 768, 768, "linear"),
+    "vit mlp1": (1, 197, 768, 3072, "linear"),
+    "vit mlp2": (1, 197, 3072, 768, "linear"),
+    "vit scores": (12, 197, 64, 197, "batched"),
+    "vit probs*v": (12, 197, 197, 64, "batched"),
+    "bert qkv/out": (1, 128, 768, 768, "linear"),
+    "bert mlp1": (1, 128, 768, 3072, "linear"),
+    "bert mlp2": (1, 128, 3072, 768, "linear"),
+    "bert scores": (12, 128, 64, 128, "batched"),
+    "bert probs*v": (12, 128, 128, 64, "batched"),
+    "convnext s1 mlp1": (1, 3136, 96, 384, "linear"),
+    "convnext s1 mlp2": (1, 3136, 384, 96, "linear"),
+    "convnext s3 mlp1": (1, 196, 384, 1536, "linear"),
+    "convnext s4 mlp2": (1, 49, 3072, 768, "linear"),
+}
+
+TILES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "GEMM_WPT_N")
+NO_SPLIT = {"SPLIT_K_MIN_STEPS": 1 << 20}
+
+
+def pinned(m, n, k, wm, wn, split=True):
+    tuning = {"gemm": dict(zip(TILES, (m, n, k, wm, wn)))}
+    return tuning if split else dict(tuning, launch=NO_SPLIT)
+
+
+# name -> tuning (None: the target's defaults)
+SETTINGS = {
+    "default": None,
+    "groups 128": {"launch": {"GEMM_GROUPS": 128}},
+    "groups 512": {"launch": {"GEMM_GROUPS": 512}},
+    "groups 1024": {"launch": {"GEMM_GROUPS": 1024}},
+    "default, no split-K": {"launch": NO_SPLIT},
+    **{f"{m}x{n} k{k} {wm}x{wn}{'' if split else ', no split-K'}": pinned(m, n, k, wm, wn, split)
+       for m, n, k, wm, wn in [(128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 128, 16, 4, 8), (64, 64, 16, 4, 4),
+                               (64, 64, 16, 8, 8), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4),
+                               (32, 32, 16, 4, 4), (32, 32, 8, 4, 4)]
+       for split in (True, False)},
+}
+
+
+def file_name(setting):
+    return re.sub(r"[^A-Za-z0-9]+", "_", setting).strip("_") + ".stw"
+
+
+def function_name(shape):
+    return re.sub(r"[^A-Za-z0-9]+", "_", shape).strip("_")
+
+
+def export(args):
+    import stowage as sw
+    from stowage.ops import OpBuilder
+
+    os.makedirs(args.export, exist_ok=True)
+    chosen = [s for s in SETTINGS if not args.only or re.search(args.only, s)]
+    with Progress(len(chosen), "exporting") as steps:
+        for setting in chosen:
+            steps.start(setting)
+            bb = sw.Builder()
+            for shape, (batches, m, k, n, kind) in SHAPES.items():
+                with bb.function(function_name(shape)) as f:
+                    ops = OpBuilder(bb, f, target=args.target, tuning=SETTINGS[setting])
+                    if kind == "linear":
+                        x, w = f.param("x", (m, k), "float32"), f.param("w", (k, n), "float32")
+                        y = ops.matmul(x, w, bias=np.zeros(n, np.float32))
+                    else:
+                        a = f.param("a", (batches, m, k), "float32")
+                        b = f.param("b", (batches, k, n), "float32")
+                        y = ops.matmul(a, b)
+                    f.ret(ops.output(y))
+            sw.compile(bb.module(), target=args.target).save(os.path.join(args.export, file_name(setting)))
+            steps.done(setting)
+    with open(os.path.join(args.export, "gemm_sweep.json"), "w") as f:
+        json.dump({"command": " ".join(sys.argv), "target": args.target, "settings": chosen}, f, indent=1)
+
+
+def time_function(args, path, shape):
+    cmd = [args.vm_run, path, "-f", function_name(shape), "--kernel-times", "--repeat", "20"]
+    cmd += ["-i", "random"] * 2
+    if args.device:
+        cmd += ["--device", args.device]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    busy = re.search(r"per invocation: ([0-9.]+) us in kernels", run.stdout)
+    if run.returncode != 0 or busy is None:
+        raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
+    kernels = sorted(set(re.findall(r"^\s+\S+\s+\d+\s+(stowage_\w+)", run.stdout, re.M)))
+    return float(busy.group(1)), kernels
+
+
+def time_exported(args):
+    with open(os.path.join(args.from_dir, "gemm_sweep.json")) as f:
+        exported = json.load(f)
+    print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
+    print("| shape | setting | device us | GFLOP/s | kernels |")
+    print("| --- | --- | ---: | ---: | --- |")
+    shapes = [s for s in SHAPES if not args.shapes or re.search(args.shapes, s)]
+    with Progress(len(shapes) * len(exported["settings"]), "timing") as steps:
+        for shape in shapes:
+            batches, m, k, n, _ = SHAPES[shape]
+            timed = []
+            for setting in exported["settings"]:
+                steps.start(f"{shape}, {setting}")
+                us, kernels = time_function(args, os.path.join(args.from_dir, file_name(setting)), shape)
+                timed.append((us, setting, kernels))
+                steps.done(f"{shape}, {setting}: {us:.1f} us")
+            steps.close()
+            for us, setting, kernels in sorted(timed):
+                gflops = 2.0 * batches * m * k * n / us / 1e3
+                print(f"| {shape} | {setting} | {us:.1f} | {gflops:.0f} | {', '.join(kernels)} |", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="opencl-gpu")
+    parser.add_argument("--export", metavar="DIR")
+    parser.add_argument("--only", metavar="REGEX", help="export only the settings whose name matches")
+    parser.add_argument("--shapes", metavar="REGEX", help="time only the shapes whose name matches")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR")
+    parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args()
+    if bool(args.export) == bool(args.from_dir):
+        parser.error("give one of --export DIR and --from DIR")
+    export(args) if args.export else time_exported(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

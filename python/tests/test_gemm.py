@@ -1,0 +1,417 @@
+"""The tiled GEMM and the batch-1 GEMV (gemm.cl) against float64 numpy: every tiling
+of the library, operands read as float4s (aligned extents) or one value at a time
+(odd extents), transposed operands, batches, partial tiles, the reduction split
+over work-groups (split-K) with the epilogue after the sum; which kernel a shape
+takes; and the transformer shapes through ONNX against ONNX Runtime."""
+
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import stowage as sw
+from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
+from stowage.ops import OpBuilder
+from stowage.ops.matrix import GEMM_CONFIGS, GEMM_TILE_NAMES
+
+
+def rand(rng, *shape):
+    return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+
+
+def pinned(config):
+    """The tuning that gives every GEMM one tiling of GEMM_CONFIGS."""
+    return {"gemm": dict(zip(GEMM_TILE_NAMES, config))}
+
+
+# Every GEMM cut into as many parts of its reduction as it has steps.
+SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0}}
+
+
+class Case:
+    """``emit(ops, *params)`` of one function; ``reference()`` its float64 result."""
+
+    def __init__(self, name, inputs, emit, reference, tuning=None):
+        self.name, self.inputs, self.emit, self.reference, self.tuning = name, inputs, emit, reference, tuning
+
+
+def act_ref(v, activation):
+    if activation is None:
+        return v
+    if activation[0] == "relu":
+        return np.maximum(v, 0)
+    if activation[0] == "sigmoid":
+        return 1 / (1 + np.exp(-v))
+    raise ValueError(activation)
+
+
+def gemm_case(name, rng, m, k, n, trans_a=False, trans_b=False, b_var=False, c_shape=None, alpha=1.0, beta=1.0,
+              activation=None, tuning=None):
+    a = rand(rng, *((k, m) if trans_a else (m, k)))
+    b = rand(rng, *((n, k) if trans_b else (k, n)))
+    c = None if c_shape is None else rand(rng, *c_shape)
+
+    def emit(ops, av, bv=None):
+        return ops.gemm(av, bv if b_var else b, c, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta,
+                        activation=activation)
+
+    def reference():
+        a64 = a.astype(np.float64).T if trans_a else a.astype(np.float64)
+        b64 = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+        y = alpha * a64 @ b64 + (0 if c is None else beta * c.astype(np.float64))
+        return act_ref(y, activation)
+
+    return Case(name, [a] + ([b] if b_var else []), emit, reference, tuning)
+
+
+def matmul_case(name, rng, a_shape, b_shape, b_const=False, tuning=None):
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+
+    def emit(ops, av, bv=None):
+        return ops.matmul(av, b if b_const else bv)
+
+    return Case(name, [a] if b_const else [a, b], emit,
+                lambda: np.matmul(a.astype(np.float64), b.astype(np.float64)), tuning)
+
+
+def linear_case(name, rng, a_shape, b_shape, tuning=None):
+    """matmul's epilogue: + bias per column, + residual, ReLU."""
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+    bias = rand(rng, b_shape[-1])
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64)) + bias
+    residual = rand(rng, *ref.shape)
+
+    def emit(ops, av, rv):
+        return ops.matmul(av, b, bias=bias, residual=rv, activation=("relu",))
+
+    return Case(name, [a, residual], emit, lambda: np.maximum(ref + residual, 0), tuning)
+
+
+def tiling_cases(rng, config):
+    """One tiling under each access: float4s along k or m (A), n or k (B), one value
+    at a time where an extent is odd; partial tiles in m, n and k."""
+    tag = "x".join(map(str, config))
+    tuning = pinned(config)
+    return [
+        matmul_case(f"t{tag}_matmul_aligned", rng, (36, 44), (44, 28), tuning=tuning),
+        matmul_case(f"t{tag}_matmul_odd", rng, (37, 45), (45, 29), tuning=tuning),
+        gemm_case(f"t{tag}_gemm_transposed_aligned_bias_relu", rng, 36, 44, 132, trans_a=True, trans_b=True,
+                  b_var=True, c_shape=(132,), activation=("relu",), tuning=tuning),
+        gemm_case(f"t{tag}_gemm_transposed_odd_alpha", rng, 131, 19, 33, trans_a=True, trans_b=True, b_var=True,
+                  c_shape=(131, 1), alpha=0.5, beta=2.0, tuning=tuning),
+        matmul_case(f"t{tag}_matmul_batched", rng, (3, 33, 20), (3, 20, 40), tuning=tuning),
+    ]
+
+
+def cases(rng):
+    found = [case for config in GEMM_CONFIGS for case in tiling_cases(rng, config)]
+    found += [
+        # the tiling the shape picks
+        matmul_case("tokens_by_one_weight", rng, (70, 1, 48), (48, 96), b_const=True),
+        matmul_case("batched_broadcast_a", rng, (1, 12, 40), (3, 40, 36)),
+        matmul_case("three_levels_aligned", rng, (2, 3, 4, 8, 12), (2, 3, 1, 12, 16)),
+        matmul_case("three_levels_odd", rng, (2, 1, 3, 1, 5, 7), (3, 1, 2, 7, 9)),
+        # split-K: partial sums, then their sum and the epilogue
+        gemm_case("split_aligned_bias_sigmoid", rng, 20, 300, 24, c_shape=(24,), activation=("sigmoid",),
+                  alpha=0.5, tuning=SPLIT),
+        gemm_case("split_odd_transposed_full_bias", rng, 9, 131, 11, trans_a=True, trans_b=True, b_var=True,
+                  c_shape=(9, 11), tuning=SPLIT),
+        matmul_case("split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=SPLIT),
+        matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
+        linear_case("linear_bias_residual_relu", rng, (2, 33, 20), (20, 36)),
+        linear_case("linear_split_bias_residual_relu", rng, (1, 9, 130), (130, 11), tuning=SPLIT),
+        # GEMV: a few rows by constant weights
+        gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
+        gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),
+        gemm_case("gemv_eight_rows_odd", rng, 8, 130, 7, trans_b=True),
+        gemm_case("gemv_scalar_bias", rng, 2, 9, 5, c_shape=(1,), beta=-1.0),
+        matmul_case("gemv_matmul_rows", rng, (2, 1, 40), (40, 33), b_const=True),
+    ]
+    return found
+
+
+CASES = cases(np.random.default_rng(11))
+
+
+@pytest.fixture(scope="module")
+def suite():
+    bb = sw.Builder()
+    for i, case in enumerate(CASES):
+        with bb.function(f"case{i}") as f:
+            params = [f.param(f"x{j}", x.shape, "float32") for j, x in enumerate(case.inputs)]
+            ops = OpBuilder(bb, f, tuning=case.tuning)
+            f.ret(ops.output(case.emit(ops, *params)))
+    return sw.VirtualMachine(sw.compile(bb.module()))
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_gemm_matches_numpy(suite, index):
+    case = CASES[index]
+    y = suite.invoke(f"case{index}", *case.inputs).numpy()
+    ref = np.asarray(case.reference(), np.float64)
+    assert y.shape == ref.shape
+    scale = float(np.max(np.abs(ref)))
+    err = np.abs(y.astype(np.float64) - ref)
+    assert np.all(err <= 1e-4 * np.abs(ref) + 1e-6 * scale), f"largest error {err.max():.3g} (scale {scale:.3g})"
+
+
+# ---- which kernel a shape takes ----------------------------------------------------------
+
+
+def launches(emit, shapes, target="opencl", tuning=None):
+    """(kernel, grid) of each launch of one function emitted by ``emit(ops, *params)``."""
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        params = [f.param(f"x{i}", s, "float32") for i, s in enumerate(shapes)]
+        ops = OpBuilder(bb, f, target=target, tuning=tuning)
+        f.ret(ops.output(emit(ops, *params)))
+    text = bb.module().text()
+    return [(name, tuple(int(v) for v in grid.split(","))) for name, grid in
+            re.findall(r"call_kernel\((\w+)[^\n]*?grid=\[([0-9, ]+)\]", text)]
+
+
+def test_tokens_by_one_weight_are_rows_of_one_gemm():
+    """[197, 1, 768] x [768, 2304] (ViT's attention input): one GEMM of 197 rows, not
+    197 GEMMs of one row."""
+    w = np.zeros((768, 2304), np.float32)
+    (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(197, 1, 768)], target="opencl-gpu")
+    assert name.startswith("stowage_gemm_") and grid[2] == 1
+    assert "_av1_" in name and "_bv1_" in name and name.endswith("_yv1")
+
+
+def test_few_tiles_split_the_reduction_and_sum_once():
+    """BERT's [128, 3072] x [3072, 768] on the GPU target: the smallest tiles give too
+    few work-groups, so the reduction is split, and one kernel adds the parts."""
+    w = np.zeros((3072, 768), np.float32)
+    found = launches(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
+    assert [name.split("_k16")[0] for name, _ in found] == ["stowage_gemm_av1_bv1", "stowage_gemm_split_sum_av1_bv1"]
+    assert found[0][1][2] > 1  # parts along grid dimension 2
+    assert "_m32_n32_" in found[0][0]
+
+
+def test_large_gemms_take_large_tiles():
+    w = np.zeros((384, 1536), np.float32)
+    (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(1, 3136, 384)], target="opencl-gpu")
+    assert "_m128_n128_" in name or "_m128_n64_" in name
+
+
+def test_classifier_rows_take_the_gemv():
+    """A batch-1 fully connected layer ([1, 9216] x [9216, 4096]^T, AlexNet's): one
+    stowage_gemv launch, a work-group per GEMV_ROWS outputs."""
+    w = np.zeros((4096, 9216), np.float32)
+    b = np.zeros(4096, np.float32)
+    (name, grid), = launches(lambda ops, x: ops.gemm(x, w, b, trans_b=True, activation=("relu",)), [(1, 9216)])
+    assert name == "stowage_gemv_gm1" and grid == (128 * 4096 // 4,)
+
+
+def test_tuned_tiles_serve_every_gemm():
+    tuning = {"gemm": {"GEMM_TILE_M": 32, "GEMM_WPT_M": 4}}
+    (name, _), = launches(lambda ops, x: ops.matmul(x, np.zeros((64, 64), np.float32)), [(300, 64)], tuning=tuning)
+    assert name == "stowage_gemm_av1_bv1_m32_wm4_yv1"
+
+
+# ---- transformer shapes through ONNX ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((1, 197, 768), (768, 2304)),  # ViT-B/16 linear layers
+    ((197, 1, 768), (768, 2304)),
+    ((1, 12, 197, 64), (1, 12, 64, 197)),  # attention scores and their product with V
+    ((1, 12, 197, 197), (1, 12, 197, 64)),
+    ((1, 128, 3072), (3072, 768)),  # BERT-base at sequence 128
+    ((1, 12, 128, 64), (1, 12, 64, 128)),
+    ((1, 56, 56, 96), (96, 384)),  # ConvNeXt-T's linear layers over NHWC
+    ((1, 7, 7, 3072), (3072, 768)),
+], ids=lambda v: "x".join(map(str, v)))
+def test_transformer_matmuls_match_onnx_runtime(a_shape, b_shape, target, device):
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+    model = onnx_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                       [tensor_info("a", np.float32, a_shape)], [tensor_info("y", np.float32, None)], [("b", b)])
+    want = reference_outputs(model, {"a": a})[0]
+    got = stowage_outputs(model, {"a": a}, device, target=target)[0][0]
+    assert_matches(got, want)
+
+
+# ---- a linear layer's bias, residual and activation in the GEMM's epilogue ---------------------
+
+
+def linear_model(bias_shape, residual, act, opset=13):
+    """x [2, 5, 12] times w [12, 8], + bias, (+ x2, a tensor of the result's shape), then act."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]), helper.make_node("Add", ["p", "bias"], ["q"])]
+    out = "q"
+    if residual:
+        nodes.append(helper.make_node("Add", ["r", out], ["s"]))
+        out = "s"
+    if act:
+        nodes.append(helper.make_node(act, [out], ["y"]))
+    else:
+        nodes[-1].output[0] = "y"
+    inputs = [tensor_info("x", np.float32, (2, 5, 12))]
+    if residual:
+        inputs.append(tensor_info("r", np.float32, (2, 5, 8)))
+    model = onnx_model(nodes, inputs, [tensor_info("y", np.float32, None)],
+                       [("w", rand(rng, 12, 8)), ("bias", rand(rng, *bias_shape))], opset)
+    feeds = {"x": rand(rng, 2, 5, 12)}
+    if residual:
+        feeds["r"] = rand(rng, 2, 5, 8)
+    return model, feeds
+
+
+@pytest.mark.parametrize("bias_shape,residual,act,opset,kernels", [
+    ((8,), False, "Gelu", 20, 1),  # a transformer's first MLP layer
+    ((1, 1, 8), True, None, 13, 1),  # its second, and the residual after it
+    ((1,), True, "Relu", 13, 1),
+    ((3, 1, 1, 8), False, "Relu", 13, 2),  # a bias of more than a row: the MatMul, the Add with its Relu
+    ((1, 1, 1, 8), False, "Relu", 13, 3),  # a bias of more dimensions than the product: one by one
+], ids=["bias_gelu", "bias_residual", "scalar_bias_residual_relu", "bias_of_rows", "bias_of_more_dimensions"])
+def test_linear_layer_epilogue_is_one_kernel(bias_shape, residual, act, opset, kernels, device):
+    model, feeds = linear_model(bias_shape, residual, act, opset)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 4), (2, 4, 5)), ((4,), (4, 3)), ((3, 4), (4,))],
+                         ids=["batched", "vector_left", "vector_right"])
+def test_matmul_of_tensors_absorbs_its_activation(a_shape, b_shape, device):
+    rng = np.random.default_rng(4)
+    feeds = {"a": rand(rng, *a_shape), "b": rand(rng, *b_shape)}
+    model = onnx_model([helper.make_node("MatMul", ["a", "b"], ["p"]), helper.make_node("Relu", ["p"], ["y"])],
+                       [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)])
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == 1
+
+
+# ---- operands read through Transposes and scalings, the product written transposed -------------
+
+
+def heads_model(q_perm=(0, 2, 1, 3), k_perm=(0, 2, 3, 1), out_perm=(0, 2, 1, 3), scale=(), merge=True):
+    """Attention's middle as exporters write it: q, k, v [1, 6, 2 * 8] split into 2
+    heads by Reshape and Transpose (K transposed), each of q and K^T scaled by Mul,
+    the scores' Softmax, the product by v, its heads merged by Transpose and Reshape."""
+    rng = np.random.default_rng(8)
+    feeds = {name: rand(rng, 1, 6, 16) for name in "qkv"}
+    nodes, inits = [], [("split", np.array([1, 6, 2, 8], np.int64)), ("merge", np.array([1, 6, 16], np.int64)),
+                        ("s", np.asarray(rand(rng, *scale) + 1.5, np.float32))]
+    for name, perm in (("q", q_perm), ("k", k_perm), ("v", (0, 2, 1, 3))):
+        nodes += [helper.make_node("Reshape", [name, "split"], [name + "r"]),
+                  helper.make_node("Transpose", [name + "r"], [name + "t"], perm=list(perm))]
+    nodes += [helper.make_node("Mul", ["qt", "s"], ["qs"]), helper.make_node("Mul", ["s", "kt"], ["ks"]),
+              helper.make_node("MatMul", ["qs", "ks"], ["scores"]),
+              helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vt"], ["c"]),
+              helper.make_node("Transpose", ["c"], ["ct"], perm=list(out_perm))]
+    nodes.append(helper.make_node("Reshape", ["ct", "merge"], ["y"]) if merge else
+                 helper.make_node("Relu", ["ct"], ["y"]))
+    model = onnx_model(nodes, [tensor_info(n, np.float32, (1, 6, 16)) for n in "qkv"],
+                       [tensor_info("y", np.float32, None)], inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("kw,kernels", [
+    ({}, 3),  # two GEMMs reading q, K^T and v where they are and writing the heads merged, and the Softmax
+    (dict(merge=False), 3),  # the product transposed, then its activation in the epilogue
+    (dict(scale=(1,)), 3),  # a scale of one element in an array
+    (dict(scale=(1, 2, 1, 1)), 7),  # a scale per head: the transposes and Muls of q and K^T, then the GEMMs
+    (dict(out_perm=(0, 1, 3, 2)), 4),  # the product transposed along its rows: written, then copied
+], ids=["bert", "relu_after", "scale_array", "scale_per_head", "columns_moved"])
+def test_attention_heads_are_read_and_written_without_copies(kw, kernels, device):
+    model, feeds = heads_model(**kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+def test_a_reshape_that_no_strides_make_is_copied(device):
+    """Reshape [1, 6, 2, 8] transposed to [1, 2, 6, 8] into [12, 8] (its rows not
+    evenly spaced): the Transpose copies, the MatMul reads the copy."""
+    rng = np.random.default_rng(9)
+    feeds = {"x": rand(rng, 1, 6, 2, 8), "w": rand(rng, 8, 5)}
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "rows"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    model = onnx_model(nodes, [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)], [("rows", np.array([12, 8], np.int64))])
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == 2
+
+
+def test_views_outside_the_tensor_are_refused():
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        a, b = f.param("a", (4, 8), "float32"), f.param("b", (8, 3), "float32")
+        ops = OpBuilder(bb, f)
+        with pytest.raises(sw.InvalidInputError, match="does not stay inside 'a'"):
+            ops.matmul_views(a, ((4, 8), (9, 1)), b, ((8, 3), (3, 1)))
+        with pytest.raises(sw.InvalidInputError, match="last stride must be 1"):
+            ops.matmul_views(a, ((4, 8), (8, 1)), b, ((8, 3), (3, 1)), y_view=((3, 4), (1, 3)))
+        f.ret(ops.output(ops.matmul(a, b)))
+
+
+def projections_model(rows, acts=(None, None, None)):
+    """x [1, rows, 16] by three weights [16, 8], each with its bias (and activation):
+    a transformer's query, key and value projections; y = q * k * v."""
+    rng = np.random.default_rng(10)
+    nodes, inits = [], []
+    for name, act in zip("qkv", acts):
+        inits += [("w" + name, rand(rng, 16, 8)), ("b" + name, rand(rng, 8))]
+        nodes += [helper.make_node("MatMul", ["x", "w" + name], [name + "p"]),
+                  helper.make_node("Add", [name + "p", "b" + name], [name + ("a" if act else "")])]
+        if act:
+            nodes.append(helper.make_node(act, [name + "a"], [name]))
+    nodes += [helper.make_node("Mul", ["q", "k"], ["qk"]), helper.make_node("Mul", ["qk", "v"], ["y"])]
+    model = onnx_model(nodes, [tensor_info("x", np.float32, (1, rows, 16))], [tensor_info("y", np.float32, None)],
+                       inits)
+    return model, {"x": rand(rng, 1, rows, 16)}
+
+
+@pytest.mark.parametrize("rows,acts,target,kernels", [
+    (16, (None, None, None), "opencl", 3),  # one GEMM batched over the three weights, two Muls
+    (16, ("Relu", "Relu", "Relu"), "opencl", 3),
+    (16, ("Relu", "Sigmoid", "Relu"), "opencl", 4),  # activations that differ: q and v together, k alone
+    (5, (None, None, None), "opencl", 5),  # 5 x 8 results, not views at aligned offsets: each a GEMV
+    (5, (None, None, None), "opencl-gpu", 3),
+], ids=["plain", "relu", "different_activations", "unaligned_views", "aligned_on_the_gpu_target"])
+def test_projections_of_one_input_are_one_gemm(rows, acts, target, kernels, device):
+    model, feeds = projections_model(rows, acts)
+    got, module, vm = stowage_outputs(model, feeds, device, target=target)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+def masked_softmax_model(scores_shape, mask_shape, mask_known=False, fully_masked=False, axis=-1):
+    """Softmax(scores + mask) with its NaNs set to 0 by IsNaN and Where, as exporters
+    write attention's; y = that times v (a MatMul, so that the kernels count)."""
+    rng = np.random.default_rng(12)
+    mask = np.where(rng.uniform(size=mask_shape) < 0.3, -np.inf, 0.0).astype(np.float32)
+    if fully_masked:
+        mask[..., 0, :] = -np.inf  # a row of every key masked: NaN in ONNX's Softmax, 0 after the Where
+    feeds = {"s": rand(rng, *scores_shape), "v": rand(rng, *scores_shape[:-2], scores_shape[-1], 5)}
+    if not mask_known:
+        feeds["m"] = mask
+    nodes = [helper.make_node("Add", ["s", "m"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=axis),
+             helper.make_node("IsNaN", ["p"], ["nan"]), helper.make_node("Where", ["nan", "zero", "p"], ["q"]),
+             helper.make_node("MatMul", ["q", "v"], ["y"])]
+    inits = [("zero", np.zeros(1, np.float32))] + ([("m", mask)] if mask_known else [])
+    model = onnx_model(nodes, [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)], inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("scores,mask,kw,kernels", [
+    ((1, 3, 6, 70), (1, 1, 6, 70), {}, 2),  # a row kernel of a work-group a row (70 keys), the MatMul
+    ((2, 2, 5, 9), (2, 1, 1, 9), dict(fully_masked=True), 2),
+    ((1, 2, 4, 8), (4, 8), dict(mask_known=True), 2),
+    ((2, 6, 8), (6, 8), {}, 5),  # 3-D scores: the nodes one by one
+], ids=["bert", "fully_masked_rows", "known_mask", "three_dimensions"])
+def test_masked_softmax_is_one_kernel(scores, mask, kw, kernels, device):
+    model, feeds = masked_softmax_model(scores, mask, **kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
