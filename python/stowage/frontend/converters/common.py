@@ -88,3 +88,20 @@ def clip_bounds(ctx, node):
             raise node.invalid(f"{name} of shape {list(ctx.shape(v))}; a scalar is expected")
     lo, hi = bound(ctx, node, 1, -math.inf), bound(ctx, node, 2, math.inf)
     return None if lo is None or hi is None else (lo, hi)
+
+
+def emit_each(ctx, nodes, results=None):
+    """Each of `nodes` through its own converter, in order, reading `results` (name ->
+    value) before ctx's values; returns every value they made, and `results`."""
+    from ..fusion import Group
+
+    results = dict(results or {})
+    saved = ctx.group
+    try:
+        for n in nodes:
+            ctx.values.update(results)
+            ctx.group = Group(n)
+            results.update(ctx.outputs_of(n, n.spec.convert(ctx, n), folded=False))
+    finally:
+        ctx.group = saved
+    return results

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...ops.elementwise import UNARY_DEFAULTS
 from ..registry import register
-from .common import activation_spec, as_float32, ints, positive_ints, spatial_pads, window_out
+from .common import activation_spec, as_float32, emit_each, ints, positive_ints, spatial_pads, window_out
 
 
 # ---- convolution --------------------------------------------------------------------
@@ -543,21 +543,6 @@ def output_view(ctx, chain, product):
     return tuple(made.shape), strides
 
 
-def emit_each(ctx, nodes, results=None):
-    """Each of `nodes` through its own converter, in order, reading `results` (name ->
-    value) before ctx's values; returns every value they made, and `results`."""
-    from ..fusion import Group
-
-    results = dict(results or {})
-    saved = ctx.group
-    try:
-        for n in nodes:
-            ctx.values.update(results)
-            ctx.group = Group(n)
-            results.update(ctx.outputs_of(n, n.spec.convert(ctx, n), folded=False))
-    finally:
-        ctx.group = saved
-    return results
 
 
 def matmul_epilogue(ctx, group, a_shape, b_shape):

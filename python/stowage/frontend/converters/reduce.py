@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import InvalidInputError, UnsupportedError
 from ...ops.reduce import normalize_axes, reduce_numpy, softmax_numpy
 from ..registry import FLOAT, NUMERIC, register
-from .common import activation_spec, as_float32
+from .common import activation_spec, as_float32, emit_each
 
 def names_node(convert):
     """The converter, its library errors naming the node they come from."""
@@ -172,18 +172,7 @@ def makes_rows(ctx, group, rows):
 def emit_one_by_one(ctx, group, first):
     """The nodes of `group` after its main one, each through its own converter, the
     main one's result being `first`."""
-    from ..fusion import Group
-
-    results = {group.main.outputs[0]: first}
-    saved = ctx.group
-    try:
-        for node in group.nodes[1:]:
-            ctx.values.update(results)
-            ctx.group = Group(node)
-            results.update(ctx.outputs_of(node, node.spec.convert(ctx, node), folded=False))
-    finally:
-        ctx.group = saved
-    return results
+    return emit_each(ctx, group.nodes[1:], {group.main.outputs[0]: first})
 
 
 # ---- ArgMax, ArgMin ---------------------------------------------------------------------
@@ -273,8 +262,6 @@ def masked_softmax(ctx, group):
     """A Softmax over the last axis of scores + mask (4-D), whose fully masked rows
     the IsNaN and Where after it set to 0 (fusion.py): ops.masked_softmax, one kernel;
     the nodes one by one where the shapes do not fit it."""
-    from .nn import emit_each
-
     add, softmax = group.softmax_mask, group.main
     add.check_attrs(())
     x, mask = ctx.value(add, 0), ctx.value(add, 1)
