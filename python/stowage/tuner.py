@@ -41,10 +41,22 @@ import sys
 
 import numpy as np
 
-from ._files import read_regular_file, write_atomically, write_text
-from . import tuner_nets
-from ._progress import Progress
-from .errors import InvalidInputError, StowageError
+if __name__ == "__main__" and not __package__:
+    # Run as a file (python3 path/to/stowage/tuner.py time ...) on the machine with the
+    # device, where vm-run and numpy are and the compiled package may not be: `time` and
+    # `time-nets` need only this package's pure-Python modules, so they are loaded without
+    # the package's __init__ (which loads the compiler).
+    import types
+
+    _package = types.ModuleType("stowage")
+    _package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+    sys.modules.setdefault("stowage", _package)
+    __package__ = "stowage"
+
+from ._files import read_regular_file, write_atomically, write_text  # noqa: E402
+from . import tuner_nets  # noqa: E402
+from ._progress import Progress  # noqa: E402
+from .errors import InvalidInputError, StowageError  # noqa: E402
 
 CACHE_FORMAT = "stowage-tuning 1"
 DEFAULT_CACHE = "stowage-tuning.json"

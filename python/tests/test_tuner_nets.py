@@ -3,6 +3,8 @@ sequence with the real vm-run, the fastest applied by from_onnx and stowage-impo
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -116,3 +118,27 @@ def test_export_nets_and_time_nets_cache_the_fastest_candidate(tmp_path, device,
     assert cache["device"] != "d"  # the device vm-run ran on
     assert tuner.load(str(cache_path))["nets"] == {tuner_nets.fingerprint(small_model()):
                                                    {"choice": entry["choice"], "model": "small.onnx"}}
+
+
+def test_the_timing_commands_run_as_a_file_where_only_vm_run_and_numpy_are(tmp_path, device, capsys):
+    """`python3 path/to/stowage/tuner.py time-nets ...` on the device's machine: no
+    compiled package on the path, the package's __init__ never loaded."""
+    vm_run = os.environ.get("STOWAGE_VM_RUN")
+    if not vm_run:
+        pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
+    onnx.save(small_model(), tmp_path / "small.onnx")
+    assert tuner.main(["export-nets", str(tmp_path / "small.onnx"), str(tmp_path / "nets"), "--target", "opencl"]) == 0
+    capsys.readouterr()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    script = ("import runpy, sys\nsys.argv = sys.argv[1:]\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+              "except SystemExit as e:\n    code = e.code\nassert 'stowage._stowage' not in sys.modules, 'loaded'\n"
+              "sys.exit(code)")
+    argv = [sys.executable, "-c", script, tuner.__file__, "time-nets", str(tmp_path / "nets"), "--vm-run",
+            os.path.abspath(vm_run), "--repeat", "1", "--reps", "2", "-o", str(tmp_path / "tuning.json")]
+    if device:
+        argv += ["--device", device]
+    run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "| small.onnx |" in run.stdout
+    (entry,) = json.loads((tmp_path / "tuning.json").read_text())["nets"].values()
+    assert entry["choice"] == min(entry["us"], key=entry["us"].get)
