@@ -239,13 +239,14 @@ class Importer:
                 and [n for n in other.inputs if n] == names[:len([n for n in other.inputs if n])]
             ]
             indices = {n.index for n in family}
+            family_values = set(names) | {out for node in family for out in node.outputs}
             if not all(
                 n in made_by
                 and n not in self.slices
                 and made_by[n].main.spec.writes_into
                 and n not in self.graph.output_names
                 and all(c.index in indices or c.op_type != "Concat" for c in self.graph.consumers.get(n, []))
-                and not (self.ob.texture and self.reads_family(made_by[n], names, indices))
+                and not (self.ob.texture and reads_any(made_by[n], family_values))
                 for n in names
             ):
                 continue
@@ -255,12 +256,6 @@ class Importer:
                 self.slices[n] = _PendingSlice(self, root, part)
             for node in family[1:]:
                 self.concat_fronts[node.index] = (root, len([n for n in node.inputs if n]))
-
-    def reads_family(self, group, names, indices):
-        """Whether a producer reads a part or a member of the family it writes into: in
-        texture mode that would read and write one image in one kernel (OpenCL forbids it)."""
-        family_values = set(names) | {out for n in self.graph.nodes if n.index in indices for out in n.outputs}
-        return any(i in family_values for node in group.nodes for i in node.inputs if i)
 
     def planned_concat(self, index):
         """The tensor a planned Concat (or a member of a planned family) gives, or None."""
@@ -274,6 +269,13 @@ class Importer:
             return self.ob.concat_front(made[0], shapes, root.attr("axis"))
         made = self.concats.get(index)
         return None if made is None else made[0]
+
+
+def reads_any(group, values):
+    """Whether a group reads any of `values`. A producer that reads a part or a member
+    of the Concat family it writes into would, in texture mode, read and write one
+    image in one kernel (OpenCL forbids it)."""
+    return any(i in values for node in group.nodes for i in node.inputs if i)
 
 
 class _PendingSlice:
