@@ -319,8 +319,9 @@ def heads_model(q_perm=(0, 2, 1, 3), k_perm=(0, 2, 3, 1), out_perm=(0, 2, 1, 3),
     (dict(merge=False), 3),  # the product transposed, then its activation in the epilogue
     (dict(scale=(1,)), 3),  # a scale of one element in an array
     (dict(scale=(1, 2, 1, 1)), 7),  # a scale per head: the transposes and Muls of q and K^T, then the GEMMs
-    (dict(out_perm=(0, 1, 3, 2)), 4),  # the product transposed along its rows: written, then copied
-], ids=["bert", "relu_after", "scale_array", "scale_per_head", "columns_moved"])
+    (dict(out_perm=(0, 1, 3, 2)), 3),  # each product transposed: written with its columns contiguous
+    (dict(out_perm=(0, 3, 2, 1)), 4),  # neither rows nor columns contiguous: written, then copied
+], ids=["bert", "relu_after", "scale_array", "scale_per_head", "columns_moved", "rows_and_columns_moved"])
 def test_attention_heads_are_read_and_written_without_copies(kw, kernels, device):
     model, feeds = heads_model(**kw)
     got, module, vm = stowage_outputs(model, feeds, device)
@@ -349,9 +350,73 @@ def test_views_outside_the_tensor_are_refused():
         ops = OpBuilder(bb, f)
         with pytest.raises(sw.InvalidInputError, match="does not stay inside 'a'"):
             ops.matmul_views(a, ((4, 8), (9, 1)), b, ((8, 3), (3, 1)))
-        with pytest.raises(sw.InvalidInputError, match="last stride must be 1"):
+        with pytest.raises(sw.InvalidInputError, match="last or second-last stride must be 1"):
+            ops.matmul_views(a, ((4, 8), (8, 1)), b, ((8, 3), (3, 1)), y_view=((3, 4), (2, 2)))
+        with pytest.raises(sw.InvalidInputError, match="a place of its own"):  # (3, 0) and (0, 1) meet
             ops.matmul_views(a, ((4, 8), (8, 1)), b, ((8, 3), (3, 1)), y_view=((3, 4), (1, 3)))
         f.ret(ops.output(ops.matmul(a, b)))
+
+
+def written_back_model(gamma_shape=(8, 1, 1), residual=True, act=None, batch=1):
+    """A ConvNeXt block's end: x [batch, 8, 5, 6] transposed channels-last, two linear
+    layers (a ReLU between), transposed back, times gamma, plus x (then act)."""
+    rng = np.random.default_rng(12)
+    feeds = {"x": rand(rng, batch, 8, 5, 6)}
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["t", "w1"], ["p1"]), helper.make_node("Add", ["p1", "b1"], ["q1"]),
+             helper.make_node("Relu", ["q1"], ["r1"]),
+             helper.make_node("MatMul", ["r1", "w2"], ["p2"]), helper.make_node("Add", ["b2", "p2"], ["q2"]),
+             helper.make_node("Transpose", ["q2"], ["back"], perm=[0, 3, 1, 2])]
+    out = "back"
+    if gamma_shape is not None:
+        nodes.append(helper.make_node("Mul", ["back", "gamma"], ["scaled"]))
+        out = "scaled"
+    if residual:
+        nodes.append(helper.make_node("Add", ["x", out], ["sum"]))
+        out = "sum"
+    if act:
+        nodes.append(helper.make_node(act, [out], ["y"]))
+    else:
+        nodes[-1].output[0] = "y"
+    inits = [("w1", rand(rng, 8, 16)), ("b1", rand(rng, 16)), ("w2", rand(rng, 16, 8)), ("b2", rand(rng, 8))]
+    if gamma_shape is not None:
+        inits.append(("gamma", rand(rng, *gamma_shape) + 1.5))
+    model = onnx_model(nodes, [tensor_info("x", np.float32, feeds["x"].shape)], [tensor_info("y", np.float32, None)],
+                       inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("kw,kernels", [
+    ({}, 2),  # the first GEMM reads x transposed; the second writes channels-first, scaled, plus x
+    (dict(act="Relu"), 2),
+    (dict(gamma_shape=None), 2),  # no layer scale
+    (dict(gamma_shape=(1, 8, 1, 1), batch=2), 2),  # two images: the rows of both in one GEMM
+    (dict(gamma_shape=(8, 5, 1)), 6),  # a scale that varies within a column: the nodes one by one
+    (dict(residual=False), 4),  # no residual: the GEMM with its bias, then the transpose and the scale apart
+], ids=["convnext", "relu_after", "no_scale", "two_images", "scale_per_row", "no_residual"])
+def test_a_channels_last_block_is_written_back_channels_first_in_its_gemm(kw, kernels, device):
+    model, feeds = written_back_model(**kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
+def test_a_product_is_written_transposed_with_bias_per_row_and_residual(device):
+    """matmul_views with Y's rows at stride 1: the GEMM runs as B^T A^T; the bias is
+    one value per column of the product, the residual has the view's shape."""
+    rng = np.random.default_rng(13)
+    a, b, bias, res = rand(rng, 3, 7, 5), rand(rng, 5, 6), rand(rng, 6), rand(rng, 6, 21)
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        av, rv = f.param("a", a.shape, "float32"), f.param("r", res.shape, "float32")
+        ops = OpBuilder(bb, f)
+        y = ops.matmul_views(av, (a.shape, (35, 5, 1)), ops.constant(b), (b.shape, (6, 1)), bias=bias, residual=rv,
+                             y_view=((6, 21), (7, 1, 21)), activation="relu")
+        f.ret(ops.output(y))
+    vm = sw.VirtualMachine(sw.compile(bb.module()), device=device)
+    got = vm.invoke("main", a, res).numpy()
+    want = np.maximum((a.astype(np.float64) @ b + bias).reshape(21, 6).T + res, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def projections_model(rows, acts=(None, None, None)):

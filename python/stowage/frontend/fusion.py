@@ -34,10 +34,19 @@ the one before) that makes it, as attention's heads are split and scaled: its
 converter reads them as strided views with a factor where they make one, and emits
 them one by one where not. A MatMul without a bias absorbs the view nodes after it up
 to a Transpose, each alone reading the one before (the heads merged again): it writes
-its product transposed. A MatMul by a constant 2-D B with the Add of its bias takes
+its product transposed. One by a constant 2-D B with its bias, where no residual Add
+follows it, absorbs such view nodes only with a Mul by a constant and the Add of a
+residual after them (a channels-last block written back channels-first, scaled and
+added to its input, as ConvNeXt's): the scale folds into B and the bias. A MatMul by a constant 2-D B with the Add of its bias takes
 the other such MatMuls (their B of the same shape, their bias, their activation
 alike) that read the same A: one batched GEMM for a transformer's query, key and
 value projections.
+
+A LayerNormalization over the last axis of a Transpose's result runs on the
+Transpose's input, over the axis the Transpose makes last, where a MatMul alone reads
+its result (and reads it as a transposed view) or a Transpose that undoes the first
+alone reads it (then neither Transpose runs): a channels-last LayerNorm in a
+channels-first network, as ConvNeXt's.
 
 A Softmax absorbs the Add of a mask before it (its input, read by it alone) and the
 IsNaN and Where after it that set the NaNs of fully masked rows to 0, where all three
@@ -92,10 +101,12 @@ class Group:
         self.written = None  # the input of a written-out activation the group computes whole (main its first node)
         self.operands = {}  # a MatMul's input index -> the view nodes (and scalings) it reads that input through
         self.output_view = None  # the view nodes, up to a Transpose, a MatMul writes its result through
+        self.out_scale = None  # a Mul by a constant after a linear MatMul's output view (absorb_written_back)
         self.siblings = []  # the other linear MatMuls of the same A a linear MatMul runs with, Groups of their own
         self.softmax_mask = None  # the Add of a mask a Softmax reads its input through
         self.nan_zero = None  # the IsNaN and Where after a Softmax that set its NaNs to 0
         self.own_output = None  # with siblings: what the main node's own part makes
+        self.norm_view = None  # the Transpose a LayerNormalization reads, undone after it (find_transposed_norm)
         self.nodes = [main]
 
     @property
@@ -182,8 +193,36 @@ def absorb_matmul_bias(graph, group, out, is_static, absorbed):
         if other != out and not is_static(other):
             group.add, group.residual = add, other
             group.nodes.append(add)
-            out = add.outputs[0]
-    return out
+            return add.outputs[0]
+    return absorb_written_back(graph, group, out, is_static, absorbed)
+
+
+def absorb_written_back(graph, group, out, is_static, absorbed):
+    """Adds to a linear MatMul's `group`, after its bias, the view nodes up to a
+    Transpose, a Mul by a constant and the Add of a tensor computed at run time (the
+    residual), each alone reading the one before, all or none: a channels-last
+    block's last linear layer written back channels-first, scaled per channel and
+    added to the block's input, as ConvNeXt's. Returns the value the group makes."""
+    chain, name = [], out
+    while not chain or chain[-1].op_type != "Transpose":
+        after = sole_reader(graph, name, absorbed)
+        if after is None or after.op_type not in VIEW_NODES or operand_step(graph, after, is_static) != name:
+            return out
+        chain.append(after)
+        name = after.outputs[0]
+    after, scale = sole_reader(graph, name, absorbed), None
+    if after is not None and after.op_type == "Mul" and operand_step(graph, after, is_static) == name:
+        scale, name = after, after.outputs[0]
+        after = sole_reader(graph, name, absorbed)
+    if after is None or after.op_type != "Add" or len(after.inputs) != 2 or len(after.outputs) != 1:
+        return out
+    other = after.inputs[1] if after.inputs[0] == name else after.inputs[0]
+    if other == name or is_static(other):
+        return out
+    group.output_view, group.out_scale = chain, scale
+    group.add, group.residual = after, other
+    group.nodes.extend(chain + ([scale] if scale is not None else []) + [after])
+    return after.outputs[0]
 
 
 # ---- what a MatMul reads its operands and writes its result through ------------------
@@ -251,6 +290,36 @@ def absorb_matmul_output(graph, group, out, is_static, absorbed):
             group.output_view = chain
             group.nodes.extend(chain)
             return name
+
+
+def find_transposed_norm(graph, node, is_static, absorbed):
+    """(LayerNormalization, reader) when `node` is a Transpose whose result a
+    LayerNormalization over the last axis alone reads (its scale and bias known, its
+    statistics unused), and that normalization's result the next node alone reads: a
+    MatMul (which reads it as a transposed view of the normalization run on the
+    Transpose's input, over the axis the Transpose makes last) or a Transpose that
+    undoes `node` (a channels-last LayerNorm between two layout changes, as
+    ConvNeXt's); else None."""
+    if node.op_type != "Transpose" or len(node.outputs) != 1 or node.ints_attr("perm") is None:
+        return None
+    perm = list(node.ints_attr("perm"))
+    if sorted(perm) != list(range(len(perm))):  # the Transpose's converter says what is wrong
+        return None
+    ln = sole_reader(graph, node.outputs[0], absorbed)
+    if (ln is None or ln.op_type != "LayerNormalization" or ln.inputs[0] != node.outputs[0]
+            or ln.int_attr("axis", -1) not in (-1, len(perm) - 1)
+            or not all(is_static(n) for n in ln.inputs[1:] if n)
+            or any(o and (graph.consumers.get(o) or o in graph.output_names) for o in ln.outputs[1:])):
+        return None
+    after = sole_reader(graph, ln.outputs[0], absorbed)
+    if after is None:
+        return None
+    if after.op_type == "MatMul" and len(after.inputs) == 2 and after.inputs.count(ln.outputs[0]) == 1:
+        return ln, after
+    back = after.ints_attr("perm") if after.op_type == "Transpose" else None
+    if back is not None and len(back) == len(perm) and [perm[i] for i in back] == list(range(len(perm))):
+        return ln, after
+    return None
 
 
 def absorb_matmul_siblings(graph, group, is_static, absorbed):
@@ -592,6 +661,19 @@ def group_nodes(graph, is_static):
         if pre is not None:  # emitted by the Conv after it
             prologues[pre.conv.index] = pre
             absorbed.update(n.index for n in pre.nodes)
+            continue
+        norm = find_transposed_norm(graph, node, is_static, absorbed)
+        if norm is not None:
+            ln, after = norm
+            if after.op_type == "MatMul":  # emitted by the MatMul, which reads it transposed
+                operands.setdefault(after.index, {})[after.inputs.index(ln.outputs[0])] = [node, ln]
+                absorbed.update((node.index, ln.index))
+                continue
+            group = Group(ln)  # the Transposes before and after it undo each other: neither runs
+            group.norm_view = node
+            group.nodes = [node, ln, after]
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
             continue
         chain = find_operand_chain(graph, node, is_static, absorbed)
         if chain is not None:  # emitted by the MatMul after it

@@ -1196,7 +1196,10 @@ class MatrixOps(Core):
         so for b; then matmul's epilogue. ``y_view`` (shape, strides): the product is
         written at those element strides (its last stride 1; no residual) of a new
         tensor of that shape (a transpose of the product), which is returned; else a
-        contiguous tensor of the product's shape."""
+        contiguous tensor of the product's shape. Written transposed (M's stride 1, N's
+        more: a channels-last product written back channels-first), the GEMM runs as
+        B^T A^T so that its rows stay the contiguous extent; a residual is then read at
+        the same strides as Y, so it has the view's shape."""
         op = "matmul"
         views = []
         for name, x, view in (("a", a, a_view), ("b", b, b_view)):
@@ -1209,7 +1212,8 @@ class MatrixOps(Core):
                                     f"{list(b_shape)}")
         batch, m, n = self._matmul_shape(op, a_shape, b_shape)
         out_shape = batch + (m, n)
-        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation, out_shape)
+        act, bias = self._matmul_epilogue(op, batch, n, bias, residual, activation,
+                                          out_shape if y_view is None else tuple(int(d) for d in y_view[0]))
         shapes.check_elements(op, out_shape)
         if y_view is None:
             dst = self._new_buffer(out_shape)
@@ -1218,9 +1222,10 @@ class MatrixOps(Core):
             y_shape, y_strides = tuple(int(d) for d in y_view[0]), tuple(int(s) for s in y_view[1])
             shapes.check_elements(op, y_shape)
             self._checked_view(op, "y", y_shape, (out_shape, y_strides))
-            if y_strides[-1] != 1 or residual is not None or shapes.prod(y_shape) != shapes.prod(out_shape):
-                raise InvalidInputError(f"{op}: argument 'y_view': its last stride must be 1, with no residual, over "
-                                        f"a tensor of the product's size")
+            if (1 not in y_strides[-2:] or shapes.prod(y_shape) != shapes.prod(out_shape)
+                    or not shapes.distinct_offsets(out_shape, y_strides)):
+                raise InvalidInputError(f"{op}: argument 'y_view': its last or second-last stride must be 1, over "
+                                        f"a tensor of the product's size, each element written to a place of its own")
             dst = self._new_buffer(y_shape)
         self._matmul_strided(op, self._buffer(op, "a", a), a_shape, a_strides, self._buffer(op, "b", b), b_shape,
                              b_strides, dst, y_strides, float(alpha), bias, residual, act)
@@ -1264,8 +1269,9 @@ class MatrixOps(Core):
 
     def _matmul_strided(self, op, a, a_shape, a_strides, b, b_shape, b_strides, y, y_strides, alpha, bias, residual,
                         act):
-        """y at y_strides (batch..., M, N; N's stride 1) = the epilogue of alpha A B,
-        A and B read at their strides (batch dimensions of extent 1 broadcast)."""
+        """y at y_strides (batch..., M, N; N's stride 1, or M's: written transposed) =
+        the epilogue of alpha A B, A and B read at their strides (batch dimensions of
+        extent 1 broadcast)."""
         batch, m, n = self._matmul_shape(op, a_shape, b_shape)
         k = a_shape[-1]
 
@@ -1277,7 +1283,7 @@ class MatrixOps(Core):
         bias_bs = (0,) * len(batch)
         if bias is not None:
             bias_bs = batch_strides(bias.shape[:-1] + (1, n), shapes.contiguous_strides(bias.shape[:-1] + (1, n)))
-        (sam, sak), (sbk, sbn), sym = a_strides[-2:], b_strides[-2:], y_strides[-2]
+        (sam, sak), (sbk, sbn), (sym, syn) = a_strides[-2:], b_strides[-2:], y_strides[-2:]
         rows, (a_rows, y_rows) = shapes.merged_dims(batch + (m,), a_bs + (sam,), y_bs + (sym,))
         if batch and not any(b_bs) and not any(bias_bs) and len(rows) <= 1:
             # One B for every batch (a linear layer over [..., tokens, features]): A's
@@ -1290,7 +1296,15 @@ class MatrixOps(Core):
             dims, strides = shapes.merged_dims(batch, a_bs, b_bs, y_bs, bias_bs)
             levels = list(zip(dims, *strides))
         flags = (EPI_BIAS if bias is not None else 0) | (EPI_RESIDUAL if residual is not None else 0)
-        self._gemm_launch(a, b, None if bias is None else self._const(bias),
-                          None if residual is None else self._buffer(op, "residual", residual), y, m=m, n=n, k=k,
-                          sam=sam, sak=sak, sbk=sbk, sbn=sbn, sbias=(0, 1), levels=levels, alpha=alpha, flags=flags,
-                          act=act, sym=sym)
+        bias_var = None if bias is None else self._const(bias)
+        res_var = None if residual is None else self._buffer(op, "residual", residual)
+        if syn != 1:  # written transposed: Y^T = B^T A^T, whose rows (Y's columns) are contiguous
+            if sym != 1:
+                raise InvalidInputError(f"{op}: Y's rows or columns must be contiguous, its strides are "
+                                        f"{list(y_strides)}")
+            self._gemm_launch(b, a, bias_var, res_var, y, m=n, n=m, k=k, sam=sbn, sak=sbk, sbk=sak, sbn=sam,
+                              sbias=(1, 0), levels=[(lv[0], lv[2], lv[1]) + tuple(lv[3:]) for lv in levels],
+                              alpha=alpha, flags=flags, act=act, sym=syn)
+            return
+        self._gemm_launch(a, b, bias_var, res_var, y, m=m, n=n, k=k, sam=sam, sak=sak, sbk=sbk, sbn=sbn, sbias=(0, 1),
+                          levels=levels, alpha=alpha, flags=flags, act=act, sym=sym)

@@ -290,6 +290,20 @@ class ReduceOps(Core):
         stat_shape = shape[:axis] + (1,) * len(norm_shape)
         return y, self._view(mean, stat_shape), self._view(inv, stat_shape)
 
+    def layer_norm_over_axis(self, x, scale, bias=None, *, axis, epsilon=1e-5):
+        """LayerNormalization over the one axis ``axis`` of x, which need not be the
+        last (a channels-last LayerNorm run on the channels-first tensor its Transpose
+        reads); scale and bias have that axis's extent."""
+        op = "layer_norm"
+        shape = self.shape_of(x)
+        (axis,) = normalize_axes(op, (axis,), len(shape))
+        _check_eps(op, epsilon)
+        n = shape[axis]
+        s = self._norm_param(op, "scale", scale, (n,))
+        b = None if bias is None else self._norm_param(op, "bias", bias, (n,))
+        view = (shapes.prod(shape[:axis]), n, shapes.prod(shape[axis + 1:]))
+        return self._normalize(op, self._buffer(op, "x", x), view, _MEAN_VAR, epsilon, s, b)[0]
+
     def _channels_input(self, op, x, epsilon, spatial=False):
         """The shape of a normalization's x, checked to be [N, C, ...] (with `spatial`, at
         least one dimension more), and its epsilon checked."""

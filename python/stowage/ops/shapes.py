@@ -134,6 +134,17 @@ def merged_dims(dims, *stride_lists):
     return out_dims, out_strides
 
 
+def distinct_offsets(dims, strides):
+    """Whether the strides give every index of ``dims`` an offset of its own: each
+    stride, smallest first, passes every offset the smaller ones reach."""
+    reach = 0
+    for d, s in sorted(((d, s) for d, s in zip(dims, strides) if d > 1), key=lambda e: e[1]):
+        if s <= reach:
+            return False
+        reach += (d - 1) * s
+    return True
+
+
 def local_2d(d0, d1, limit=128):
     """A work-group for a 2D index space: powers of two, dimension 0 first (up to
     32, the pixels of a row), then dimension 1, at most ``limit`` work-items."""

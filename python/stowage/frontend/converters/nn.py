@@ -366,6 +366,8 @@ def matmul(ctx, node):
         if views[i] is None:  # no strided view: the chain's nodes, each an op of its own
             ctx.values.update(emit_each(ctx, chain))
     after = [n for n in group.nodes if n.index > node.index]
+    if group.output_view is not None and group.linear_bias is not None:
+        return matmul_written_back(ctx, group, views.get(0))
     if not any(views.values()) and group.output_view is None:
         a, b = operand(ctx, node, 0), operand(ctx, node, 1)
         epilogue = matmul_epilogue(ctx, group, ctx.shape(a), ctx.shape(b))
@@ -449,6 +451,82 @@ def matmul_of_views(ctx, group, a_view, b_view, alpha):
     return emit_each(ctx, [n for n in group.nodes if n.index > group.output_view[-1].index], {made: y})
 
 
+def matmul_written_back(ctx, group, a_view):
+    """A linear MatMul group with its bias, an output view, a scaling by a constant and
+    a residual (fusion.py's absorb_written_back): one GEMM by the weights and bias
+    scaled per column, written at the view's strides (transposed: channels-first) and
+    adding the residual there; else each node after the product one by one."""
+    node = group.main
+    a = a_view[0] if a_view is not None else operand(ctx, node, 0)
+    a_shape, a_strides = (a_view[1], a_view[2]) if a_view is not None else (ctx.shape(a), None)
+    alpha = a_view[3] if a_view is not None else 1.0
+    weight = np.asarray(ctx.static(node, 1), np.float64)
+    n = weight.shape[-1]
+    product = tuple(a_shape[:-1]) + (n,)
+    fused = None
+    if not isinstance(a, np.ndarray) and len(a_shape) >= 2 and weight.shape[0] == a_shape[-1]:
+        y_view = output_view(ctx, group.output_view, product)
+        fused = written_back_epilogue(ctx, group, n, product, y_view) if y_view is not None else None
+    if fused is None:
+        y = (ctx.ob.matmul_views(a, (a_shape, a_strides), ctx.ob.constant(as_float32(weight)),
+                                 (weight.shape, contiguous_strides(weight.shape)), alpha=alpha)
+             if a_view is not None else ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1)))
+        return emit_each(ctx, [m for m in group.nodes if m.index > node.index], {node.outputs[0]: y})
+    column_scale, epilogue = fused
+    weight = weight * column_scale
+    return {group.output: ctx.ob.matmul_views(
+        a, (a_shape, a_strides or contiguous_strides(a_shape)), ctx.ob.constant(as_float32(weight)),
+        (weight.shape, contiguous_strides(weight.shape)), alpha=alpha, y_view=y_view, **epilogue)}
+
+
+def written_back_epilogue(ctx, group, n, product, y_view):
+    """(scale per column, matmul's bias, residual and activation) of a written-back
+    MatMul group whose product [..., n] is written at ``y_view``, or None where they do
+    not fit: a bias of more than a row, a scale that is not one value per column of
+    the product, a residual of another shape than the view's."""
+    act = activation_spec(ctx, group.act) if group.act is not None else None
+    if group.act is not None and act is None:
+        return None
+    add = group.linear_bias
+    add.check_attrs(())
+    bias = np.asarray(ctx.static(add, 1 if add.inputs[0] == group.main.outputs[0] else 0))
+    if bias.dtype.kind != "f" or bias.size not in (1, n) or bias.shape[-1:] not in ((1,), (n,)) or bias.ndim < 1:
+        return None
+    scale = np.ones(n)
+    if group.out_scale is not None:
+        mul = group.out_scale
+        mul.check_attrs(())
+        c = next(ctx.values[i] for i in mul.inputs if isinstance(ctx.values.get(i), np.ndarray))
+        scale = column_values(ctx, group.output_view, product, np.asarray(c, np.float64)) if c.dtype.kind == "f" \
+            else None
+        if scale is None:
+            return None
+    residual = ctx.values[group.residual]
+    group.add.check_attrs(())
+    if isinstance(residual, np.ndarray) or tuple(ctx.shape(residual)) != y_view[0] or ctx.dtype(residual) != "float32":
+        return None
+    bias = np.broadcast_to(bias.reshape(-1), (n,)) * scale
+    return scale, dict(bias=as_float32(bias), residual=residual, activation=act)
+
+
+def column_values(ctx, chain, product, c):
+    """The value per column of a product [..., n] that c, broadcast to the value
+    `chain` makes of the product, holds at every element of that column; None where c
+    does not broadcast to it or varies within a column."""
+    n = product[-1]
+    columns, _ = trace_view(ctx, chain, chain[0].inputs[0],
+                            np.broadcast_to(np.arange(n, dtype=np.int64), product).copy())
+    try:
+        if np.broadcast_shapes(c.shape, columns.shape) != columns.shape:
+            return None
+    except ValueError:
+        return None
+    c = np.broadcast_to(c, columns.shape)
+    values = np.zeros(n)
+    values[columns.reshape(-1)] = c.reshape(-1)
+    return values if np.array_equal(values[columns], c) else None
+
+
 def operand(ctx, node, i):
     """MatMul's input i as a Var, or as a float32 array when it is known."""
     x = ctx.value(node, i)
@@ -512,6 +590,8 @@ def operand_view(ctx, chain):
     `chain` (fusion.py: view nodes and scalings by a constant) without a copy: the
     chain traced on an array of each element's index. None where the nodes make no
     strided view of the tensor, or a scaling is not a single number."""
+    if chain[-1].op_type == "LayerNormalization":  # fusion.py's find_transposed_norm
+        return normalized_view(ctx, *chain)
     first = chain[0]
     source = first.inputs[0]
     if first.op_type in ("Mul", "Div") and source in ctx.values and isinstance(ctx.values[source], np.ndarray):
@@ -527,10 +607,26 @@ def operand_view(ctx, chain):
     return None if strides is None else (x, tuple(index.shape), strides, scale)
 
 
+def normalized_view(ctx, transpose, norm):
+    """(tensor, shape, element strides, factor) of a LayerNormalization over the last
+    axis of a Transpose's result, the normalization run on the Transpose's input and
+    read through the Transpose's strides; None where that input is no float32 tensor."""
+    from .reduce import transposed_layer_norm
+
+    x = ctx.values.get(transpose.inputs[0])
+    if x is None or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32":
+        return None
+    shape, perm = ctx.shape(x), transpose.ints_attr("perm")
+    strides = contiguous_strides(shape)
+    y = transposed_layer_norm(ctx, transpose, norm)
+    return y, tuple(shape[p] for p in perm), tuple(strides[p] for p in perm), 1.0
+
+
 def output_view(ctx, chain, product):
     """(shape, strides) at which a MatMul writes its product [batch..., M, N] so that
     the tensor of that shape holds the value `chain` (view nodes up to a Transpose)
-    makes of it; None where that is no strided view or moves N's elements apart."""
+    makes of it; None where that is no strided view or moves both N's and M's
+    elements apart (the product is written with its rows or its columns contiguous)."""
     size = int(np.prod(product, dtype=np.int64))
     if size > VIEW_TRACE_LIMIT or size == 0:
         return None
@@ -538,7 +634,7 @@ def output_view(ctx, chain, product):
     offset = np.empty(size, np.int64)
     offset[made.reshape(-1)] = np.arange(size, dtype=np.int64)
     strides = affine_strides(offset.reshape(product))
-    if strides is None or strides[-1] != 1:
+    if strides is None or 1 not in strides[-2:]:
         return None
     return tuple(made.shape), strides
 

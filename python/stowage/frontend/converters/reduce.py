@@ -421,6 +421,9 @@ def check_stash_type(node):
 @register("LayerNormalization", versions=(17,), fold=fold_layer_norm)
 @names_node
 def layer_norm(ctx, node):
+    group = ctx.group
+    if group is not None and group.norm_view is not None:  # fusion.py's find_transposed_norm
+        return {group.output: transposed_layer_norm(ctx, group.norm_view, node)}
     x = ctx.tensor(node, 0)
     axis = check_last_axes_norm(node, len(ctx.shape(x)))
     stats = node.output_used(1, ctx.graph) or node.output_used(2, ctx.graph)
@@ -430,6 +433,19 @@ def layer_norm(ctx, node):
     if not stats:
         return result
     return {name: value for name, value in zip(node.outputs, result) if name}
+
+
+def transposed_layer_norm(ctx, transpose, node):
+    """The LayerNormalization `node` over the last axis of `transpose`'s result, run on
+    the Transpose's input over the axis that becomes the last: a tensor in the input's
+    layout."""
+    x = ctx.tensor(transpose, 0)
+    check_last_axes_norm(node, len(ctx.shape(x)))
+    if len(transpose.ints_attr("perm")) != len(ctx.shape(x)):
+        raise transpose.invalid(f"perm {list(transpose.ints_attr('perm'))} does not permute the input's "
+                                f"{len(ctx.shape(x))} dimensions")
+    return ctx.ob.layer_norm_over_axis(x, float_input(ctx, node, 1), float_input(ctx, node, 2),
+                                       axis=transpose.ints_attr("perm")[-1], epsilon=float(node.attr("epsilon", 1e-5)))
 
 
 @register("RMSNormalization", versions=(23,), fold=fold_rms_norm)
