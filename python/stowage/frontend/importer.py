@@ -167,9 +167,11 @@ class Importer:
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)
         self.plan_concats(order)
+        limits = workspace_limits(self.graph, order, self.inferred_shapes(), self.is_known)
         for position, group in enumerate(order):
             self.position = position
             self.group = group
+            self.ob.workspace_limit = limits[position]
             self.ob.function.set_origins([(n.op_type, n.name) for n in group.nodes])
             try:
                 outputs = self.emit(group)
@@ -189,6 +191,7 @@ class Importer:
                 self.values[name] = value
                 self.write_slice(name, value)
         self.ob.function.set_origins([])
+        self.ob.workspace_limit = None
 
     def emit(self, group):
         node = group.main
@@ -269,6 +272,32 @@ class Importer:
             return self.ob.concat_front(made[0], shapes, root.attr("axis"))
         made = self.concats.get(index)
         return None if made is None else made[0]
+
+
+def workspace_limits(graph, order, shapes, is_known):
+    """Per group of `order`, the bytes a split reduction's workspace may take there:
+    the largest footprint of any group (the tensors it reads and makes, 4 bytes an
+    element, not counting the function's parameters, which are not planned) less its own, so that no split makes its layer the network's largest
+    (AlexNet's first convolutions would double the net's memory); None for every group
+    where a shape is not known before import."""
+    def nbytes(name):
+        shape = shapes.get(name)
+        if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
+            return None
+        return 4 * int(np.prod(shape, dtype=np.int64))
+
+    params = {v.name for v in graph.inputs}
+    own = []
+    for group in order:
+        inside = {n.index for n in group.nodes}
+        made = [o for n in group.nodes for o in n.outputs if o and (
+            o in graph.output_names or any(c.index not in inside for c in graph.consumers.get(o, [])))]
+        sizes = [nbytes(name) for name in group.inputs() + made if not is_known(name) and name not in params]
+        if any(size is None for size in sizes):
+            return [None] * len(order)
+        own.append(sum(sizes))
+    largest = max(own, default=0)
+    return [largest - size for size in own]
 
 
 def reads_any(group, values):

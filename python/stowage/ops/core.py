@@ -134,6 +134,10 @@ class Core:
         if unknown:  # a misspelt setting would otherwise be ignored without a word
             raise InvalidInputError(f"OpBuilder: unknown launch setting {', '.join(map(repr, unknown))} (known: "
                                     f"{', '.join(sorted(LAUNCH_DEFAULTS))})")
+        # The most bytes a split reduction's workspace may take at this point, beside
+        # SPLIT_K_MAX_BYTES (None: no more bound): the ONNX importer sets it per node so
+        # that no split raises the network's footprint (importer.workspace_limits).
+        self.workspace_limit = None
         self._logical = {}  # image Var name -> logical NCHW shape
         self._twins = {}  # Var name -> Var holding the same value in the other layout
         self._made = set()  # tensors this builder allocated (or views of them): may be overwritten

@@ -85,13 +85,17 @@ def _tiling(unit, defaults, prefix):
     return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
 
 
-def _k_split(tiles, k_total, tile_k, launch, output_bytes):
-    """How many parts the convolution's reduction is cut into (1: none)."""
+def _k_split(tiles, k_total, tile_k, launch, output_bytes, limit=None):
+    """How many parts the convolution's reduction is cut into (1: none). ``limit``:
+    the most bytes the workspace may take here beside SPLIT_K_MAX_BYTES (None: no
+    more bound)."""
     groups, min_steps = launch["SPLIT_K_GROUPS"], launch["SPLIT_K_MIN_STEPS"]
     steps = shapes.ceil_div(k_total, tile_k)
     want = min(shapes.ceil_div(groups, tiles), steps // min_steps)
     if launch["SPLIT_K_MAX_BYTES"]:  # the partial sums' workspace is k_split outputs
         want = min(want, launch["SPLIT_K_MAX_BYTES"] // max(output_bytes, 1))
+    if limit is not None:
+        want = min(want, limit // max(output_bytes, 1))
     if tiles >= groups or want < 2:
         return 1
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
@@ -491,7 +495,7 @@ class MatrixOps(Core):
         else:
             w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
-                           self.launch, n * k * p * q * 4)
+                           self.launch, n * k * p * q * 4, self.workspace_limit)
         if pointwise and k_split == 1 and (not in_args or group == 1):
             hw = h * wd
             in_batch = in_args[2] if in_args else 0  # the input map's scale stride per image
@@ -988,7 +992,8 @@ class MatrixOps(Core):
                       and (l1[0] == 1 or l1[3] == l2[0] * m * n))
         parts = 1
         if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
-            parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4)
+            parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4,
+                             self.workspace_limit)
         steps = max(shapes.ceil_div(k, tk), 1)
         k_len = shapes.ceil_div(steps, parts) * tk
         parts = shapes.ceil_div(steps, k_len // tk)
