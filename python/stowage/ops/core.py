@@ -145,9 +145,12 @@ class Core:
 
     # ---- units and launches -------------------------------------------------
 
-    def _unit(self, family, defines=None):
+    def _unit(self, family, defines=None, over_tuning=None):
+        """The unit of ``family`` built with ``defines`` and the tuning's settings
+        (which win over ``defines``), then ``over_tuning`` (which win over them)."""
         merged = dict(defines or {})
         merged.update(self.tuning.get(family, {}))
+        merged.update(over_tuning or {})
         return units.ensure(self.builder, units.Unit(family, merged))
 
     def _launch(self, unit, kernel, *args, grid, local):
