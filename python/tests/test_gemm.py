@@ -401,6 +401,35 @@ def test_a_channels_last_block_is_written_back_channels_first_in_its_gemm(kw, ke
     assert vm.profile()["kernel_launches"] == kernels
 
 
+def gemm_residual_model(perm=(1, 0, 2), act=None):
+    """ViT's attention output: Gemm [6, 16] x [16, 16]^T + bias, Reshape [6, 1, 16],
+    Transpose by perm, + r (the block's input, of the Transpose's shape), then act."""
+    rng = np.random.default_rng(14)
+    shape = tuple((6, 1, 16)[p] for p in perm)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
+             helper.make_node("Reshape", ["g", "s"], ["rs"]), helper.make_node("Transpose", ["rs"], ["t"], perm=perm),
+             helper.make_node("Add", ["t", "r"], ["y" if act is None else "sum"])]
+    if act:
+        nodes.append(helper.make_node(act, ["sum"], ["y"]))
+    feeds = {"x": rand(rng, 6, 16), "r": rand(rng, *shape)}
+    model = onnx_model(nodes, [tensor_info(n, np.float32, v.shape) for n, v in feeds.items()],
+                       [tensor_info("y", np.float32, None)],
+                       [("w", rand(rng, 16, 16)), ("b", rand(rng, 16)), ("s", np.array([6, 1, 16], np.int64))])
+    return model, feeds
+
+
+@pytest.mark.parametrize("kw,kernels", [
+    ({}, 1),  # the Transpose moves an extent-1 axis: the same order, the residual added in the epilogue
+    (dict(act="Relu"), 1),
+    (dict(perm=(2, 1, 0)), 3),  # a reordering view: the Gemm, the Transpose's copy, the Add
+], ids=["vit", "relu_after", "reordered"])
+def test_a_gemm_adds_the_residual_after_its_views(kw, kernels, device):
+    model, feeds = gemm_residual_model(**kw)
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == kernels
+
+
 def test_a_product_is_written_transposed_with_bias_per_row_and_residual(device):
     """matmul_views with Y's rows at stride 1: the GEMM runs as B^T A^T; the bias is
     one value per column of the product, the residual has the view's shape."""

@@ -2,8 +2,10 @@
 
 A Conv absorbs what its epilogue can do: a BatchNormalization right after it (folded
 into its weights), then an Add of a tensor of the same shape (the residual), then an
-activation. A Gemm, a BatchNormalization left on its own and an elementwise Add, Sub,
-Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D B
+activation. A Gemm absorbs the view nodes after it and an Add of a tensor computed at run time
+after them (a residual; its converter emits them one by one where the views reorder
+the product's elements). A Gemm, a BatchNormalization left on its own and an
+elementwise Add, Sub, Mul or Div absorb an activation too, and so does a MatMul; one by a constant 2-D B
 (a linear layer) first absorbs the Add of a constant bias of one value per column
 after it, then an Add of a tensor computed at run time (the residual): its
 converter emits them one by one when the shapes turn out not to fit its epilogue.
@@ -160,6 +162,8 @@ def absorb_epilogue(graph, group, is_static, absorbed):
                 group.add, group.residual = add, other
                 group.nodes.append(add)
                 out = add.outputs[0]
+    if node.op_type == "Gemm":
+        out = absorb_gemm_residual(graph, group, out, is_static, absorbed)
     if node.op_type == "MatMul":
         out = absorb_matmul_bias(graph, group, out, is_static, absorbed)
         if group.linear_bias is None:
@@ -195,6 +199,30 @@ def absorb_matmul_bias(graph, group, out, is_static, absorbed):
             group.nodes.append(add)
             return add.outputs[0]
     return absorb_written_back(graph, group, out, is_static, absorbed)
+
+
+def absorb_gemm_residual(graph, group, out, is_static, absorbed):
+    """Adds to a Gemm's `group` the view nodes after it and the Add of a tensor
+    computed at run time that reads their result (the residual, as ViT's attention
+    output adds the block's input), each alone reading the one before, all or none;
+    returns the value the group makes."""
+    chain, name = [], out
+    while True:
+        after = sole_reader(graph, name, absorbed)
+        if after is None:
+            return out
+        if after.op_type == "Add" and len(after.inputs) == 2 and len(after.outputs) == 1:
+            other = after.inputs[1] if after.inputs[0] == name else after.inputs[0]
+            if other == name or is_static(other):
+                return out
+            group.output_view = chain or None
+            group.add, group.residual = after, other
+            group.nodes.extend(chain + [after])
+            return after.outputs[0]
+        if after.op_type not in VIEW_NODES or operand_step(graph, after, is_static) != name:
+            return out
+        chain.append(after)
+        name = after.outputs[0]
 
 
 def absorb_written_back(graph, group, out, is_static, absorbed):

@@ -1057,7 +1057,9 @@ class MatrixOps(Core):
                  2 if sbk == 1 and fours(k, sbn, *b_offsets) else 0)
         return {"GEMM_A_VEC": a_vec, "GEMM_B_VEC": b_vec, "GEMM_Y_VEC": int(fours(n, sym, *y_offsets))}
 
-    def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None):
+    def gemm(self, a, b, c=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=1.0, activation=None, out=None,
+             residual=None):
+        """ONNX's Gemm: act(alpha A B + beta C (+ residual, a Var of the product's shape))."""
         op = "gemm"
         sa, sb = self.shape_of(a), self.shape_of(b)
         if len(sa) != 2 or len(sb) != 2:
@@ -1068,17 +1070,19 @@ class MatrixOps(Core):
             raise InvalidInputError(f"{op}: inner extents differ: a {list(sa)} (trans_a={bool(trans_a)}), b {list(sb)} "
                                     f"(trans_b={bool(trans_b)})")
         act = parse_activation(op, activation)
+        if residual is not None and (not isinstance(residual, Var) or self.shape_of(residual) != (m, n)):
+            raise InvalidInputError(f"{op}: argument 'residual': expected a Var of the product's shape [{m}, {n}]")
         if c is not None:
             if len(self.shape_of(c)) > 2 or shapes.broadcast_shape(op, self.shape_of(c), (m, n)) != (m, n):
                 raise InvalidInputError(f"{op}: argument 'c': shape {list(self.shape_of(c))} does not broadcast to "
                                         f"[{m}, {n}]")
-        if not isinstance(a, Var) and not isinstance(b, Var) and not isinstance(c, Var):
+        if not isinstance(a, Var) and not isinstance(b, Var) and not isinstance(c, Var) and residual is None:
             av = np.asarray(a, np.float64).T if trans_a else np.asarray(a, np.float64)
             bv = np.asarray(b, np.float64).T if trans_b else np.asarray(b, np.float64)
             value = alpha * av @ bv + (0 if c is None else beta * np.asarray(c, np.float64))
             return self._deliver_const(op, apply_activation(value, act).astype(np.float32), out)
         a_var = self._buffer(op, "a", a)
-        if self._gemm_as_gemv(b, c, m, n, trans_a, alpha, out):
+        if residual is None and self._gemm_as_gemv(b, c, m, n, trans_a, alpha, out):
             bv = np.asarray(b, np.float32)
             bias = None if c is None else (np.asarray(c, np.float64).reshape(-1) * beta).astype(np.float32)
             return self._gemv(a_var, bv if trans_b else bv.T, None if bias is None else np.broadcast_to(bias, (n,)),
@@ -1102,8 +1106,12 @@ class MatrixOps(Core):
                     bias_var = self.binary("mul", bias_var, np.float32(beta))
             else:
                 bias_var = self._const(np.asarray(c, np.float64) * beta)
+        res_var = None
+        if residual is not None:
+            flags |= EPI_RESIDUAL
+            res_var = self._buffer(op, "residual", residual)
         dst = self._dest(op, out, (m, n))
-        self._gemm_launch(a_var, b_var, bias_var, None, dst, m=m, n=n, k=ka, sam=sam, sak=sak, sbk=sbk, sbn=sbn,
+        self._gemm_launch(a_var, b_var, bias_var, res_var, dst, m=m, n=n, k=ka, sam=sam, sak=sak, sbk=sbk, sbn=sbn,
                           sbias=sbias, levels=[], alpha=alpha, flags=flags, act=act)
         return dst
 

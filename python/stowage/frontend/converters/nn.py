@@ -329,7 +329,8 @@ def conv_transpose(ctx, node):
 # ---- Gemm and MatMul ------------------------------------------------------------------
 
 
-@register("Gemm", versions=(7, 9, 11, 13), writes_into=True, fuses="absorbs an activation")
+@register("Gemm", versions=(7, 9, 11, 13), writes_into=True,
+          fuses="absorbs the view nodes after it and a residual Add after them, then an activation")
 def gemm(ctx, node):
     group = ctx.group
     node.check_attrs(("alpha", "beta", "transA", "transB", "broadcast"))
@@ -340,13 +341,36 @@ def gemm(ctx, node):
         if len(ctx.shape(v)) != 2:
             raise node.invalid(f"input {i} has shape {list(ctx.shape(v))}; Gemm takes 2-D A and B")
     act = activation_spec(ctx, group.act) if group.act is not None else None
-    return {group.output: ctx.ob.gemm(
-        as_float32(a) if isinstance(a, np.ndarray) else a, as_float32(b) if isinstance(b, np.ndarray) else b,
-        as_float32(c) if isinstance(c, np.ndarray) else c,
-        trans_a=bool(node.int_attr("transA", 0)), trans_b=bool(node.int_attr("transB", 0)),
-        alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)), activation=act,
-        out=ctx.out_for(group.output),
-    )}
+    operands = (as_float32(a) if isinstance(a, np.ndarray) else a, as_float32(b) if isinstance(b, np.ndarray) else b,
+                as_float32(c) if isinstance(c, np.ndarray) else c)
+    settings = dict(trans_a=bool(node.int_attr("transA", 0)), trans_b=bool(node.int_attr("transB", 0)),
+                    alpha=float(node.attr("alpha", 1.0)), beta=float(node.attr("beta", 1.0)))
+    if group.add is not None:
+        return gemm_with_residual(ctx, group, operands, settings, act)
+    return {group.output: ctx.ob.gemm(*operands, **settings, activation=act, out=ctx.out_for(group.output))}
+
+
+def gemm_with_residual(ctx, group, operands, settings, act):
+    """A Gemm group with view nodes and a residual Add after it (fusion.py's
+    absorb_gemm_residual): one GEMM adding the residual in its epilogue where the
+    views keep the product's element order and the residual has their result's
+    shape; else the Gemm, then each node after it."""
+    node = group.main
+    group.add.check_attrs(())
+    rows = ctx.shape(operands[0])[1 if settings["trans_a"] else 0]
+    cols = ctx.shape(operands[1])[0 if settings["trans_b"] else 1]
+    residual = ctx.values[group.residual]
+    made = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    if group.output_view is not None and made.size <= VIEW_TRACE_LIMIT:
+        made, _ = trace_view(ctx, group.output_view, node.outputs[0], made)
+    fits = (not isinstance(residual, np.ndarray) and ctx.dtype(residual) == "float32" and made.size == rows * cols
+            and tuple(ctx.shape(residual)) == made.shape
+            and np.array_equal(made.reshape(-1), np.arange(made.size)) and ctx.out_for(group.output) is None)
+    if not fits:
+        y = ctx.ob.gemm(*operands, **settings)
+        return emit_each(ctx, [n for n in group.nodes if n.index > node.index], {node.outputs[0]: y})
+    y = ctx.ob.gemm(*operands, **settings, residual=ctx.ob.reshape(residual, (rows, cols)), activation=act)
+    return {group.output: ctx.ob.reshape(y, made.shape)}
 
 
 @register("MatMul", versions=(1, 9, 13),
