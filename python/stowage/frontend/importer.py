@@ -13,6 +13,7 @@ bytes. Errors name the node they come from.
 
 import numpy as np
 
+from ..builder import Var
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from . import registry
 from .fusion import group_nodes, last_uses
@@ -40,6 +41,8 @@ class Importer:
         self.group = None  # the group being emitted
         self.known = set()
         self._inferred = None
+        self.computed = {}  # repeat_key -> the outputs a node computed at run time (emit)
+        self.overwritten = set()  # names of Vars a converter wrote over in place: not shared again
 
     @property
     def opset(self):
@@ -202,7 +205,31 @@ class Importer:
             with np.errstate(all="ignore"):
                 result = spec.fold(self, node, *arrays)
             return self.outputs_of(node, result, folded=True)
-        return self.outputs_of(node, spec.convert(self, node), folded=False)
+        key = self.repeat_key(group)
+        earlier = self.computed.get(key)
+        if earlier is not None and not any(self.ob._base(v) in self.overwritten for v in earlier if isinstance(v, Var)):
+            return {name: value for name, value in zip(node.outputs, earlier) if name}  # computed already
+        result = self.outputs_of(node, spec.convert(self, node), folded=False)
+        if key is not None and all(name in result for name in node.outputs if name):
+            self.computed[key] = [result.get(name) for name in node.outputs]
+        return result
+
+    def repeat_key(self, group):
+        """What makes a node of one op on values computed at run time compute what an
+        earlier node computed (its op, inputs and attributes; constants compared by
+        value), or None where it may not be shared: a fused group, an op drawing
+        random numbers, a result written into a planned Concat, inputs or attributes
+        too large to compare. Exporters repeat such nodes (BERT's attention mask
+        rebuilt in every layer)."""
+        node = group.main
+        if (len(group.nodes) != 1 or node.op_type.startswith("Random") or node.op_type in NOT_SHARED
+                or any(self.out_for(name) is not None for name in node.outputs if name)):
+            return None
+        inputs = tuple(value_token(self.values.get(name)) if name else ("absent",) for name in node.inputs)
+        attrs = tuple((name, value_token(value)) for name, value in sorted(node.attrs.items()))
+        if any(token is None for token in inputs) or any(token is None for _, token in attrs):
+            return None
+        return node.domain, node.op_type, inputs, attrs
 
     def outputs_of(self, node, result, folded):
         if not isinstance(result, dict):
@@ -272,6 +299,29 @@ class Importer:
             return self.ob.concat_front(made[0], shapes, root.attr("axis"))
         made = self.concats.get(index)
         return None if made is None else made[0]
+
+
+# Ops whose results differ between two nodes of the same inputs (repeat_key).
+NOT_SHARED = ("Bernoulli", "Multinomial", "Dropout")
+# The largest constant (bytes) repeat_key compares by value.
+MAX_COMPARED_BYTES = 4096
+
+
+def value_token(value):
+    """A hashable stand-in for an input or attribute value: a Var by its name, a small
+    array, number or string by its value; None where it is not compared."""
+    if isinstance(value, Var):
+        return ("var", value.name)
+    if isinstance(value, (bool, int, str, bytes)):
+        return ("scalar", type(value).__name__, value)
+    if isinstance(value, float):  # -0.0 apart from 0.0
+        return ("scalar", "float", repr(value))
+    if isinstance(value, (list, tuple)):
+        tokens = tuple(value_token(v) for v in value)
+        return None if any(t is None for t in tokens) else ("list", tokens)
+    if isinstance(value, np.ndarray) and value.nbytes <= MAX_COMPARED_BYTES and value.dtype != object:
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    return None
 
 
 def workspace_limits(graph, order, shapes, is_known):

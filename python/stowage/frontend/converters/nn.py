@@ -155,6 +155,8 @@ def conv_epilogue(ctx, group):
         if isinstance(residual, np.ndarray):
             raise group.add.unsupported("a constant residual is not supported")
         in_place = ctx.dies_here(group.residual) and ctx.out_for(group.output) is None
+        if in_place:  # no node may take its value (or its base's) as computed already (Importer.emit)
+            ctx.overwritten.add(ctx.ob._base(residual))
     act = activation_spec(ctx, group.act) if group.act is not None else None
     return residual, in_place, act
 
