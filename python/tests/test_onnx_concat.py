@@ -46,7 +46,8 @@ def test_a_channel_concat_of_parts_not_multiples_of_128_bytes_runs_with_no_copy(
     # SVM pointers take the second part at byte 400 (16-byte offsets suffice).
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-        helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1]),
+        # dilated: not one convolution with the first (fusion.py's find_concat_siblings)
+        helper.make_node("Conv", ["x", "w2"], ["b"], pads=[2, 2, 2, 2], dilations=[2, 2]),
         helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
         helper.make_node("Relu", ["c"], ["y"]),
     ]
@@ -63,7 +64,8 @@ def test_in_texture_mode_a_channel_concat_is_row_bands_of_one_image_with_no_copy
     # of rows of the concat's image (NCHW4c), which its producer writes in place.
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-        helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1]),
+        # dilated: not one convolution with the first (fusion.py's find_concat_siblings)
+        helper.make_node("Conv", ["x", "w2"], ["b"], pads=[2, 2, 2, 2], dilations=[2, 2]),
         helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
         helper.make_node("Relu", ["c"], ["y"]),
     ]

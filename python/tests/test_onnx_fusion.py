@@ -4,6 +4,7 @@ launches counted in buffer and texture mode: squeeze-and-excitation (the pool an
 and ReLU read by the Conv after them, and activations written out of several nodes."""
 
 import collections
+import re
 
 import numpy as np
 import pytest
@@ -262,3 +263,47 @@ def test_written_activations_of_a_value_read_elsewhere_are_one_kernel(form, devi
     model = make_model(nodes, [("x", (2, 3, 4, 5))], CONSTANTS, opset=14)
     kernels = check(model, {"x": rand(2, 3, 4, 5) * 4}, device, False)
     assert launches(kernels) == {"stowage_unary": 2, "stowage_binary_flat": 1}
+
+
+# ---- Convs of one input concatenated by channel: one convolution -------------------------
+
+
+def fire_model(second=((3, 3), (1, 1, 1, 1)), bn=False, acts=("Relu", "Relu"), first=((1, 1), (0, 0, 0, 0))):
+    """SqueezeNet's fire module: x [1, 6, 7, 7] -> a Conv of kernel and pads `first` (4
+    channels) and one of `second` (5 channels), each (BatchNormalization and) its
+    activation, concatenated by channel."""
+    rng = np.random.default_rng(21)
+    (kh, kw), pads = second
+    (fh, fw), first_pads = first
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=list(first_pads)),
+             helper.make_node("Conv", ["x", "w2", "b2"], ["c2"], pads=list(pads))]
+    inits = [("w1", rng.uniform(-1, 1, (4, 6, fh, fw)).astype(np.float32)),
+             ("b1", rng.uniform(-1, 1, 4).astype(np.float32)),
+             ("w2", rng.uniform(-1, 1, (5, 6, kh, kw)).astype(np.float32)), ("b2", rng.uniform(-1, 1, 5).astype(np.float32))]
+    second_out = "c2"
+    if bn:
+        nodes.append(helper.make_node("BatchNormalization", ["c2", "s", "o", "m", "v"], ["n2"]))
+        inits += [(k, rng.uniform(0.5, 1.5, 5).astype(np.float32)) for k in ("s", "o", "m", "v")]
+        second_out = "n2"
+    nodes += [helper.make_node(acts[0], ["c1"], ["r1"]), helper.make_node(acts[1], [second_out], ["r2"]),
+              helper.make_node("Concat", ["r1", "r2"], ["y"], axis=1)]
+    feeds = {"x": rng.uniform(-1, 1, (1, 6, 7, 7)).astype(np.float32)}
+    model = onnx_model(nodes, [tensor_info("x", np.float32, (1, 6, 7, 7))], [tensor_info("y", np.float32, None)], inits)
+    return model, feeds
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+@pytest.mark.parametrize("kw,kernels", [
+    ({}, 1),  # the 1x1 kernel at the centre of the 3x3
+    (dict(bn=True), 1),  # one branch's BatchNormalization folded into its part of the weight
+    (dict(second=((3, 3), (2, 0, 0, 2))), 1),  # the 1x1 at row 2, column 0 of the 3x3: pads line up
+    (dict(second=((1, 3), (0, 1, 0, 1))), 1),
+    (dict(first=((1, 3), (0, 1, 0, 1)), second=((3, 1), (1, 0, 1, 0))), 2),  # a 3x3 window: 3 times the work
+    (dict(acts=("Relu", "Sigmoid")), 2),  # activations differ: no merged group
+], ids=["fire", "bn", "corner", "row", "too_much_work", "activations_differ"])
+def test_convs_of_one_input_concatenated_by_channel_are_one_convolution(kw, kernels, texture, device):
+    model, feeds = fire_model(**kw)
+    got, module, vm = stowage_outputs(model, feeds, device, texture=texture)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    convs = [name for name in re.findall(r"call_kernel\((\w+)", module.text()) if "conv2d" in name or "gemm" in name]
+    assert len(convs) == kernels

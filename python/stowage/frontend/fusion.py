@@ -50,6 +50,12 @@ its result (and reads it as a transposed view) or a Transpose that undoes the fi
 alone reads it (then neither Transpose runs): a channels-last LayerNorm in a
 channels-first network, as ConvNeXt's.
 
+A Concat over channels whose inputs are each made by a Conv of one input, at one
+stride, with known weights (then a BatchNormalization and an activation, the same
+for all) takes those Convs into its group: the library runs them as one
+convolution, the smaller kernels embedded in the largest (SqueezeNet's fire
+modules), where one window holds them all at no more than twice their arithmetic.
+
 A Softmax absorbs the Add of a mask before it (its input, read by it alone) and the
 IsNaN and Where after it that set the NaNs of fully masked rows to 0, where all three
 are there, as exporters write attention's masked Softmax: one kernel.
@@ -109,6 +115,7 @@ class Group:
         self.nan_zero = None  # the IsNaN and Where after a Softmax that set its NaNs to 0
         self.own_output = None  # with siblings: what the main node's own part makes
         self.norm_view = None  # the Transpose a LayerNormalization reads, undone after it (find_transposed_norm)
+        self.convs = None  # Convs of one input concatenated by channel, each a Group (find_concat_siblings)
         self.nodes = [main]
 
     @property
@@ -318,6 +325,98 @@ def absorb_matmul_output(graph, group, out, is_static, absorbed):
             group.output_view = chain
             group.nodes.extend(chain)
             return name
+
+
+def find_concat_siblings(graph, is_static):
+    """{first Conv's index: (Concat, branches)} for each Concat over channels (axis 1)
+    whose every input is made by a branch alone: a Conv of known 4-D weights with
+    explicit pads, one group, dilations 1, then a BatchNormalization of known
+    statistics and an activation, each optional and alone reading the one before,
+    read by the Concat alone; all branches reading one input at the same strides,
+    with the same activation (as SqueezeNet's fire modules: a 1x1 and a 3x3 Conv of
+    the squeezed tensor), whose kernels one window holds (merged_window). Each branch
+    is a Group (bn, act); the library runs them as one convolution (nn.py)."""
+    found = {}
+    for concat in graph.nodes:
+        if concat.op_type != "Concat" or concat.attr("axis") != 1 or len(concat.inputs) < 2 or "" in concat.inputs:
+            continue
+        if len(set(concat.inputs)) != len(concat.inputs):
+            continue
+        branches = [concat_branch(graph, name, concat, is_static) for name in concat.inputs]
+        if any(b is None for b in branches):
+            continue
+        first = branches[0]
+        key = (first.main.inputs[0], first.main.ints_attr("strides", (1, 1)),
+               None if first.act is None else (first.act.op_type, sorted(first.act.attrs.items()), first.act.inputs[1:]))
+        if not all((b.main.inputs[0], b.main.ints_attr("strides", (1, 1)),
+                    None if b.act is None else (b.act.op_type, sorted(b.act.attrs.items()), b.act.inputs[1:])) == key
+                   for b in branches):
+            continue
+        kernels = [graph_constant(graph, b.main.inputs[1]).shape for b in branches]
+        pads = [tuple(b.main.ints_attr("pads", (0, 0, 0, 0))) for b in branches]
+        if all(len(p) == 4 for p in pads) and merged_window(kernels, pads) is not None:
+            found[min(b.main.index for b in branches)] = (concat, branches)
+    return found
+
+
+# Convs concatenated by channel run as one where the merged kernel costs at most this
+# many times their arithmetic (SqueezeNet's 1x1 and 3x3 expands: 1.8).
+MERGED_CONV_MAX_WORK = 2.0
+
+
+def merged_window(kernels, pads):
+    """((kh, kw), pads, each Conv's (row, column) offset in it) of one window holding
+    the kernels of Convs of one input and stride (weight shapes `kernels`, pads (top,
+    left, bottom, right) `pads`) so that it reads, for every output pixel, the input
+    pixels each Conv reads, over the same output; None where the output would differ
+    or the window would cost more than MERGED_CONV_MAX_WORK times their arithmetic."""
+    top, left = max(p[0] for p in pads), max(p[1] for p in pads)
+    offsets = [(top - p[0], left - p[1]) for p in pads]
+    kh = max(oy + k[2] for k, (oy, _) in zip(kernels, offsets))
+    kw = max(ox + k[3] for k, (_, ox) in zip(kernels, offsets))
+    bottom = max(p[2] + kh - oy - k[2] for k, p, (oy, _) in zip(kernels, pads, offsets))
+    right = max(p[3] + kw - ox - k[3] for k, p, (_, ox) in zip(kernels, pads, offsets))
+    # the same output where the padded extent less the window is each Conv's own
+    if any(top + bottom - kh != p[0] + p[2] - k[2] or left + right - kw != p[1] + p[3] - k[3]
+           for k, p in zip(kernels, pads)):
+        return None
+    work = sum(k[0] * k[2] * k[3] for k in kernels)
+    if sum(k[0] for k in kernels) * kh * kw > MERGED_CONV_MAX_WORK * work:
+        return None
+    return (kh, kw), (top, left, bottom, right), offsets
+
+
+def concat_branch(graph, name, concat, is_static):
+    """The Group (Conv, BatchNormalization, activation) that alone makes `name` for
+    `concat` (find_concat_siblings), or None."""
+    chain = []
+    node = graph.producer.get(name)
+    while node is not None and len(node.outputs) == 1 and node.op_type != "Conv":
+        chain.insert(0, node)
+        node = graph.producer.get(node.inputs[0]) if node.inputs else None
+    if node is None or len(node.inputs) < 2 or len(chain) > 2 or node.op_type != "Conv":
+        return None
+    weight = graph_constant(graph, node.inputs[1])
+    if (getattr(weight, "ndim", 0) != 4 or not all(is_static(n) for n in node.inputs[1:] if n)
+            or node.int_attr("group", 1) != 1 or tuple(node.ints_attr("dilations", (1, 1))) != (1, 1)
+            or node.attr("auto_pad", "NOTSET") != "NOTSET"):
+        return None
+    branch = Group(node)
+    for step in chain:
+        if step.op_type == "BatchNormalization" and branch.bn is None and branch.act is None:
+            if not all(is_static(n) for n in step.inputs[1:5]):
+                return None
+            branch.bn = step
+        elif is_activation(step) and branch.act is None and all(is_static(n) for n in step.inputs[1:] if n):
+            branch.act = step
+        else:
+            return None
+    branch.nodes = [node] + chain
+    for n in branch.nodes:
+        readers = graph.consumers.get(n.outputs[0], [])
+        if n.outputs[0] in graph.output_names or len(readers) != 1:
+            return None
+    return branch if graph.consumers[name][0] is concat else None
 
 
 def find_transposed_norm(graph, node, is_static, absorbed):
@@ -677,10 +776,17 @@ def group_nodes(graph, is_static):
     operands = {}  # MatMul node index -> {input index: the nodes it reads that input through}
     masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
+    siblings = find_concat_siblings(graph, is_static)  # first Conv's index -> (Concat, branch Groups)
     for node in graph.nodes:
         if node.index in absorbed:
             continue
         group = Group(node)
+        if node.index in siblings and not any(n.index in absorbed for b in siblings[node.index][1] for n in b.nodes):
+            concat, group.convs = siblings[node.index]
+            group.nodes = sorted((n for b in group.convs for n in b.nodes), key=lambda n: n.index) + [concat]
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
+            continue
         if all(not n or is_static(n) for n in node.inputs) and node.spec is not None and node.spec.fold is not None:
             absorbed.add(node.index)
             groups.append(group)

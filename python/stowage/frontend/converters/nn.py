@@ -218,6 +218,8 @@ def prologue_as_ops(ctx, pre, x):
                 "squeeze-and-excitation's scale before it")
 def conv(ctx, node):
     group = ctx.group
+    if group.convs is not None:
+        return concat_of_convs(ctx, group)
     x = ctx.tensor(node, 0) if group.pre is None else prologue_input(ctx, group.pre)
     x_shape = ctx.shape(x)
     if group.pointwise is None and (not isinstance(ctx.value(node, 1), np.ndarray)
@@ -247,6 +249,33 @@ def conv(ctx, node):
             x, pre = prologue_as_ops(ctx, group.pre, x), {}
     return {group.output: ctx.ob.conv2d(x, as_float32(weight), as_float32(bias), **geometry, activation=act,
                                         residual=residual, in_place=in_place, out=ctx.out_for(group.output), **pre)}
+
+
+def concat_of_convs(ctx, group):
+    """A Concat of Convs of one input (fusion.py's find_concat_siblings): one
+    convolution whose weight holds each Conv's (BatchNormalization folded), the
+    smaller kernels zero-padded to the merged window so that every output pixel reads
+    what its own Conv read."""
+    from ..fusion import merged_window
+
+    x = ctx.tensor(group.main, 0)
+    x_shape = ctx.shape(x)
+    if len(x_shape) != 4:
+        raise group.main.invalid(f"input of shape {list(x_shape)}; a 2D convolution reads [N, C, H, W]")
+    params = [conv_params(ctx, b.main, b.bn, x_shape) for b in group.convs]
+    (kh, kw), pads, offsets = merged_window([w.shape for w, _, _ in params], [g["pads"] for _, _, g in params])
+    weight = np.zeros((sum(w.shape[0] for w, _, _ in params), x_shape[1], kh, kw))
+    start = 0
+    for (w, _, _), (oy, ox) in zip(params, offsets):
+        weight[start:start + w.shape[0], :, oy:oy + w.shape[2], ox:ox + w.shape[3]] = w
+        start += w.shape[0]
+    bias = np.concatenate([b for _, b, _ in params])
+    act = group.convs[0].act
+    act = activation_spec(ctx, act) if act is not None else None
+    concat = group.nodes[-1]
+    return {concat.outputs[0]: ctx.ob.conv2d(x, as_float32(weight), as_float32(bias),
+                                             strides=params[0][2]["strides"], pads=pads, dilations=(1, 1),
+                                             activation=act, out=ctx.out_for(concat.outputs[0]))}
 
 
 # ---- ConvTranspose ------------------------------------------------------------------
