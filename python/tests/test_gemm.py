@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import stowage as sw
 from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
@@ -327,6 +327,29 @@ def test_attention_heads_are_read_and_written_without_copies(kw, kernels, device
     got, module, vm = stowage_outputs(model, feeds, device)
     assert_matches(got[0], reference_outputs(model, feeds)[0])
     assert vm.profile()["kernel_launches"] == kernels
+
+
+def test_a_shape_read_beside_a_view_takes_no_copy(device):
+    """ViT's query: its heads' Transpose is read by the MatMul (through a view) and by a
+    Shape whose last dim scales it (1 / sqrt(sqrt(d)) as the exporter writes it): the
+    Shape is known before import, so it is no reader that would make the Transpose
+    copy."""
+    model, feeds = heads_model()
+    graph = model.graph
+    nodes = list(graph.node)
+    at = next(i for i, n in enumerate(nodes) if n.op_type == "Mul" and n.input[0] == "qt")
+    extra = [helper.make_node("Shape", ["qt"], ["qshape"], start=-1),
+             helper.make_node("Cast", ["qshape"], ["qdim"], to=1),
+             helper.make_node("Sqrt", ["qdim"], ["root"]), helper.make_node("Sqrt", ["root"], ["fourth"]),
+             helper.make_node("Div", ["one", "fourth"], ["qscale"])]
+    nodes[at] = helper.make_node("Mul", ["qt", "qscale"], ["qs"])
+    del graph.node[:]
+    graph.node.extend(nodes[:at] + extra + nodes[at:])
+    graph.initializer.append(numpy_helper.from_array(np.ones(1, np.float32), "one"))
+    model.opset_import[0].version = 15  # Shape's start
+    got, module, vm = stowage_outputs(model, feeds, device)
+    assert_matches(got[0], reference_outputs(model, feeds)[0])
+    assert vm.profile()["kernel_launches"] == 3
 
 
 def test_a_reshape_that_no_strides_make_is_copied(device):

@@ -17,6 +17,7 @@ from ..builder import Var
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from . import registry
 from .fusion import group_nodes, last_uses
+from .graph import Graph
 
 # What folding at import may create, per value, unless from_onnx is told otherwise.
 DEFAULT_FOLD_LIMIT = 256 << 20
@@ -43,6 +44,7 @@ class Importer:
         self._inferred = None
         self.computed = {}  # repeat_key -> the outputs a node computed at run time (emit)
         self.overwritten = set()  # names of Vars a converter wrote over in place: not shared again
+        self.shape_reads = []  # (Shape node, the inferred shape) resolve_shape_reads took out of the graph
 
     @property
     def opset(self):
@@ -166,6 +168,7 @@ class Importer:
 
     def run(self):
         self.resolve_ops()
+        self.resolve_shape_reads()
         self.find_known()
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)
@@ -195,6 +198,43 @@ class Importer:
                 self.write_slice(name, value)
         self.ob.function.set_origins([])
         self.ob.workspace_limit = None
+        self.check_shape_reads()
+
+    def resolve_shape_reads(self):
+        """Takes out of the graph each Shape node (no graph output) of a float32 value
+        whose shape ONNX's shape inference gives, its result an initializer: a node
+        that only reads the shape is then no reader of the tensor, which fusion may
+        leave unmade (ViT reads a query's shape beside the MatMul that reads it
+        through a view). Only where every graph input has the static shape the model
+        declares, so that the inference saw the shapes this import makes."""
+        declared = all(
+            isinstance(self.values.get(v.name), Var) and v.dims is not None
+            and tuple(v.dims) == tuple(self.shape(self.values[v.name])) for v in self.graph.inputs)
+        shapes = self.inferred_shapes() if declared else {}
+        kept, resolved = [], {}
+        for node in self.graph.nodes:
+            shape = shapes.get(node.inputs[0]) if node.op_type == "Shape" and node.domain in ("", "ai.onnx") and \
+                node.inputs and len(node.outputs) == 1 and node.outputs[0] not in self.graph.output_names else None
+            if shape is None:
+                kept.append(node)
+                continue
+            node.check_attrs(("start", "end"))
+            resolved[node.outputs[0]] = np.array(shape[node.int_attr("start", 0):node.int_attr("end", None)],
+                                                 dtype=np.int64)
+            self.shape_reads.append((node, shape))
+        if resolved:
+            g = self.graph
+            self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **resolved}, g.opsets, g.shape_hints)
+            self.values.update(resolved)
+
+    def check_shape_reads(self):
+        """Each Shape node resolve_shape_reads took out read a value whose shape, where
+        the import made it, is the one the inference gave."""
+        for node, shape in self.shape_reads:
+            value = self.values.get(node.inputs[0])
+            if value is not None and tuple(self.shape(value)) != tuple(shape):
+                raise InvalidInputError(f"{node.describe()}: ONNX's shape inference gave {list(shape)} for "
+                                        f"'{node.inputs[0]}', the import made {list(self.shape(value))}")
 
     def emit(self, group):
         node = group.main
