@@ -103,14 +103,16 @@ def test_in_texture_mode_a_dense_block_writes_every_feature_once_into_one_image(
 
 def test_in_texture_mode_a_part_computed_from_its_own_concat_is_copied(device):
     # a = Conv(x0) reads x0's band and would write the next band of the same image
-    # in one kernel: OpenCL forbids it, so this family copies.
+    # in one kernel: OpenCL forbids it, so a is copied into its band (a device copy),
+    # while x0's producer writes its own in place.
     nodes = [
         helper.make_node("Conv", ["x", "w0"], ["x0"], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["x0", "wa"], ["a"], pads=[1, 1, 1, 1]),
         helper.make_node("Concat", ["x0", "a"], ["y"], axis=1),
     ]
     model = conv_model(nodes, (1, 3, 4, 4), {"w0": rand(8, 3, 3, 3), "wa": rand(8, 8, 3, 3, seed=1)}, ["y"])
-    assert "stowage_copy_image_channels" in kernels(model, "opencl", texture=True)
+    assert [k for k in kernels(model, "opencl", texture=True) if COPY_KERNELS.search(k)] == []
+    assert str(sw.from_onnx(model, target="opencl", texture=True)).count("copy_tensor(") == 1
     check(model, rand(1, 3, 4, 4), device, "opencl", texture=True)
 
 
@@ -148,3 +150,28 @@ def test_a_part_read_by_another_concat_keeps_its_copy(device):
     ]
     model = conv_model(nodes, (1, 2, 4, 4), {"w1": rand(8, 2, 3, 3), "w2": rand(8, 2, 3, 3, seed=1)}, ["y1", "y2"])
     check(model, rand(1, 2, 4, 4), device, "opencl")
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+def test_a_concat_copies_only_the_part_no_producer_writes(texture, device):
+    # ShuffleNet's unit: the half of x passed through (a Slice: a view of x) and a
+    # convolution of the other half. The convolution writes its slice in place; the
+    # Concat copies only the passed-through half into its own.
+    nodes = [
+        helper.make_node("Slice", ["x", "zero", "four", "one"], ["x1"]),
+        helper.make_node("Slice", ["x", "four", "eight", "one"], ["x2"]),
+        helper.make_node("Conv", ["x2", "w"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["x1", "b"], ["c"], axis=1),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    weights = {"w": rand(4, 4, 3, 3), "zero": np.array([0], np.int64), "four": np.array([4], np.int64),
+               "eight": np.array([8], np.int64), "one": np.array([1], np.int64)}
+    model = conv_model(nodes, (1, 8, 5, 5), weights, ["y"])
+    module = sw.from_onnx(model, target="opencl-gpu", texture=texture)
+    launched = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(module))
+    assert [k for k in launched if COPY_KERNELS.search(k)] == []
+    if texture:  # x's half into its band of the image, as the convolution's input is
+        assert launched.count("stowage_nchw_to_image") == 2 and len(launched) == 5
+    else:  # a device copy, no kernel
+        assert str(module).count("copy_tensor(") == 1 and len(launched) == 2
+    check(model, rand(1, 8, 5, 5), device, "opencl-gpu", texture=texture)

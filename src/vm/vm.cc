@@ -175,7 +175,8 @@ Tensor VirtualMachine::upload(const Tensor& host) {
     }
     return host;
   }
-  auto storage = impl_->new_buffer(impl_->argument_usage, std::max<uint64_t>(t.nbytes, 1));
+  const uint64_t nbytes = std::max<uint64_t>(t.nbytes, 1);
+  auto storage = impl_->new_storage_buffer(impl_->argument_usage, nbytes, nbytes);
   auto tensor = impl_->whole_buffer_tensor(storage, t);
   impl_->copy_into_buffer(t, *tensor);
   return Tensor(std::move(tensor));
@@ -184,29 +185,23 @@ Tensor VirtualMachine::upload(const Tensor& host) {
 // Parameters are contiguous tensors in a buffer (docs/ir.md): a host argument is
 // uploaded into the buffer this parameter keeps for it, a device tensor in a buffer
 // is passed as it is, and one in an image is copied into that buffer on the device.
+// Uploads go to shared virtual memory where the VM uses it, as planned storages do,
+// so that a view of a parameter at any offset is a pointer (a sub-buffer would need
+// the device's base-address alignment: a Slice of an input at byte 400 failed).
 Value VirtualMachine::Impl::device_argument(uint32_t function, size_t index, const Value& arg) {
   const TensorObject& t = *arg.tensor;
   if (t.in_buffer()) return arg;
   std::shared_ptr<StorageObject>& cached = argument_storage[function][index];
   const uint64_t nbytes = std::max<uint64_t>(t.nbytes, 1);
-  if (!cached || cached.use_count() != 1 || cached->nbytes() != nbytes) cached = new_buffer(argument_usage, nbytes);
+  if (!cached || cached.use_count() != 1 || cached->nbytes() != nbytes) {
+    cached = new_storage_buffer(argument_usage, nbytes, nbytes);
+  }
   auto tensor = whole_buffer_tensor(cached, t);
   copy_into_buffer(t, *tensor);
   Value out;
   out.kind = Value::Kind::kTensor;
   out.tensor = std::move(tensor);
   return out;
-}
-
-std::shared_ptr<StorageObject> VirtualMachine::Impl::new_buffer(const std::shared_ptr<ScopeCounter>& usage,
-                                                                uint64_t nbytes) {
-  cl_int status = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(context->context(), CL_MEM_READ_WRITE, nbytes, nullptr, &status);
-  if (status != CL_SUCCESS) throw_cl(status, "clCreateBuffer");
-  ++device_allocations;
-  device_bytes_allocated += nbytes;
-  ++usage->allocations;
-  return std::make_shared<StorageObject>(usage, nbytes, opencl::MemHandle(mem));
 }
 
 std::shared_ptr<TensorObject> VirtualMachine::Impl::whole_buffer_tensor(const std::shared_ptr<StorageObject>& storage,

@@ -120,8 +120,6 @@ struct VirtualMachine::Impl {
   // any offset, else a plain buffer whose tensors are sub-buffers.
   std::shared_ptr<StorageObject> new_storage_buffer(const std::shared_ptr<ScopeCounter>& usage, uint64_t nbytes,
                                                     uint64_t allocated);
-  // A buffer of `nbytes` in `usage`'s scope, counted as a device allocation.
-  std::shared_ptr<StorageObject> new_buffer(const std::shared_ptr<ScopeCounter>& usage, uint64_t nbytes);
   // A tensor filling `storage` from offset 0, with the shape and dtype of `like`.
   std::shared_ptr<TensorObject> whole_buffer_tensor(const std::shared_ptr<StorageObject>& storage,
                                                     const TensorObject& like);

@@ -37,6 +37,7 @@ class Importer:
         self.slices = {}  # value name -> the view of a planned Concat its producer writes into
         self.concats = {}  # Concat node index -> (out, slices)
         self.concat_fronts = {}  # a family member's node index -> (the family's planned Concat, its part count)
+        self.copied_parts = {}  # planned Concat node index -> the parts it copies into their slices
         self.position = 0
         self.last_use = {}
         self.group = None  # the group being emitted
@@ -310,7 +311,7 @@ class Importer:
             ]
             indices = {n.index for n in family}
             family_values = set(names) | {out for node in family for out in node.outputs}
-            if not all(
+            writes = [
                 n in made_by
                 and n not in self.slices
                 and made_by[n].main.spec.writes_into
@@ -318,17 +319,25 @@ class Importer:
                 and all(c.index in indices or c.op_type != "Concat" for c in self.graph.consumers.get(n, []))
                 and not (self.ob.texture and reads_any(made_by[n], family_values))
                 for n in names
-            ):
+            ]
+            # A Concat of its own may also take parts no producer writes (a view of
+            # another tensor, as ShuffleNet's passed-through half): it copies them into
+            # their slices, the others' producers write theirs.
+            if not all(writes) and (len(family) > 1 or not any(writes)):
                 continue
+            if not all(writes):
+                self.copied_parts[root.index] = [part for part, w in enumerate(writes) if not w]
             for node in family:
                 member_of[node.index] = root
             for part, n in enumerate(names):
-                self.slices[n] = _PendingSlice(self, root, part)
+                if writes[part]:
+                    self.slices[n] = _PendingSlice(self, root, part)
             for node in family[1:]:
                 self.concat_fronts[node.index] = (root, len([n for n in node.inputs if n]))
 
     def planned_concat(self, index):
-        """The tensor a planned Concat (or a member of a planned family) gives, or None."""
+        """The tensor a planned Concat (or a member of a planned family) gives, or None;
+        the parts no producer wrote (copied_parts) are copied into their slices now."""
         if index in self.concat_fronts:
             root, count = self.concat_fronts[index]
             made = _PendingSlice(self, root, 0).made()
@@ -338,7 +347,19 @@ class Importer:
             shapes = [table[name] for name in root.inputs if name][:count]
             return self.ob.concat_front(made[0], shapes, root.attr("axis"))
         made = self.concats.get(index)
-        return None if made is None else made[0]
+        if made is None:
+            return None
+        out, slices = made
+        node = next(n for n in self.graph.nodes if n.index == index)
+        names = [n for n in node.inputs if n]
+        for part in self.copied_parts.get(index, ()):
+            value = self.values[names[part]]
+            if self.ob.is_texture(slices[part]):
+                self.ob.copy_into_image(value, slices[part])
+            else:
+                self.ob.function.copy_tensor(self.ob.constant(value) if isinstance(value, np.ndarray) else value,
+                                             slices[part])
+        return out
 
 
 # Ops whose results differ between two nodes of the same inputs (repeat_key).
@@ -416,7 +437,9 @@ class _PendingSlice:
         imp = self.importer
         if self.node.index not in imp.concats:
             table = imp.inferred_shapes()
-            shapes = [table.get(name) for name in self.node.inputs if name]
+            # a part made already (one the Concat copies in) tells its own shape
+            shapes = [table.get(name) or (tuple(imp.shape(imp.values[name])) if name in imp.values else None)
+                      for name in self.node.inputs if name]
             axis = self.node.attr("axis")
             made = None
             if axis is not None and all(s is not None for s in shapes):

@@ -145,12 +145,9 @@ class Core:
 
     # ---- units and launches -------------------------------------------------
 
-    def _unit(self, family, defines=None, over_tuning=None):
-        """The unit of ``family`` built with ``defines`` and the tuning's settings
-        (which win over ``defines``), then ``over_tuning`` (which win over them)."""
+    def _unit(self, family, defines=None):
         merged = dict(defines or {})
         merged.update(self.tuning.get(family, {}))
-        merged.update(over_tuning or {})
         return units.ensure(self.builder, units.Unit(family, merged))
 
     def _launch(self, unit, kernel, *args, grid, local):

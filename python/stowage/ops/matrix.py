@@ -29,11 +29,6 @@ GEMM_TILE_NAMES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "G
 # 0.84 and 0.94 of the 32 x 32 fallback's time, one device command: docs/performance.md).
 # Tuning any GEMM_* tile constant sets the tiles of every GEMM instead.
 GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (32, 64, 16, 4, 4))
-# The convolution's tiles (CONV_TILE_M, CONV_TILE_N, CONV_TILE_K, CONV_WPT_M,
-# CONV_WPT_N) for a layer of few tiles that the workspace bound keeps from splitting
-# its reduction (AlexNet's first convolutions: 48 and 36 work-groups at 64 x 64).
-CONV_TILE_NAMES = ("CONV_TILE_M", "CONV_TILE_N", "CONV_TILE_K", "CONV_WPT_M", "CONV_WPT_N")
-CONV_FEW_TILES = (32, 32, 16, 4, 4)
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -502,17 +497,8 @@ class MatrixOps(Core):
             w_t = self.transpose(self.reshape(w, (group, kg, cg * r * s)), (0, 2, 1))
         else:
             w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
-        split_args = (cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"), self.launch, n * k * p * q * 4)
-        k_split = _k_split(tiles[0] * tiles[1] * group, *split_args, self.workspace_limit)
-        tile_defines = None
-        if k_split < _k_split(tiles[0] * tiles[1] * group, *split_args) and not pointwise:
-            # The workspace bound keeps the layer from splitting as far as its few
-            # tiles want: smaller tiles give it more work-groups instead.
-            tile_defines = dict(zip(CONV_TILE_NAMES, CONV_FEW_TILES))
-            unit = self._unit("conv", over_tuning=tile_defines)
-            tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
-            tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-            k_split = _k_split(tiles[0] * tiles[1] * group, *split_args, self.workspace_limit)
+        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
+                           self.launch, n * k * p * q * 4, self.workspace_limit)
         if pointwise and k_split == 1 and (not in_args or group == 1):
             hw = h * wd
             in_batch = in_args[2] if in_args else 0  # the input map's scale stride per image
@@ -524,7 +510,7 @@ class MatrixOps(Core):
             return dst
         grid = (tiles[0] * local[0], tiles[1] * local[1], group * k_split)
         geometry = (n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group)
-        sum_unit, unit = unit, self._unit("conv", in_unit, tile_defines)  # the sum reads partial sums: no input map
+        sum_unit, unit = unit, self._unit("conv", in_unit)  # the sum reads partial sums: no input map
         if k_split == 1:
             self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, *geometry, 1, flags,
                          *act, *in_args, grid=grid, local=local)
