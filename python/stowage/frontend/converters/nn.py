@@ -529,9 +529,13 @@ def matmul_written_back(ctx, group, a_view):
         return emit_each(ctx, [m for m in group.nodes if m.index > node.index], {node.outputs[0]: y})
     column_scale, epilogue = fused
     weight = weight * column_scale
-    return {group.output: ctx.ob.matmul_views(
-        a, (a_shape, a_strides or contiguous_strides(a_shape)), ctx.ob.constant(as_float32(weight)),
-        (weight.shape, contiguous_strides(weight.shape)), alpha=alpha, y_view=y_view, **epilogue)}
+    # Written transposed, the GEMM runs as B^T A^T: the weight is stored transposed so
+    # that B^T's rows are contiguous, as a linear layer's A is.
+    k, n = weight.shape
+    b, b_view = ((ctx.ob.constant(as_float32(weight.T.copy())), ((k, n), (1, k))) if y_view[1][-1] != 1 else
+                 (ctx.ob.constant(as_float32(weight)), ((k, n), (n, 1))))
+    return {group.output: ctx.ob.matmul_views(a, (a_shape, a_strides or contiguous_strides(a_shape)), b, b_view,
+                                              alpha=alpha, y_view=y_view, **epilogue)}
 
 
 def written_back_epilogue(ctx, group, n, product, y_view):
