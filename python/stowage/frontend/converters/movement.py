@@ -171,7 +171,8 @@ def _concat_fold(ctx, node, *values):
 
 
 @register("Concat", versions=(4, 11, 13), fold=_concat_fold, types=ALL_TYPES, texture=True,
-          fuses="planned: producers write into their slices, no copy")
+          fuses="planned: producers write into their slices, no copy (parts no producer writes are copied in); "
+                "over channels, of Convs of one input and stride: one convolution")
 def concat(ctx, node):
     node.check_attrs(("axis",))
     names = [n for n in node.inputs if n]

@@ -406,8 +406,9 @@ def gemm_with_residual(ctx, group, operands, settings, act):
 
 @register("MatMul", versions=(1, 9, 13),
           fuses="absorbs an activation; by a constant 2-D B, the Add of a bias per column and a residual Add "
-                "before it; reads its inputs through Transposes, Reshapes and scalings by a constant, and writes "
-                "through a Transpose after it, without copies")
+                "before it, or after the bias a Transpose, a Mul by a constant (folded into B) and a residual Add; "
+                "reads its inputs through Transposes, Reshapes, scalings by a constant and a LayerNormalization "
+                "run before a Transpose, and writes through a Transpose after it, without copies")
 def matmul(ctx, node):
     node.check_attrs(())
     group = ctx.group

@@ -418,7 +418,9 @@ def check_stash_type(node):
         raise node.unsupported(f"stash_type={node.attr('stash_type')}: statistics are computed in float32 only")
 
 
-@register("LayerNormalization", versions=(17,), fold=fold_layer_norm)
+@register("LayerNormalization", versions=(17,), fold=fold_layer_norm,
+          fuses="over the last axis of a Transpose's result: runs on the Transpose's input, read by a MatMul "
+                "through the Transpose or with no Transpose where the next one undoes it")
 @names_node
 def layer_norm(ctx, node):
     group = ctx.group
