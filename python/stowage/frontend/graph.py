@@ -89,7 +89,7 @@ class Graph:
     """Inputs (initializers excluded), output names, nodes and initializers, with
     each value's producer and readers; `opsets` maps a domain to its opset."""
 
-    def __init__(self, inputs, output_names, nodes, initializers, opsets, shape_hints=None):
+    def __init__(self, inputs, output_names, nodes, initializers, opsets, shape_hints=None, size_hints=None):
         self.inputs = list(inputs)
         self.outputs = list(output_names)
         self.output_names = set(output_names)
@@ -99,6 +99,8 @@ class Graph:
         # A callable giving {value name: shape} for values whose shapes the front end
         # can tell before import (e.g. ONNX's shape inference); planned Concats use it.
         self.shape_hints = shape_hints or dict
+        # Likewise {value name: bytes} for values of any element type of fixed size.
+        self.size_hints = size_hints or dict
         check_order(self)
         self.producer = {}
         for node in self.nodes:

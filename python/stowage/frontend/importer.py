@@ -46,6 +46,7 @@ class Importer:
         self.computed = {}  # repeat_key -> the outputs a node computed at run time (emit)
         self.overwritten = set()  # names of Vars a converter wrote over in place: not shared again
         self.shape_reads = []  # (Shape node, the inferred shape) resolve_shape_reads took out of the graph
+        self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
 
     @property
     def opset(self):
@@ -174,7 +175,9 @@ class Importer:
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)
         self.plan_concats(order)
-        limits = workspace_limits(self.graph, order, self.inferred_shapes(), self.is_known)
+        self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
+        limits = ([None] * len(order) if self.alive is None else
+                  [max(self.alive) - at for at in self.alive[:len(order)]])
         for position, group in enumerate(order):
             self.position = position
             self.group = group
@@ -225,7 +228,8 @@ class Importer:
             self.shape_reads.append((node, shape))
         if resolved:
             g = self.graph
-            self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **resolved}, g.opsets, g.shape_hints)
+            self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **resolved}, g.opsets, g.shape_hints,
+                               g.size_hints)
             self.values.update(resolved)
 
     def check_shape_reads(self):
@@ -248,12 +252,38 @@ class Importer:
             return self.outputs_of(node, result, folded=True)
         key = self.repeat_key(group)
         earlier = self.computed.get(key)
-        if earlier is not None and not any(self.ob._base(v) in self.overwritten for v in earlier if isinstance(v, Var)):
-            return {name: value for name, value in zip(node.outputs, earlier) if name}  # computed already
+        if earlier is not None and self.may_share(*earlier):
+            return {name: value for name, value in zip(node.outputs, earlier[1]) if name}  # computed already
         result = self.outputs_of(node, spec.convert(self, node), folded=False)
         if key is not None and all(name in result for name in node.outputs if name):
-            self.computed[key] = [result.get(name) for name in node.outputs]
+            self.computed[key] = ([name for name in node.outputs if name], [result.get(name) for name in node.outputs])
         return result
+
+    def made_sizes(self):
+        """{value name: bytes} of every tensor this import made (alive_bytes' sizes for
+        a second import)."""
+        return {name: int(np.prod(self.shape(v), dtype=np.int64)) * np.dtype(self.dtype(v)).itemsize
+                for name, v in self.values.items() if isinstance(v, Var) and v.kind == "Tensor"}
+
+    def may_share(self, names, values):
+        """Whether the values an earlier node made (as `names`) may serve a repeat of it
+        here: no convolution wrote over them in place, and they are small (at most
+        MAX_SHARED_BYTES) or holding them alive until here raises no planned peak
+        (self.alive, which the sharing then updates)."""
+        if any(self.ob._base(v) in self.overwritten for v in values if isinstance(v, Var)):
+            return False
+        size = sum(int(np.prod(self.shape(v), dtype=np.int64)) * np.dtype(self.dtype(v)).itemsize
+                   for v in values if isinstance(v, Var))
+        if size <= MAX_SHARED_BYTES or self.alive is None:
+            return size <= MAX_SHARED_BYTES
+        held = range(max(self.last_use.get(name, self.position) for name in names) + 1, self.position)
+        if any(self.alive[at] + size > max(self.alive) for at in held):
+            return False
+        for at in held:
+            self.alive[at] += size
+        for name in names:
+            self.last_use[name] = max(self.last_use.get(name, self.position), self.position)
+        return True
 
     def repeat_key(self, group):
         """What makes a node of one op on values computed at run time compute what an
@@ -366,6 +396,9 @@ class Importer:
 NOT_SHARED = ("Bernoulli", "Multinomial", "Dropout")
 # The largest constant (bytes) repeat_key compares by value.
 MAX_COMPARED_BYTES = 4096
+# The most bytes an earlier node's results may hold alive for a repeat of it whatever
+# the planned peak (may_share): a mask of 128 x 128 floats.
+MAX_SHARED_BYTES = 65536
 
 
 def value_token(value):
@@ -385,30 +418,27 @@ def value_token(value):
     return None
 
 
-def workspace_limits(graph, order, shapes, is_known):
-    """Per group of `order`, the bytes a split reduction's workspace may take there:
-    the largest footprint of any group (the tensors it reads and makes, 4 bytes an
-    element, not counting the function's parameters, which are not planned) less its own, so that no split makes its layer the network's largest
-    (AlexNet's first convolutions would double the net's memory); None for every group
-    where a shape is not known before import."""
-    def nbytes(name):
-        shape = shapes.get(name)
-        if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
-            return None
-        return 4 * int(np.prod(shape, dtype=np.int64))
-
-    params = {v.name for v in graph.inputs}
-    own = []
-    for group in order:
+def alive_bytes(graph, order, sizes, is_known, last_use):
+    """Per position of `order` (and one past it), the bytes of the values alive there:
+    each value a group makes, from its group to its last reader (graph outputs to the
+    end), the function's parameters and values known at import not counted (they are
+    not planned); None where the size of one is not known before import. Its most, less
+    a position's own, is what a split reduction's workspace may take there so that no
+    split raises the network's peak (AlexNet's first convolutions doubled it), and what
+    a value computed once for a later repeat may hold it alive for (Importer.emit)."""
+    alive = [0] * (len(order) + 1)
+    for pos, group in enumerate(order):
         inside = {n.index for n in group.nodes}
-        made = [o for n in group.nodes for o in n.outputs if o and (
-            o in graph.output_names or any(c.index not in inside for c in graph.consumers.get(o, [])))]
-        sizes = [nbytes(name) for name in group.inputs() + made if not is_known(name) and name not in params]
-        if any(size is None for size in sizes):
-            return [None] * len(order)
-        own.append(sum(sizes))
-    largest = max(own, default=0)
-    return [largest - size for size in own]
+        for name in (o for n in group.nodes for o in n.outputs if o):
+            readers = graph.consumers.get(name, [])
+            if is_known(name) or (name not in graph.output_names and all(c.index in inside for c in readers)):
+                continue
+            size = sizes.get(name)
+            if size is None:
+                return None
+            for at in range(pos, max(last_use.get(name, pos), pos) + 1):
+                alive[at] += size
+    return alive
 
 
 def reads_any(group, values):

@@ -60,11 +60,27 @@ def from_onnx(model, shapes=None, texture=None, target=None, tuning=None, fold_l
         raise UnsupportedError(f"the model uses opset {graph.opset} of the default domain; the installed onnx knows "
                                f"opsets up to {newest}")
     from ..executable import default_target
-    from ..ops import OpBuilder
 
     if target is None:
         target = default_target()
     texture, tuning, _ = mode_and_tuning(proto, texture, tuning)
+    bb, importer = import_graph(graph, shapes, texture, target, tuning, fold_limit)
+    if importer.alive is None:
+        # ONNX's inference could not size every value (shapes computed at run time by
+        # the graph, as BERT's): a second import takes the sizes the first one made, so
+        # that split workspaces and shared results raise no planned peak (Importer).
+        sizes = importer.made_sizes()
+        graph.size_hints = lambda: sizes
+        bb, importer = import_graph(graph, shapes, texture, target, tuning, fold_limit)
+    module = bb.module()
+    module.target = os.fsdecode(target)  # compile() takes it, and refuses another
+    return module
+
+
+def import_graph(graph, shapes, texture, target, tuning, fold_limit):
+    """(Builder, Importer) of one import of ``graph`` into a function ``main``."""
+    from ..ops import OpBuilder
+
     bb = Builder()
     with bb.function("main") as f:
         ob = OpBuilder(bb, f, texture=texture, target=target, tuning=tuning)
@@ -82,9 +98,7 @@ def from_onnx(model, shapes=None, texture=None, target=None, tuning=None, fold_l
         params = {importer.values[i.name].name for i in graph.inputs}
         results = distinct_results(ob, f, params, [ob.output(importer.values[name]) for name in graph.outputs])
         f.ret(*results)
-    module = bb.module()
-    module.target = os.fsdecode(target)  # compile() takes it, and refuses another
-    return module
+    return bb, importer
 
 
 def mode_and_tuning(proto, texture, tuning):

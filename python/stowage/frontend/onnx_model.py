@@ -236,25 +236,53 @@ def graph_of(model):
     for entry in model.opset_import:
         opsets["" if entry.domain == "ai.onnx" else entry.domain] = entry.version
     nodes = [node_of(i, n, opsets) for i, n in enumerate(graph.node)]
+    hints = InferredHints(model)
     return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets,
-                 shape_hints=lambda: inferred_shapes(model))
+                 shape_hints=hints.float32_shapes, size_hints=hints.sizes)
 
 
-def inferred_shapes(model):
-    """Value name -> shape of float32 values, from ONNX's shape inference (fixed dims
-    only; planned Concats are float32 buffers)."""
+def inferred_types(model):
+    """Value name -> (shape, ONNX element type) from ONNX's shape inference (fixed dims
+    only)."""
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference is a help here, not a requirement
         return {}
-    shapes = {}
+    types = {}
     for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
-        dims = vi.type.tensor_type.shape.dim
-        if vi.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-            continue
-        if dims and all(d.HasField("dim_value") for d in dims):
-            shapes[vi.name] = tuple(d.dim_value for d in dims)
-    return shapes
+        tensor = vi.type.tensor_type
+        # no shape field: the rank is not known either (empty dims would read as a scalar)
+        if vi.type.HasField("tensor_type") and tensor.HasField("shape") and all(
+                d.HasField("dim_value") for d in tensor.shape.dim):
+            types[vi.name] = (tuple(d.dim_value for d in tensor.shape.dim), tensor.elem_type)
+    return types
+
+
+class InferredHints:
+    """ONNX's shape inference of a model, run once on first use: the shapes of float32
+    values (planned Concats are float32 buffers) and the bytes of every tensor value
+    whose element type has a fixed size (the importer's live-bytes estimate)."""
+
+    def __init__(self, model):
+        self.model = model
+        self._types = None
+
+    def types(self):
+        if self._types is None:
+            self._types = inferred_types(self.model)
+        return self._types
+
+    def float32_shapes(self):
+        return {name: shape for name, (shape, elem) in self.types().items()
+                if elem == onnx.TensorProto.FLOAT and shape}
+
+    def sizes(self):
+        sizes = {}
+        for name, (shape, elem) in self.types().items():
+            if elem in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
+                continue
+            sizes[name] = int(np.prod(shape, dtype=np.int64)) * helper.tensor_dtype_to_np_dtype(elem).itemsize
+        return sizes
 
 
 def node_of(index, proto, opsets=None):

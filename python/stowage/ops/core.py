@@ -136,7 +136,7 @@ class Core:
                                     f"{', '.join(sorted(LAUNCH_DEFAULTS))})")
         # The most bytes a split reduction's workspace may take at this point, beside
         # SPLIT_K_MAX_BYTES (None: no more bound): the ONNX importer sets it per node so
-        # that no split raises the network's footprint (importer.workspace_limits).
+        # that no split raises the network's planned peak (importer.alive_bytes).
         self.workspace_limit = None
         self._logical = {}  # image Var name -> logical NCHW shape
         self._twins = {}  # Var name -> Var holding the same value in the other layout
