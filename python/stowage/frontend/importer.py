@@ -259,12 +259,6 @@ class Importer:
             self.computed[key] = ([name for name in node.outputs if name], [result.get(name) for name in node.outputs])
         return result
 
-    def made_sizes(self):
-        """{value name: bytes} of every tensor this import made (alive_bytes' sizes for
-        a second import)."""
-        return {name: int(np.prod(self.shape(v), dtype=np.int64)) * np.dtype(self.dtype(v)).itemsize
-                for name, v in self.values.items() if isinstance(v, Var) and v.kind == "Tensor"}
-
     def may_share(self, names, values):
         """Whether the values an earlier node made (as `names`) may serve a repeat of it
         here: no convolution wrote over them in place, and they are small (at most

@@ -64,14 +64,7 @@ def from_onnx(model, shapes=None, texture=None, target=None, tuning=None, fold_l
     if target is None:
         target = default_target()
     texture, tuning, _ = mode_and_tuning(proto, texture, tuning)
-    bb, importer = import_graph(graph, shapes, texture, target, tuning, fold_limit)
-    if importer.alive is None:
-        # ONNX's inference could not size every value (shapes computed at run time by
-        # the graph, as BERT's): a second import takes the sizes the first one made, so
-        # that split workspaces and shared results raise no planned peak (Importer).
-        sizes = importer.made_sizes()
-        graph.size_hints = lambda: sizes
-        bb, importer = import_graph(graph, shapes, texture, target, tuning, fold_limit)
+    bb, _ = import_graph(graph, shapes, texture, target, tuning, fold_limit)
     module = bb.module()
     module.target = os.fsdecode(target)  # compile() takes it, and refuses another
     return module
