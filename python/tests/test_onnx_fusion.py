@@ -279,7 +279,8 @@ def fire_model(second=((3, 3), (1, 1, 1, 1)), bn=False, acts=("Relu", "Relu"), f
              helper.make_node("Conv", ["x", "w2", "b2"], ["c2"], pads=list(pads))]
     inits = [("w1", rng.uniform(-1, 1, (4, 6, fh, fw)).astype(np.float32)),
              ("b1", rng.uniform(-1, 1, 4).astype(np.float32)),
-             ("w2", rng.uniform(-1, 1, (5, 6, kh, kw)).astype(np.float32)), ("b2", rng.uniform(-1, 1, 5).astype(np.float32))]
+             ("w2", rng.uniform(-1, 1, (5, 6, kh, kw)).astype(np.float32)),
+             ("b2", rng.uniform(-1, 1, 5).astype(np.float32))]
     second_out = "c2"
     if bn:
         nodes.append(helper.make_node("BatchNormalization", ["c2", "s", "o", "m", "v"], ["n2"]))

@@ -39,8 +39,8 @@ to a Transpose, each alone reading the one before (the heads merged again): it w
 its product transposed. One by a constant 2-D B with its bias, where no residual Add
 follows it, absorbs such view nodes only with a Mul by a constant and the Add of a
 residual after them (a channels-last block written back channels-first, scaled and
-added to its input, as ConvNeXt's): the scale folds into B and the bias. A MatMul by a constant 2-D B with the Add of its bias takes
-the other such MatMuls (their B of the same shape, their bias, their activation
+added to its input, as ConvNeXt's): the scale folds into B and the bias. A MatMul
+by a constant 2-D B with the Add of its bias takes the other such MatMuls (their B of the same shape, their bias, their activation
 alike) that read the same A: one batched GEMM for a transformer's query, key and
 value projections.
 
@@ -346,11 +346,7 @@ def find_concat_siblings(graph, is_static):
         if any(b is None for b in branches):
             continue
         first = branches[0]
-        key = (first.main.inputs[0], first.main.ints_attr("strides", (1, 1)),
-               None if first.act is None else (first.act.op_type, sorted(first.act.attrs.items()), first.act.inputs[1:]))
-        if not all((b.main.inputs[0], b.main.ints_attr("strides", (1, 1)),
-                    None if b.act is None else (b.act.op_type, sorted(b.act.attrs.items()), b.act.inputs[1:])) == key
-                   for b in branches):
+        if any(branch_key(b) != branch_key(first) for b in branches):
             continue
         kernels = [graph_constant(graph, b.main.inputs[1]).shape for b in branches]
         pads = [tuple(b.main.ints_attr("pads", (0, 0, 0, 0))) for b in branches]
@@ -384,6 +380,14 @@ def merged_window(kernels, pads):
     if sum(k[0] for k in kernels) * kh * kw > MERGED_CONV_MAX_WORK * work:
         return None
     return (kh, kw), (top, left, bottom, right), offsets
+
+
+def branch_key(branch):
+    """What the branches of one merged convolution share: the input, the strides and
+    the activation (op, attributes, other inputs)."""
+    act = branch.act
+    return (branch.main.inputs[0], branch.main.ints_attr("strides", (1, 1)),
+            None if act is None else (act.op_type, sorted(act.attrs.items()), act.inputs[1:]))
 
 
 def concat_branch(graph, name, concat, is_static):
