@@ -271,7 +271,8 @@ class Importer:
         if size <= MAX_SHARED_BYTES or self.alive is None:
             return size <= MAX_SHARED_BYTES
         held = range(max(self.last_use.get(name, self.position) for name in names) + 1, self.position)
-        if any(self.alive[at] + size > max(self.alive) for at in held):
+        peak = max(self.alive)
+        if any(self.alive[at] + size > peak for at in held):
             return False
         for at in held:
             self.alive[at] += size
@@ -350,7 +351,7 @@ class Importer:
             if not all(writes) and (len(family) > 1 or not any(writes)):
                 continue
             if not all(writes):
-                self.copied_parts[root.index] = [part for part, w in enumerate(writes) if not w]
+                self.copied_parts[root.index] = (root, [part for part, w in enumerate(writes) if not w])
             for node in family:
                 member_of[node.index] = root
             for part, n in enumerate(names):
@@ -374,9 +375,9 @@ class Importer:
         if made is None:
             return None
         out, slices = made
-        node = next(n for n in self.graph.nodes if n.index == index)
-        names = [n for n in node.inputs if n]
-        for part in self.copied_parts.get(index, ()):
+        node, parts = self.copied_parts.get(index, (None, ()))
+        names = [n for n in node.inputs if n] if node is not None else []
+        for part in parts:
             value = self.values[names[part]]
             if self.ob.is_texture(slices[part]):
                 self.ob.copy_into_image(value, slices[part])
@@ -420,7 +421,7 @@ def alive_bytes(graph, order, sizes, is_known, last_use):
     a position's own, is what a split reduction's workspace may take there so that no
     split raises the network's peak (AlexNet's first convolutions doubled it), and what
     a value computed once for a later repeat may hold it alive for (Importer.emit)."""
-    alive = [0] * (len(order) + 1)
+    alive = [0] * (len(order) + 2)
     for pos, group in enumerate(order):
         inside = {n.index for n in group.nodes}
         for name in (o for n in group.nodes for o in n.outputs if o):
@@ -430,9 +431,11 @@ def alive_bytes(graph, order, sizes, is_known, last_use):
             size = sizes.get(name)
             if size is None:
                 return None
-            for at in range(pos, max(last_use.get(name, pos), pos) + 1):
-                alive[at] += size
-    return alive
+            alive[pos] += size  # a difference array: added at the producer, taken off past the last reader
+            alive[max(last_use.get(name, pos), pos) + 1] -= size
+    for at in range(1, len(alive)):
+        alive[at] += alive[at - 1]
+    return alive[:-1]
 
 
 def reads_any(group, values):
