@@ -175,3 +175,35 @@ def test_a_concat_copies_only_the_part_no_producer_writes(texture, device):
     else:  # a device copy, no kernel
         assert str(module).count("copy_tensor(") == 1 and len(launched) == 2
     check(model, rand(1, 8, 5, 5), device, "opencl-gpu", texture=texture)
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+def test_a_part_sliced_at_ends_computed_from_a_shape_is_written_in_place(texture, device):
+    # ShuffleNet's unit as PyTorch exports x.chunk(2, dim=1): the Slices' ends are
+    # computed from Shape(x) (Gather, Add, Div, Mul). ONNX's inference alone cannot
+    # size the halves; the importer computes that arithmetic before planning and
+    # infers again, so the convolution writes its slice of the Concat in place.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["channels"], axis=0),
+        helper.make_node("Add", ["channels", "one"], ["rounded"]),
+        helper.make_node("Div", ["rounded", "two"], ["half"]),
+        helper.make_node("Mul", ["half", "one"], ["end1"]),
+        helper.make_node("Mul", ["half", "two"], ["end2"]),
+        helper.make_node("Slice", ["x", "zeros", "end1", "ones"], ["x1"]),
+        helper.make_node("Slice", ["x", "end1", "end2", "ones"], ["x2"]),
+        helper.make_node("Conv", ["x2", "w"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["x1", "b"], ["c"], axis=1),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    weights = {"w": rand(4, 4, 3, 3), "one": np.array(1, np.int64), "two": np.array(2, np.int64),
+               "zeros": np.array([0], np.int64), "ones": np.array([1], np.int64)}
+    model = conv_model(nodes, (1, 8, 5, 5), weights, ["y"])
+    module = sw.from_onnx(model, target="opencl-gpu", texture=texture)
+    launched = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(module))
+    assert [k for k in launched if COPY_KERNELS.search(k)] == []
+    if texture:
+        assert launched.count("stowage_nchw_to_image") == 2 and len(launched) == 5
+    else:
+        assert str(module).count("copy_tensor(") == 1 and len(launched) == 2
+    check(model, rand(1, 8, 5, 5), device, "opencl-gpu", texture=texture)

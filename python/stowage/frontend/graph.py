@@ -89,7 +89,8 @@ class Graph:
     """Inputs (initializers excluded), output names, nodes and initializers, with
     each value's producer and readers; `opsets` maps a domain to its opset."""
 
-    def __init__(self, inputs, output_names, nodes, initializers, opsets, shape_hints=None, size_hints=None):
+    def __init__(self, inputs, output_names, nodes, initializers, opsets, shape_hints=None, size_hints=None,
+                 refine_hints=None):
         self.inputs = list(inputs)
         self.outputs = list(output_names)
         self.output_names = set(output_names)
@@ -101,6 +102,9 @@ class Graph:
         self.shape_hints = shape_hints or dict
         # Likewise {value name: bytes} for values of any element type of fixed size.
         self.size_hints = size_hints or dict
+        # Given {value name: array} of values the importer computed early, an object
+        # whose float32_shapes and sizes are the hints knowing them; None: not offered.
+        self.refine_hints = refine_hints
         check_order(self)
         self.producer = {}
         for node in self.nodes:

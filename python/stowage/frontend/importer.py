@@ -226,11 +226,47 @@ class Importer:
             resolved[node.outputs[0]] = np.array(shape[node.int_attr("start", 0):node.int_attr("end", None)],
                                                  dtype=np.int64)
             self.shape_reads.append((node, shape))
-        if resolved:
-            g = self.graph
-            self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **resolved}, g.opsets, g.shape_hints,
-                               g.size_hints)
-            self.values.update(resolved)
+        if not resolved:
+            return
+        self.values.update(resolved)
+        kept, folded = self.fold_shape_arithmetic(kept, resolved)
+        g = self.graph
+        constants = {**resolved, **folded}
+        hints = g.refine_hints(constants) if g.refine_hints is not None else None
+        self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **constants}, g.opsets,
+                           hints.float32_shapes if hints else g.shape_hints, hints.sizes if hints else g.size_hints,
+                           hints.with_constants if hints else None)
+        self._inferred = None
+
+    def fold_shape_arithmetic(self, nodes, resolved):
+        """Computes now the nodes that read resolved shapes (or what was computed from
+        them) and only known values, and nodes of no inputs (Constant), where each result takes at most
+        MAX_COMPARED_BYTES: the arithmetic a Slice's ends or a Reshape's shape are made
+        by, which the walk would fold anyway, so that the front end's inference can
+        be told them (Graph.refine_hints). A node whose fold fails is left to the walk,
+        which reports it. -> (the nodes left, {value name: array} computed)."""
+        folded, kept = {}, []
+        for node in nodes:
+            spec = node.spec
+            arrays = [self.values.get(n) if n else None for n in node.inputs]
+            # a Constant node's value is read by the arithmetic, not only the shapes
+            reads_shape = any(n in resolved or n in folded for n in node.inputs if n) or not any(node.inputs)
+            if not (reads_shape and spec.fold is not None and len(node.outputs) == 1 and all(
+                    not n or isinstance(a, np.ndarray) for n, a in zip(node.inputs, arrays))):
+                kept.append(node)
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(spec.fold(self, node, *arrays))
+            except Exception:  # the walk folds it again and names the node in its error
+                kept.append(node)
+                continue
+            if value.dtype == object or value.nbytes > MAX_COMPARED_BYTES or not node.outputs[0]:
+                kept.append(node)
+                continue
+            folded[node.outputs[0]] = value
+            self.values[node.outputs[0]] = value
+        return kept, folded
 
     def check_shape_reads(self):
         """Each Shape node resolve_shape_reads took out read a value whose shape, where

@@ -238,7 +238,7 @@ def graph_of(model):
     nodes = [node_of(i, n, opsets) for i, n in enumerate(graph.node)]
     hints = InferredHints(model)
     return Graph(inputs, [o.name for o in graph.output], nodes, initializers, opsets,
-                 shape_hints=hints.float32_shapes, size_hints=hints.sizes)
+                 shape_hints=hints.float32_shapes, size_hints=hints.sizes, refine_hints=hints.with_constants)
 
 
 def inferred_types(model):
@@ -261,15 +261,28 @@ def inferred_types(model):
 class InferredHints:
     """ONNX's shape inference of a model, run once on first use: the shapes of float32
     values (planned Concats are float32 buffers) and the bytes of every tensor value
-    whose element type has a fixed size (the importer's live-bytes estimate)."""
+    whose element type has a fixed size (the importer's live-bytes estimate).
 
-    def __init__(self, model):
+    ``constants`` (value name -> array) are values the importer computed before
+    inference ran again (a Shape of a statically shaped value and the arithmetic on
+    it): inference then reads them as initializers, with the nodes that made them
+    taken out, and sizes what follows (ShuffleNet's Slice ends, computed from the
+    shape of its input)."""
+
+    def __init__(self, model, constants=None):
         self.model = model
+        self.constants = dict(constants or {})
         self._types = None
+
+    def with_constants(self, constants):
+        """The hints of the same model where ``constants`` are known as well."""
+        return InferredHints(self.model, {**self.constants, **constants})
 
     def types(self):
         if self._types is None:
             self._types = inferred_types(self.model)
+            if self.constants:  # what the constants add; the plain inference where it fails
+                self._types = {**self._types, **inferred_types(_with_constants(self.model, self.constants))}
         return self._types
 
     def float32_shapes(self):
@@ -283,6 +296,40 @@ class InferredHints:
                 continue
             sizes[name] = int(np.prod(shape, dtype=np.int64)) * helper.tensor_dtype_to_np_dtype(elem).itemsize
         return sizes
+
+
+# Initializers larger than this go to the model _with_constants builds as typed inputs
+# (inference reads the values of shape-sized ones only), so the weights are not copied.
+_INFERENCE_VALUE_BYTES = 4096
+
+
+def _small(tensor):
+    if tensor.external_data or tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
+        return False
+    count = int(np.prod(tensor.dims, dtype=np.int64))
+    return count * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize <= _INFERENCE_VALUE_BYTES
+
+
+def _with_constants(model, constants):
+    """A model for inference only: ``constants`` as initializers, the nodes whose every
+    output is one of them taken out, and large initializers given as typed inputs."""
+    g = model.graph
+    inputs = list(g.input)
+    declared = {v.name for v in inputs}
+    initializers = []
+    for t in g.initializer:
+        if t.name in constants:
+            continue
+        if _small(t):
+            initializers.append(t)
+        elif t.name not in declared:
+            inputs.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    initializers += [numpy_helper.from_array(np.asarray(v), name) for name, v in constants.items()]
+    nodes = [n for n in g.node if not all(o in constants for o in n.output if o)]
+    inputs = [v for v in inputs if v.name not in constants]
+    graph = helper.make_graph(nodes, g.name, inputs, list(g.output), initializers)
+    return helper.make_model(graph, opset_imports=list(model.opset_import), functions=list(model.functions),
+                             ir_version=model.ir_version)
 
 
 def node_of(index, proto, opsets=None):
