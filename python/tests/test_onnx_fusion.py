@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
+import stowage as sw
+
 from onnx_testing import assert_matches, call_kernels, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
 MODES = pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
@@ -136,6 +138,30 @@ def test_squeeze_excitation_of_many_channels(c, r, hw, texture, device):
     model = make_model(nodes, [("x", (2, c) + hw)], inits)
     kernels = check(model, {"x": rand(2, c, *hw)}, device, texture)
     assert ("stowage_excite" in kernels) == (r <= 1024)
+
+
+@pytest.mark.parametrize("c,hw", [(12, (9, 11)), (16, (40, 37))], ids=["one_work_group_a_plane", "parts_of_a_plane"])
+def test_a_depthwise_convolution_sums_its_channels_for_the_squeeze_after_it(c, hw, device):
+    """MobileNetV3's and EfficientNet's blocks: the depthwise Conv before a
+    squeeze-and-excitation adds up each channel as it writes it (in parts, a work-group
+    each), and one kernel takes the mean from those sums and computes the scale: no
+    stowage_squeeze reads the depthwise output again."""
+    r = 8
+    nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["c0"], pads=[2, 2, 2, 2], group=c, strides=[1, 1]),
+             helper.make_node("HardSwish", ["c0"], ["t"]), helper.make_node("GlobalAveragePool", ["t"], ["p"])]
+    nodes += excite_nodes("mobilenet_v3")
+    nodes += [helper.make_node("Mul", ["t", "s"], ["m"]), helper.make_node("Conv", ["m", "w3"], ["y"])]
+    inits = [("wd", rand(c, 1, 5, 5) * 0.2), ("bd", rand(c)), ("w1", rand(r, c, 1, 1) * 0.1), ("b1", rand(r)),
+             ("w2", rand(c, r, 1, 1)), ("b2", rand(c)), ("w3", rand(6, c, 1, 1) * 0.1)]
+    model = make_model(nodes, [("x", (2, c) + hw)], inits, opset=14)
+    kernels = check(model, {"x": rand(2, c, *hw)}, device, texture=False)
+    # the depthwise Conv with its sums, the scale, the 1x1 Conv reading x * s
+    assert len(kernels) == 3 and kernels[:2] == ["stowage_conv2d_depthwise_dws1", "stowage_excite_sums"]
+    assert re.fullmatch(r"stowage_gemm_.*_in1", kernels[2])
+    # SE_SUMS_MAX_WORK below C R: the squeeze reads the depthwise output as before
+    unfused = sw.from_onnx(model, target="opencl", tuning={"launch": {"SE_SUMS_MAX_WORK": c * r - 1}})
+    assert re.findall(r"call_kernel\((stowage_[a-z0-9_]*(?:depthwise|squeeze|excite)[a-z0-9_]*)", str(unfused)) == [
+        "stowage_conv2d_depthwise", "stowage_squeeze", "stowage_excite"]
 
 
 @pytest.mark.parametrize("texture,target", [(False, "opencl"), (True, "opencl"), (False, "opencl-gpu")])

@@ -47,6 +47,7 @@ class Importer:
         self.overwritten = set()  # names of Vars a converter wrote over in place: not shared again
         self.shape_reads = []  # (Shape node, the inferred shape) resolve_shape_reads took out of the graph
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
+        self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
 
     @property
     def opset(self):
@@ -175,6 +176,10 @@ class Importer:
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)
         self.plan_concats(order)
+        # the tensors a squeeze-and-excitation pools -> its first 1x1 Conv (the convolution
+        # making one may add up each channel for it as it writes it)
+        self.excited_inputs = {g.main.inputs[0]: g.excite[0].main for g in order
+                               if g.excite is not None and g.main.inputs}
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
         limits = ([None] * len(order) if self.alive is None else
                   [max(self.alive) - at for at in self.alive[:len(order)]])

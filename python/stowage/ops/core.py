@@ -21,7 +21,7 @@ WEIGHT_TEXTURE_SCOPE = "global.texture-weight"
 LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_BYTES": 2 << 20,
                    "DIRECT_MAX_PIXELS": 0, "DIRECT_MAX_REDUCTION": 0, "DIRECT_POINTWISE_ONLY": 1, "SLICES_MAX": 8,
                    "SLICES_DEEP": 0, "SLICE_MIN_STEPS": 16, "SLICE_ITEMS": 65536, "FUSE_DEPTHWISE_POINTWISE": 1,
-                   "FUSE_POOL_LINEAR": 1, "GEMM_GROUPS": 16}
+                   "FUSE_POOL_LINEAR": 1, "GEMM_GROUPS": 16, "SE_SUMS_MAX_WORK": 131072}
 
 
 @functools.lru_cache(maxsize=None)
@@ -141,6 +141,8 @@ class Core:
         self._logical = {}  # image Var name -> logical NCHW shape
         self._twins = {}  # Var name -> Var holding the same value in the other layout
         self._made = set()  # tensors this builder allocated (or views of them): may be overwritten
+        # a tensor's name -> (sums [N, C, G] of each channel in G parts, G), made with it (conv2d channel_sums)
+        self._channel_sums = {}
         self._view_base = {}  # view name -> name of the tensor it views
 
     # ---- units and launches -------------------------------------------------

@@ -49,6 +49,9 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # FUSE_DEPTHWISE_POINTWISE (1: on) lets conv2d_depthwise_pointwise run as one kernel
 # (stowage_conv2d_dwpw_image on images, stowage_conv2d_dwpw_direct on buffers);
 # FUSE_POOL_LINEAR (1: on) global_avg_pool_linear (stowage_pooled_linear).
+# SE_SUMS_MAX_WORK: the largest C R (channels x hidden values) of a squeeze-and-excitation
+# whose scale one kernel computes from the channel sums its depthwise convolution made
+# (stowage_excite_sums; each work-group repeats the C R hidden terms; 0: never).
 
 # A transposed convolution whose groups have at least CONV_TRANSPOSE_GEMM_MIN_CHANNELS
 # input channels runs its reduction over channels as a tiled GEMM into a workspace of
@@ -151,7 +154,7 @@ class MatrixOps(Core):
 
     def conv2d(self, x, weight, bias=None, *, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1,
                activation=None, residual=None, in_place=False, out=None, in_scale=None, in_shift=None,
-               in_activation=None):
+               in_activation=None, channel_sums=False):
         """A 2D convolution of x [N, C, H, W] by weight [K, C / group, R, S] (a numpy array,
         or a Var computed at run time) with bias [K], and its epilogue: + residual (a Var
         of the output's shape), then the activation. With in_scale, in_shift or
@@ -160,7 +163,10 @@ class MatrixOps(Core):
         [N or 1, C, 1, 1] computed at run time (a squeeze-and-excitation's scale),
         in_shift a numpy array [C] (a BatchNormalization before the convolution). The
         convolution kernels read x through it; a depthwise convolution (or one of a single
-        input channel) and one with run-time weights apply it as an op of its own first."""
+        input channel) and one with run-time weights apply it as an op of its own first.
+        channel_sums: where the kernel can (a depthwise convolution on buffers), it also
+        adds up each output channel, which squeeze_excite of the result reads instead of
+        pooling it again."""
         op = "conv2d"
         xs = self.shape_of(x)
         if len(xs) != 4:
@@ -206,7 +212,7 @@ class MatrixOps(Core):
             x, pre = self._apply_input_affine(x, pre), None
         if not runtime and self._conv_on_images(geometry):
             return self._conv2d_image(x, w, b, geometry, act, residual, out, pre)
-        return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out, pre)
+        return self._conv2d_buffer(x, w, b, geometry, act, residual, in_place, out, pre, channel_sums)
 
     def _input_affine(self, op, x, scale, shift, activation):
         """(scale, shift, activation) of a convolution's input map, checked against x
@@ -466,7 +472,7 @@ class MatrixOps(Core):
             return bias_var, res_var, res_var, flags
         return bias_var, res_var, self._dest(op, out, shape), flags
 
-    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out, pre=None):
+    def _conv2d_buffer(self, x, w, b, g, act, residual, in_place, out, pre=None, channel_sums=False):
         op = "conv2d"
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
         group = g["group"]
@@ -479,12 +485,17 @@ class MatrixOps(Core):
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
         if cg == 1:  # depthwise, any multiplier
             w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
-            unit = self._unit("conv")
+            unit = self._unit("conv", {"DW_SUMS": 1} if channel_sums else None)
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
+            sums = ()
+            if channel_sums:  # a part of each channel's sum per work-group of its plane
+                parts = (grid[0] // local[0]) * (grid[1] // local[1])
+                sums = (self._new_buffer((n, k, parts)),)
+                self._channel_sums[dst.name] = (sums[0], parts)
             self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var or w_var, res_var or w_var, dst,
                          n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
-                         flags, *act, grid=grid, local=local)
+                         flags, *act, *sums, grid=grid, local=local)
             return dst
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")

@@ -151,6 +151,12 @@ class PoolingOps(Core):
                      grid=(gap, shape[0] * shape[1]), local=(gap, 1))
         return dst
 
+    def squeeze_takes_sums(self, c, r):
+        """Whether squeeze_excite of C channels and R hidden values computes its scale
+        from channel sums made with its input (conv2d channel_sums) where it has them."""
+        return c <= self.tuning.get("pooling", {}).get("SE_MAX_CHANNELS", 2048) and c * r <= self.launch[
+            "SE_SUMS_MAX_WORK"]
+
     def squeeze_excite(self, x, w1, b1, w2, b2, *, activation1=None, activation2=None):
         """A squeeze-and-excitation's scales: s [N, C, 1, 1] = act2(b2 + w2 act1(b1 + w1
         mean_HW(x))) for x [N, C, H, W], w1 [R, C] (or [R, C, 1, 1]), w2 [C, R] (or
@@ -158,7 +164,12 @@ class PoolingOps(Core):
         work-group per image and block of channels: stowage_squeeze (its image twin on an
         image) pools a block of channels and multiplies its means into the first
         convolution, stowage_excite adds the blocks' parts and computes a block of
-        scales. More hidden values than SE_MAX_HIDDEN: the pool and two conv2d. The
+        scales. Where x came with its channel sums (conv2d channel_sums), has at most
+        SE_MAX_CHANNELS channels and C R is at most the launch setting SE_SUMS_MAX_WORK,
+        one kernel (stowage_excite_sums) does both from the sums: each of its work-groups
+        computes every hidden value (C R terms), which costs more than the launch it
+        saves where C R is large.
+        More hidden values than SE_MAX_HIDDEN: the pool and two conv2d. The
         scales are a buffer in both modes (conv2d's in_scale reads them; so does binary
         on an image)."""
         op = "squeeze_excite"
@@ -192,6 +203,15 @@ class PoolingOps(Core):
             pooled = self.global_avg_pool(x)
             hidden = self.conv2d(pooled, w1[:, :, None, None], b1, activation=activation1)
             return self._buffer(op, "s", self.conv2d(hidden, w2[:, :, None, None], b2, activation=activation2))
+        block = unit.defines.get("SE_BLOCK", 64)
+        s = self._new_buffer((n, c, 1, 1))
+        made = self._channel_sums.get(x.name) if isinstance(x, Var) else None
+        if made is not None and self.squeeze_takes_sums(c, r):  # pooled as x was made
+            sums, parts = made
+            self._launch(unit, "stowage_excite_sums", sums, self._const(np.ascontiguousarray(w1.T)), self._const(b1),
+                         self._const(np.ascontiguousarray(w2.T)), self._const(b2), s, c, r, parts, 1.0 / (h * w),
+                         *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
+            return s
         image = self.is_texture(x) and self._fits_image(xs)
         squeeze_unit = self._unit("pooling_texture") if image else unit
         squeeze_local = squeeze_unit.defines.get("SE_LOCAL", 256)
@@ -205,8 +225,6 @@ class PoolingOps(Core):
         else:
             self._launch(unit, "stowage_squeeze", self._buffer(op, "x", x), w1_var, parts, c, h * w, r, lanes,
                          grid=(squeeze_local, n * blocks), local=(squeeze_local, 1))
-        s = self._new_buffer((n, c, 1, 1))
-        block = unit.defines.get("SE_BLOCK", 64)
         self._launch(unit, "stowage_excite", parts, self._const(b1), self._const(np.ascontiguousarray(w2.T)),
                      self._const(b2), s, c, r, blocks, *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)),
                      local=(local, 1))

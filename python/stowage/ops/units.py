@@ -74,6 +74,8 @@ _SHORT = {
     "SE_LOCAL": "se",
     "SE_BLOCK": "seb",
     "SE_MAX_HIDDEN": "seh",
+    "SE_MAX_CHANNELS": "sec",
+    "DW_SUMS": "dws",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
     "SOFTMAX_LOCAL": "l",

@@ -26,7 +26,14 @@
 // stowage_conv2d_depthwise: groups == C (one input channel per group, any
 // multiplier K / C); w[k][r][s]. A work-item computes DW_PX neighbouring pixels of
 // one row of one output channel.
-// Launch: grid = [ceil(Q / DW_PX) rounded up to local0, P rounded up to local1, N * K].
+// Launch: grid = [ceil(Q / DW_PX) rounded up to local0, P rounded up to local1, N * K],
+//   local[2] = 1.
+// A unit built with DW_SUMS 1 takes one more argument after act_b, `sums`: each
+// work-group also adds up the outputs it wrote (after the activation) in a fixed
+// order, sums[(n K + k) G + g] for work-group g = group(1) groups(0) + group(0) of
+// the G = groups(0) groups(1) covering a channel plane: the squeeze of a
+// squeeze-and-excitation reading this output (stowage_excite_sums) without reading
+// the output again.
 //
 // Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
 // output's shape), activation. res may be y itself (a residual updated in place):
@@ -70,6 +77,15 @@
 #endif
 #ifndef DW_PX
 #define DW_PX 4
+#endif
+#ifndef DW_SUMS
+#define DW_SUMS 0
+#endif
+#if DW_SUMS
+#define DW_SUMS_PARAMS , __global float* sums
+#define DW_MAX_GROUP 256  // work-items of a work-group (sizes its partial sums in local memory)
+#else
+#define DW_SUMS_PARAMS
 #endif
 
 #define CONV_THREADS_M (CONV_TILE_M / CONV_WPT_M)
@@ -238,9 +254,16 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
                                        __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                        int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                        int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
-                                       float act_b) {
+                                       float act_b DW_SUMS_PARAMS) {
   const int q0 = get_global_id(0) * DW_PX, p = get_global_id(1), nk = get_global_id(2);
+#if DW_SUMS
+  __local float partial[DW_MAX_GROUP];
+  const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), items = get_local_size(0) * get_local_size(1);
+  float sum = 0.0f;
+  if (q0 < Q && p < P) {
+#else
   if (q0 >= Q || p >= P) return;
+#endif
   const int img = nk / K, k = nk - img * K, c = k / (K / C);
   const __global float* xc = x + (img * C + c) * H * W;
   const __global float* wk = w + k * R * S;
@@ -268,8 +291,28 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
     if (q0 + i >= Q) break;
     float v = acc[i] + bv;
     if (flags & STOWAGE_EPI_RESIDUAL) v += res[base + q0 + i];
-    y[base + q0 + i] = stowage_activate(v, act, act_a, act_b);
+    v = stowage_activate(v, act, act_a, act_b);
+    y[base + q0 + i] = v;
+#if DW_SUMS
+    sum += v;
+#endif
   }
+#if DW_SUMS
+  }
+  const int groups = get_num_groups(0) * get_num_groups(1);
+  __global float* at = sums + nk * groups + get_group_id(1) * get_num_groups(0) + get_group_id(0);
+  if (items > DW_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
+    if (t == 0) *at = NAN;
+    return;
+  }
+  partial[t] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    float total = 0.0f;
+    for (int i = 0; i < items; ++i) total += partial[i];
+    *at = total;
+  }
+#endif
 }
 
 __kernel void stowage_conv2d_split_sum(__global const float* partial, __global const float* bias,

@@ -31,6 +31,11 @@
 //     act1(b1[r] + sum over blk of p[n][blk][r]) (R <= SE_MAX_HIDDEN), then writes the
 //     scales of a block of SE_BLOCK channels, SE_LOCAL / SE_BLOCK work-items each.
 //     Launch: local = [SE_LOCAL, 1], grid = [SE_LOCAL, N * ceil(C / SE_BLOCK)].
+//   stowage_excite_sums: stowage_excite where the pool came with x: sums [N, C, G]
+//     holds G parts of each channel's sum (stowage_conv2d_depthwise built with
+//     DW_SUMS), mean = inv_hw times their sum (added in order), and the work-group
+//     applies the first convolution itself, w1t [C, R] (w1 transposed), C <=
+//     SE_MAX_CHANNELS: the squeeze and the excitation in one launch, launched as stowage_excite.
 #include <stowage/epilogue.cl.h>
 #include <stowage/pooling.cl.h>
 
@@ -42,6 +47,9 @@
 #endif
 #ifndef SE_MAX_HIDDEN
 #define SE_MAX_HIDDEN 1024  // the most hidden values (squeezed channels) of stowage_excite
+#endif
+#ifndef SE_MAX_CHANNELS
+#define SE_MAX_CHANNELS 2048  // the most channels of stowage_excite_sums
 #endif
 #if SE_LOCAL & (SE_LOCAL - 1) || SE_LOCAL % SE_BLOCK
 #error "SE_LOCAL must be a power of two, SE_BLOCK divide it"
@@ -232,6 +240,24 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_sque
   }
 }
 
+// The scales of channels c0 .. c0 + SE_BLOCK - 1 of image n from its hidden values
+// (in local memory; every work-item of the work-group calls it).
+inline void stowage_excite_block(__local const float* hidden, __local float* part, __global const float* w2t,
+                                 __global const float* b2, __global float* s, int n, int c0, int C, int R, int act2,
+                                 float act2_a, float act2_b) {
+  const int t = get_local_id(0), parts = SE_LOCAL / SE_BLOCK, k = t % SE_BLOCK, q = t / SE_BLOCK, c = c0 + k;
+  float v = 0.0f;
+  if (c < C)
+    for (int r = q; r < R; r += parts) v = fma(w2t[r * C + c], hidden[r], v);
+  part[t] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (q == 0 && c < C) {
+    v = b2[c];
+    for (int j = 0; j < parts; ++j) v += part[j * SE_BLOCK + k];
+    s[n * C + c] = stowage_activate_code(v, act2, act2_a, act2_b);
+  }
+}
+
 __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_excite(
     __global const float* p, __global const float* b1, __global const float* w2t, __global const float* b2,
     __global float* s, int C, int R, int blocks, int act1, float act1_a, float act1_b, int act2, float act2_a,
@@ -247,15 +273,30 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_exci
     hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  const int parts = SE_LOCAL / SE_BLOCK, k = t % SE_BLOCK, q = t / SE_BLOCK, c = c0 + k;
-  float v = 0.0f;
-  if (c < C)
-    for (int r = q; r < R; r += parts) v = fma(w2t[r * C + c], hidden[r], v);
-  part[t] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (q == 0 && c < C) {
-    v = b2[c];
-    for (int j = 0; j < parts; ++j) v += part[j * SE_BLOCK + k];
-    s[n * C + c] = stowage_activate_code(v, act2, act2_a, act2_b);
+  stowage_excite_block(hidden, part, w2t, b2, s, n, c0, C, R, act2, act2_a, act2_b);
+}
+
+__kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_excite_sums(
+    __global const float* sums, __global const float* w1t, __global const float* b1, __global const float* w2t,
+    __global const float* b2, __global float* s, int C, int R, int G, float inv_hw, int act1, float act1_a,
+    float act1_b, int act2, float act2_a, float act2_b) {
+  __local float mean[SE_MAX_CHANNELS];
+  __local float hidden[SE_MAX_HIDDEN];
+  __local float part[SE_LOCAL];
+  const int t = get_local_id(0), scale_blocks = (C + SE_BLOCK - 1) / SE_BLOCK;
+  const int n = get_group_id(1) / scale_blocks, c0 = (get_group_id(1) - n * scale_blocks) * SE_BLOCK;
+  for (int c = t; c < C; c += SE_LOCAL) {
+    const __global float* parts = sums + (n * C + c) * G;
+    float v = 0.0f;
+    for (int g = 0; g < G; ++g) v += parts[g];
+    mean[c] = v * inv_hw;
   }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = t; r < R; r += SE_LOCAL) {
+    float v = b1[r];
+    for (int c = 0; c < C; ++c) v = fma(w1t[c * R + r], mean[c], v);
+    hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  stowage_excite_block(hidden, part, w2t, b2, s, n, c0, C, R, act2, act2_a, act2_b);
 }

@@ -214,8 +214,8 @@ def prologue_as_ops(ctx, pre, x):
 
 @register("Conv", versions=(1, 11, 22), writes_into=True, texture=True,
           fuses="absorbs BatchNormalization, a residual Add and an activation; a depthwise Conv absorbs the "
-                "pointwise Conv after it; reads its input through a BatchNormalization (and activation) or a "
-                "squeeze-and-excitation's scale before it")
+                "pointwise Conv after it, or adds up its channels for the squeeze-and-excitation after it; reads its "
+                "input through a BatchNormalization (and activation) or a squeeze-and-excitation's scale before it")
 def conv(ctx, node):
     group = ctx.group
     if group.convs is not None:
@@ -248,7 +248,18 @@ def conv(ctx, node):
         if pre is None:  # a scale of another shape: the Mul on its own
             x, pre = prologue_as_ops(ctx, group.pre, x), {}
     return {group.output: ctx.ob.conv2d(x, as_float32(weight), as_float32(bias), **geometry, activation=act,
-                                        residual=residual, in_place=in_place, out=ctx.out_for(group.output), **pre)}
+                                        residual=residual, in_place=in_place, out=ctx.out_for(group.output),
+                                        channel_sums=sums_for_squeeze(ctx, group.output, weight.shape[0]),
+                                        **pre)}
+
+
+def sums_for_squeeze(ctx, name, channels):
+    """Whether the convolution making `name` (of `channels` channels) should add up its
+    channels for the squeeze-and-excitation that pools it (the ops take them there)."""
+    fc1 = ctx.excited_inputs.get(name)
+    weight = None if fc1 is None else ctx.values.get(fc1.input(1))
+    return isinstance(weight, np.ndarray) and weight.ndim >= 1 and ctx.ob.squeeze_takes_sums(channels,
+                                                                                            weight.shape[0])
 
 
 def concat_of_convs(ctx, group):
