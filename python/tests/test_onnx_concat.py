@@ -207,3 +207,36 @@ def test_a_part_sliced_at_ends_computed_from_a_shape_is_written_in_place(texture
     else:
         assert str(module).count("copy_tensor(") == 1 and len(launched) == 2
     check(model, rand(1, 8, 5, 5), device, "opencl-gpu", texture=texture)
+
+
+@pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_concat_whose_channels_are_shuffled_is_one_kernel(parts, texture, device):
+    # ShuffleNet's channel shuffle: the Concat of G parts of C channels reshaped to
+    # [N, G, C, H, W], its axes 1 and 2 swapped, reshaped back. In buffer mode one kernel
+    # writes the shuffled tensor from the parts (no copy into a Concat, no transpose);
+    # in texture mode the Concat is planned and the Transpose runs as before.
+    c = 4
+    nodes = [helper.make_node("Slice", ["x", "zero", "four", "one"], ["x1"])]
+    names = ["x1"]
+    for j in range(1, parts):
+        nodes.append(helper.make_node("Conv", ["x", f"w{j}"], [f"b{j}"], pads=[1, 1, 1, 1]))
+        names.append(f"b{j}")
+    nodes += [
+        helper.make_node("Concat", names, ["c"], axis=1),
+        helper.make_node("Reshape", ["c", "split"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "back"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    weights = {f"w{j}": rand(c, 8, 3, 3, seed=j) for j in range(1, parts)}
+    weights.update({"zero": np.array([0], np.int64), "four": np.array([4], np.int64), "one": np.array([1], np.int64),
+                    "split": np.array([1, parts, c, 5, 6], np.int64),
+                    "back": np.array([1, parts * c, 5, 6], np.int64)})
+    model = conv_model(nodes, (1, 8, 5, 6), weights, ["y"])
+    module = sw.from_onnx(model, target="opencl-gpu", texture=texture)
+    launched = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", str(module))
+    if not texture:
+        assert [k for k in launched if COPY_KERNELS.search(k)] == [] and "copy_tensor(" not in str(module)
+        assert launched.count("stowage_interleave_channels") == 1 and len(launched) == parts + 1
+    check(model, rand(1, 8, 5, 6), device, "opencl-gpu", texture=texture)

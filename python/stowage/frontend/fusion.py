@@ -71,7 +71,10 @@ average pool as PyTorch exports it) absorbs the same, with a Reshape to a shape 
 two the graph gives in place of the Flatten, or neither when it keeps no dims, and a
 MatMul by a constant 2-D B with the Add of a constant bias after it in place of the
 Gemm; its converter emits the absorbed nodes one by one when the axes turn out not
-to be H and W of an NCHW input, or the Reshape not to make [N, C]. Groups are emitted
+to be H and W of an NCHW input, or the Reshape not to make [N, C]. A Concat over
+channels of 2 to 4 parts of one inferred shape absorbs the Reshape, Transpose and
+Reshape after it that shuffle its channels (ShuffleNet's unit; find_channel_shuffle):
+one kernel in buffer mode. Groups are emitted
 in a topological order that keeps the graph's order where it can: a residual Add may
 come in the graph before the branch that feeds it.
 """
@@ -116,6 +119,7 @@ class Group:
         self.own_output = None  # with siblings: what the main node's own part makes
         self.norm_view = None  # the Transpose a LayerNormalization reads, undone after it (find_transposed_norm)
         self.convs = None  # Convs of one input concatenated by channel, each a Group (find_concat_siblings)
+        self.shuffled = False  # a Concat whose channels a Reshape, Transpose and Reshape shuffle (find_channel_shuffle)
         self.nodes = [main]
 
     @property
@@ -781,10 +785,21 @@ def group_nodes(graph, is_static):
     masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
     siblings = find_concat_siblings(graph, is_static)  # first Conv's index -> (Concat, branch Groups)
+    hints = []  # the front end's shapes, read once where a Concat asks
     for node in graph.nodes:
         if node.index in absorbed:
             continue
         group = Group(node)
+        if node.op_type == "Concat":
+            if not hints:
+                hints.append(graph.shape_hints())
+            shuffle = find_channel_shuffle(graph, node, absorbed, hints[0])
+            if shuffle is not None:
+                group.nodes += shuffle
+                group.shuffled = True
+                absorbed.update(n.index for n in group.nodes)
+                groups.append(group)
+                continue
         if node.index in siblings and not any(n.index in absorbed for b in siblings[node.index][1] for n in b.nodes):
             concat, group.convs = siblings[node.index]
             group.nodes = sorted((n for b in group.convs for n in b.nodes), key=lambda n: n.index) + [concat]
@@ -858,6 +873,30 @@ def group_nodes(graph, is_static):
         absorbed.update(n.index for n in group.nodes)
         groups.append(group)
     return schedule(graph, groups)
+
+
+def find_channel_shuffle(graph, concat, absorbed, shapes):
+    """The Reshape, Transpose and Reshape after a Concat over channels of G parts
+    (2 to 4) of one shape [N, C, H, W] that shuffle its channels, as ShuffleNet writes
+    it: to [N, G, C, H, W], axes 1 and 2 swapped, back to [N, G C, H, W]; each the only
+    reader of the one before, their shapes as the front end infers them (`shapes`).
+    None where they are not."""
+    parts = [n for n in concat.inputs if n]
+    part = shapes.get(parts[0]) if parts else None
+    if not 2 <= len(parts) <= 4 or part is None or len(part) != 4 or any(shapes.get(n) != part for n in parts):
+        return None
+    if concat.attr("axis") not in (1, -3):
+        return None
+    n, c, h, w = part
+    g = len(parts)
+    first = only_consumer(graph, concat.outputs[0], ("Reshape",), absorbed)
+    swap = None if first is None else only_consumer(graph, first.outputs[0], ("Transpose",), absorbed)
+    back = None if swap is None else only_consumer(graph, swap.outputs[0], ("Reshape",), absorbed)
+    if back is None or first.inputs[0] != concat.outputs[0] or list(swap.attr("perm") or ()) != [0, 2, 1, 3, 4]:
+        return None
+    if shapes.get(first.outputs[0]) != (n, g, c, h, w) or shapes.get(back.outputs[0]) != (n, g * c, h, w):
+        return None
+    return [first, swap, back]
 
 
 def absorb_written(graph, group, absorbed):

@@ -361,7 +361,10 @@ class Importer:
         (they read its slice); it may not be a graph output nor a part of another
         family."""
         made_by = {g.output: g for g in order}
-        concats = [n for n in self.graph.nodes if n.op_type == "Concat" and n.attr("axis") is not None]
+        # in buffer mode one kernel makes their shuffle instead (the texture mode's runs as it did)
+        shuffled = set() if self.ob.texture else {g.main.index for g in order if g.shuffled}
+        concats = [n for n in self.graph.nodes
+                   if n.op_type == "Concat" and n.attr("axis") is not None and n.index not in shuffled]
         concats.sort(key=lambda n: -len([i for i in n.inputs if i]))
         member_of = {}
         for root in concats:

@@ -155,6 +155,28 @@ class LayoutOps(Core):
         self._logical[v.name] = shape
         return v
 
+    def interleave_channels(self, parts):
+        """The channel shuffle of a Concat of G parts (2 to 4) of one shape [N, C, H, W]
+        (ShuffleNet's: the Concat reshaped to [N, G, C, H, W], its first two axes
+        swapped, reshaped back): y [N, C G, H, W], channel c G + j of y channel c of
+        part j, in one launch (stowage_interleave_channels). Buffers of one element type."""
+        op = "interleave_channels"
+        if not 2 <= len(parts) <= 4:
+            raise InvalidInputError(f"{op}: expected 2 to 4 parts, got {len(parts)}")
+        xs = [self._buffer(op, f"parts[{i}]", p, any_type=True) for i, p in enumerate(parts)]
+        shape = self.shape_of(xs[0])
+        if len(shape) != 4 or any(self.shape_of(x) != shape or x.dtype != xs[0].dtype for x in xs):
+            raise InvalidInputError(f"{op}: the parts must be 4-D tensors of one shape and type, got "
+                                    f"{[list(self.shape_of(x)) for x in xs]}")
+        n, c, h, w = shape
+        g = len(xs)
+        shapes.check_elements(op, (n, c * g, h, w))
+        y = self._new_buffer((n, c * g, h, w), xs[0].dtype)
+        grid, local = shapes.launch_3d(h * w, c, n * g)
+        self._launch(self._layout_unit(xs[0].dtype), "stowage_interleave_channels", *xs, *[xs[0]] * (4 - g), y, c,
+                     g, h * w, grid=grid, local=local)
+        return y
+
     def concat(self, inputs, axis, *, out=None):
         op = "concat"
         parts = [self.shape_of(x) for x in inputs]

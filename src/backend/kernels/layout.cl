@@ -13,6 +13,11 @@
 //   b0..b5 (pads before each dimension, negative ones crop); outside x, mode 0
 //   (constant) writes value[0], 1 (reflect) mirrors about the edges without
 //   repeating them, 2 (edge) repeats the edge, 3 (wrap) wraps around.
+// stowage_interleave_channels: y [N, C, G, HW] from G parts x0 .. x3 [N, C, HW] (G
+//   <= 4, parts past G unread), y[n][c][j][p] = xj[n][c][p], every tensor
+//   contiguous: a channel shuffle of the Concat of G parts of C channels each
+//   (ShuffleNet's units) in one launch, in place of a copy per part and a transpose.
+//   Launch: grid = [HW rounded up to local0, C rounded up to local1, N G].
 #include <stowage/dtype.cl.h>
 #include <stowage/grid6.cl.h>
 
@@ -52,4 +57,14 @@ __kernel void stowage_pad(__global const stowage_t* x, __global stowage_t* y, __
   const bool inside = j0 >= 0 && j1 >= 0 && j2 >= 0 && j3 >= 0 && j4 >= 0 && j5 >= 0;
   const int iy = ((((at.i0 * d1 + at.i1) * d2 + at.i2) * d3 + at.i3) * d4 + at.i4) * d5 + at.i5;
   y[iy] = inside ? x[((((j0 * e1 + j1) * e2 + j2) * e3 + j3) * e4 + j4) * e5 + j5] : value[0];
+}
+
+__kernel void stowage_interleave_channels(__global const stowage_t* x0, __global const stowage_t* x1,
+                                          __global const stowage_t* x2, __global const stowage_t* x3,
+                                          __global stowage_t* y, int C, int G, int HW) {
+  const int p = get_global_id(0), c = get_global_id(1), ng = get_global_id(2);
+  if (p >= HW || c >= C) return;
+  const int n = ng / G, j = ng - n * G;
+  const __global stowage_t* x = j == 0 ? x0 : j == 1 ? x1 : j == 2 ? x2 : x3;
+  y[((n * C + c) * G + j) * HW + p] = x[(n * C + c) * HW + p];
 }

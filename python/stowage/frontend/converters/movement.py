@@ -6,6 +6,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ...builder import Var
 from ...errors import InvalidInputError
 from ...ops.layout import PAD_MODES, _pad_known
 from ...ops.movement import NEAREST_MODES, RESIZE_COORDINATES, RESIZE_FILTERS
@@ -172,16 +173,26 @@ def _concat_fold(ctx, node, *values):
 
 @register("Concat", versions=(4, 11, 13), fold=_concat_fold, types=ALL_TYPES, texture=True,
           fuses="planned: producers write into their slices, no copy (parts no producer writes are copied in); "
-                "over channels, of Convs of one input and stride: one convolution")
+                "over channels, of Convs of one input and stride: one convolution; with the Reshape, Transpose and "
+                "Reshape that shuffle its channels (ShuffleNet): one kernel")
 def concat(ctx, node):
     node.check_attrs(("axis",))
     names = [n for n in node.inputs if n]
     values = [ctx.values[n] for n in names]
     axis = _concat_axis(node, len(ctx.shape(values[0])))
-    planned = ctx.planned_concat(node.index)
-    if planned is not None:  # every producer wrote into its slice already
-        return planned
-    return ctx.ob.concat(values, axis)  # known parts become module constants copied in
+    shuffled = ctx.group is not None and ctx.group.shuffled
+    if shuffled and not ctx.ob.texture and all(
+            isinstance(v, Var) and ctx.shape(v) == ctx.shape(values[0]) and ctx.dtype(v) == ctx.dtype(values[0])
+            and len(ctx.shape(v)) == 4 for v in values):
+        return {ctx.group.output: ctx.ob.interleave_channels(values)}
+    result = ctx.planned_concat(node.index)  # every producer wrote into its slice already
+    if result is None:
+        result = ctx.ob.concat(values, axis)  # known parts become module constants copied in
+    if shuffled:  # in texture mode (the Concat planned), or parts of other shapes than inference said
+        from .reduce import emit_one_by_one
+
+        return emit_one_by_one(ctx, ctx.group, result)
+    return result
 
 
 def _pad_geometry(ctx, node, rank):
