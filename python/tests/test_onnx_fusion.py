@@ -140,13 +140,13 @@ def test_squeeze_excitation_of_many_channels(c, r, hw, texture, device):
     assert ("stowage_excite" in kernels) == (r <= 1024)
 
 
-@pytest.mark.parametrize("c,hw", [(12, (9, 11)), (16, (40, 37))], ids=["one_work_group_a_plane", "parts_of_a_plane"])
-def test_a_depthwise_convolution_sums_its_channels_for_the_squeeze_after_it(c, hw, device):
+@pytest.mark.parametrize("c,r,hw", [(12, 8, (9, 11)), (16, 8, (40, 37)), (40, 300, (6, 7))],
+                         ids=["one_work_group_a_plane", "parts_of_a_plane", "more_hidden_values_than_work_items"])
+def test_a_depthwise_convolution_sums_its_channels_for_the_squeeze_after_it(c, r, hw, device):
     """MobileNetV3's and EfficientNet's blocks: the depthwise Conv before a
     squeeze-and-excitation adds up each channel as it writes it (in parts, a work-group
     each), and one kernel takes the mean from those sums and computes the scale: no
     stowage_squeeze reads the depthwise output again."""
-    r = 8
     nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["c0"], pads=[2, 2, 2, 2], group=c, strides=[1, 1]),
              helper.make_node("HardSwish", ["c0"], ["t"]), helper.make_node("GlobalAveragePool", ["t"], ["p"])]
     nodes += excite_nodes("mobilenet_v3")

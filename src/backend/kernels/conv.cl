@@ -81,6 +81,9 @@
 #ifndef DW_SUMS
 #define DW_SUMS 0
 #endif
+#ifndef DW_ROW_TAPS
+#define DW_ROW_TAPS 7  // the widest kernel row the depthwise kernel keeps in registers at unit stride
+#endif
 #if DW_SUMS
 #define DW_SUMS_PARAMS , __global float* sums
 #define DW_MAX_GROUP 256  // work-items of a work-group (sizes its partial sums in local memory)
@@ -271,10 +274,30 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #pragma unroll
   for (int i = 0; i < DW_PX; ++i) acc[i] = 0.0f;
   const int iw0 = q0 * stride_w - pad_left;
+  // Rows of at most DW_ROW_TAPS taps at unit stride and dilation (3x3, 5x5 and 7x7
+  // depthwise layers of stride 1): the DW_PX + S - 1 inputs of a row read once into
+  // registers (the loops unrolled, so every index is a constant), not S DW_PX times.
+  const bool row_in_registers = stride_w == 1 && dil_w == 1 && S <= DW_ROW_TAPS;
   for (int r = 0; r < R; ++r) {
     const int ih = p * stride_h - pad_top + r * dil_h;
     if (ih < 0 || ih >= H) continue;
     const __global float* row = xc + ih * W;
+    if (row_in_registers) {
+      float v[DW_PX + DW_ROW_TAPS - 1];
+#pragma unroll
+      for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) {
+        const int iw = iw0 + j;
+        v[j] = (j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
+      }
+#pragma unroll
+      for (int s = 0; s < DW_ROW_TAPS; ++s) {
+        if (s >= S) break;
+        const float wv = wk[r * S + s];
+#pragma unroll
+        for (int i = 0; i < DW_PX; ++i) acc[i] = fma(wv, v[i + s], acc[i]);
+      }
+      continue;
+    }
     for (int s = 0; s < S; ++s) {
       const float wv = wk[r * S + s];
 #pragma unroll

@@ -292,11 +292,24 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_exci
     mean[c] = v * inv_hw;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int r = t; r < R; r += SE_LOCAL) {
-    float v = b1[r];
-    for (int c = 0; c < C; ++c) v = fma(w1t[c * R + r], mean[c], v);
-    hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
+  // Hidden values `rows` at a time, each summed by `lanes` work-items over every
+  // lanes-th channel (neighbouring work-items, neighbouring hidden values: neighbouring
+  // weights), their parts then added in order: a work-item walks C R / SE_LOCAL
+  // channels, not C.
+  const int rows = min(R, SE_LOCAL), lanes = SE_LOCAL / rows, row = t % rows, lane = t / rows;
+  for (int r0 = 0; r0 < R; r0 += rows) {
+    const int r = r0 + row;
+    float v = 0.0f;
+    if (lane < lanes && r < R)
+      for (int c = lane; c < C; c += lanes) v = fma(w1t[c * R + r], mean[c], v);
+    part[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && r < R) {
+      v = b1[r];
+      for (int j = 0; j < lanes; ++j) v += part[j * rows + row];
+      hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
   stowage_excite_block(hidden, part, w2t, b2, s, n, c0, C, R, act2, act2_a, act2_b);
 }
