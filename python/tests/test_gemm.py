@@ -159,14 +159,19 @@ def test_gemm_matches_numpy(suite, index):
 # ---- which kernel a shape takes ----------------------------------------------------------
 
 
-def launches(emit, shapes, target="opencl", tuning=None):
-    """(kernel, grid) of each launch of one function emitted by ``emit(ops, *params)``."""
+def ops_text(emit, shapes, target="opencl", tuning=None):
+    """The module text of one function emitted by ``emit(ops, *params)``."""
     bb = sw.Builder()
     with bb.function("main") as f:
         params = [f.param(f"x{i}", s, "float32") for i, s in enumerate(shapes)]
         ops = OpBuilder(bb, f, target=target, tuning=tuning)
         f.ret(ops.output(emit(ops, *params)))
-    text = bb.module().text()
+    return bb.module().text()
+
+
+def launches(emit, shapes, target="opencl", tuning=None):
+    """(kernel, grid) of each launch of one function emitted by ``emit(ops, *params)``."""
+    text = ops_text(emit, shapes, target, tuning)
     return [(name, tuple(int(v) for v in grid.split(","))) for name, grid in
             re.findall(r"call_kernel\((\w+)[^\n]*?grid=\[([0-9, ]+)\]", text)]
 
@@ -175,9 +180,20 @@ def test_tokens_by_one_weight_are_rows_of_one_gemm():
     """[197, 1, 768] x [768, 2304] (ViT's attention input): one GEMM of 197 rows, not
     197 GEMMs of one row."""
     w = np.zeros((768, 2304), np.float32)
-    (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(197, 1, 768)], target="opencl-gpu")
-    assert name.startswith("stowage_gemm_") and grid[2] == 1
+    found = launches(lambda ops, x: ops.matmul(x, w), [(197, 1, 768)], target="opencl-gpu")
+    (name, grid), = [(n, g) for n, g in found if "split_sum" not in n]  # and the sum of a split reduction
+    assert name.startswith("stowage_gemm_") and grid[2] == len(found)  # its parts: 2 with a sum, else 1
     assert "_av1_" in name and "_bv1_" in name and name.endswith("_yv1")
+
+
+def test_the_first_part_of_a_split_reduction_is_summed_in_the_output():
+    """A split GEMM writes its first part's sums into Y itself and the others into a
+    workspace of one output fewer than the parts, unless Y is the residual updated in
+    place (then every part goes to the workspace); the sum reads Y first."""
+    w = np.random.default_rng(3).standard_normal((3072, 768)).astype(np.float32) * 0.05
+    text = ops_text(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
+    parts = int(re.search(r"stowage_gemm_av[^\n]*grid=\[\d+, \d+, (\d+)\]", text).group(1))
+    assert parts > 1 and f"empty([{parts - 1}, 98304]" in text
 
 
 def test_few_tiles_split_the_reduction_and_sum_once():
@@ -532,3 +548,27 @@ def test_masked_softmax_is_one_kernel(scores, mask, kw, kernels, device):
     got, module, vm = stowage_outputs(model, feeds, device)
     assert_matches(got[0], reference_outputs(model, feeds)[0])
     assert vm.profile()["kernel_launches"] == kernels
+
+
+def test_a_split_reduction_into_its_own_residual_keeps_every_part_in_the_workspace(device):
+    """A 1x1 convolution adding its residual in place (ResNet's last convolution of a
+    block) through a split GEMM: Y is the residual, so no part is summed in Y before the
+    sum reads the residual; the result is still x W + residual."""
+    rng = np.random.default_rng(5)
+    x = rand(rng, 1, 40, 6, 7)
+    w = rand(rng, 24, 40, 1, 1)
+    r = rand(rng, 1, 24, 6, 7)
+    tuning = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_GROUPS": 1, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0}}
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        xv, rv = f.param("x", x.shape, "float32"), f.param("r", r.shape, "float32")
+        ops = OpBuilder(bb, f, target="opencl", tuning=tuning)
+        made = ops.binary("add", rv, 0.0)  # a tensor of the function's own, which may be overwritten
+        f.ret(ops.output(ops.conv2d(xv, w, residual=made, in_place=True)))
+    text = bb.module().text()
+    parts = int(re.search(r"stowage_gemm_av[^\n]*grid=\[\d+, \d+, (\d+)\]", text).group(1))
+    assert parts > 1 and f"empty([{parts}, " in text  # every part in the workspace
+    vm = sw.VirtualMachine(sw.compile(bb.module(), target="opencl"), device=device)
+    got = vm.invoke("main", x, r).numpy()
+    want = np.einsum("kc,nchw->nkhw", w[:, :, 0, 0].astype(np.float64), x) + r
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

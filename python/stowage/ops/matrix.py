@@ -91,17 +91,19 @@ def _tiling(unit, defaults, prefix):
     return get("TILE_M"), get("TILE_N"), (get("TILE_N") // get("WPT_N"), get("TILE_M") // get("WPT_M"), 1)
 
 
-def _k_split(tiles, k_total, tile_k, launch, output_bytes, limit=None):
+def _k_split(tiles, k_total, tile_k, launch, output_bytes, limit=None, first_in_output=False):
     """How many parts the convolution's reduction is cut into (1: none). ``limit``:
     the most bytes the workspace may take here beside SPLIT_K_MAX_BYTES (None: no
-    more bound)."""
+    more bound). ``first_in_output``: the first part's sums go to the output itself,
+    so the workspace holds one output fewer than there are parts."""
     groups, min_steps = launch["SPLIT_K_GROUPS"], launch["SPLIT_K_MIN_STEPS"]
     steps = shapes.ceil_div(k_total, tile_k)
     want = min(shapes.ceil_div(groups, tiles), steps // min_steps)
-    if launch["SPLIT_K_MAX_BYTES"]:  # the partial sums' workspace is k_split outputs
-        want = min(want, launch["SPLIT_K_MAX_BYTES"] // max(output_bytes, 1))
+    extra = 1 if first_in_output else 0
+    if launch["SPLIT_K_MAX_BYTES"]:  # the partial sums' workspace is k_split outputs (one fewer)
+        want = min(want, launch["SPLIT_K_MAX_BYTES"] // max(output_bytes, 1) + extra)
     if limit is not None:
-        want = min(want, limit // max(output_bytes, 1))
+        want = min(want, limit // max(output_bytes, 1) + extra)
     if tiles >= groups or want < 2:
         return 1
     return shapes.ceil_div(steps, shapes.ceil_div(steps, want))
@@ -1005,24 +1007,27 @@ class MatrixOps(Core):
         contiguous = (not outer and launches[0][2] == 0 and sym == n and (l2[0] == 1 or l2[3] == m * n)
                       and (l1[0] == 1 or l1[3] == l2[0] * m * n))
         parts = 1
+        # The first part's sums go to Y itself unless Y shares storage with the residual
+        # the sum reads (a residual updated in place).
+        y_first = int(res is None or self._base(res) != self._base(y))
         if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
             parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4,
-                             self.workspace_limit)
+                             self.workspace_limit, first_in_output=bool(y_first))
         steps = max(shapes.ceil_div(k, tk), 1)
         k_len = shapes.ceil_div(steps, parts) * tk
         parts = shapes.ceil_div(steps, k_len // tk)
         grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], batches * parts)
-        target, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (self._new_buffer((parts, total)),
-                                                                         (1.0, 0, 0, 0.0, 0.0))
+        workspace, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (
+            self._new_buffer((parts - y_first, total)), (1.0, 0, 0, 0.0, 0.0))
         for base in launches:
-            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, target, m, n, k, sam, sak, sbk, sbn, sym,
-                         *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
-                         float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, *in_args, grid=grid,
-                         local=local)
+            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, workspace, m, n, k, sam, sak, sbk, sbn,
+                         sym, *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
+                         float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, y_first, *in_args,
+                         grid=grid, local=local)
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total, 256)
-            self._launch(unit, "stowage_gemm_split_sum", target, bias or a, res or a, y, parts, total, m, n, l2[0],
-                         l1[4], l2[4], *sbias, float(alpha), flags, *act, grid=sum_grid, local=sum_local)
+            self._launch(unit, "stowage_gemm_split_sum", workspace, bias or a, res or a, y, parts, y_first, total, m,
+                         n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, grid=sum_grid, local=sum_local)
 
     def _gemm_tiles(self, m, n, batches):
         """The tiling defines of a GEMM of ``batches`` [m, n] outputs: the first of

@@ -15,8 +15,10 @@
 // Split-K: the reduction is cut into parts of k_len terms (a multiple of
 // GEMM_TILE_K; k_len >= K: one part), a work-group each; part p of batch z is
 // work-group z * parts + p of dimension 2 and writes its sums (no epilogue: flags 0,
-// act 0, alpha 1) at y + p * y_part, a workspace that stowage_gemm_split_sum adds
-// up in part order before the epilogue. With one part y_part is not read.
+// act 0, alpha 1): with y_first 1 part 0 into y itself and part p > 0 at
+// ws + (p - 1) * y_part, with y_first 0 (y shares storage with the residual) part p
+// at ws + p * y_part; stowage_gemm_split_sum adds them up in part order before the
+// epilogue. With one part ws, y_part and y_first are not read.
 //
 // Tiling: GEMM_TILE_M x GEMM_TILE_N outputs per work-group, GEMM_TILE_K terms per
 // step through local memory, GEMM_WPT_M x GEMM_WPT_N outputs per work-item, in
@@ -42,8 +44,9 @@
 // with seven more arguments after y_part: in_scale, in_shift, in_z1, in_z2, in_act,
 // in_act_a, in_act_b (in_z1, in_z2: in_scale's strides per batch level).
 //
-// stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of partial[p * total + e]
-//   + bias + res[e]) for e < total = batches * M * N, Y contiguous [batches, M, N]
+// stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of part p's sum at e
+//   + bias + res[e]) for e < total = batches * M * N, part 0's in y[e] (y_first 1) or
+//   partial[e], part p's in partial[(p - y_first) * total + e], Y contiguous [batches, M, N]
 //   (y_base 0, sym = N, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
 //   Launch: grid = [total rounded up to local0].
 //
@@ -247,10 +250,11 @@ inline void stowage_gemm_store_b(__local float4* tile, const gemm_b_t* reg, int 
 
 __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))) void stowage_gemm(
     __global const float* a, __global const float* b, __global const float* bias, __global const float* res,
-    __global float* y, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sym, int sbias_m, int sbias_n,
-    int nz2,
+    __global float* y, __global float* ws, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sym,
+    int sbias_m, int sbias_n, int nz2,
     int a_z1, int a_z2, int b_z1, int b_z2, int y_z1, int y_z2, int bias_z1, int bias_z2, int a_base, int b_base,
-    int y_base, float alpha, int flags, int act, float act_a, float act_b, int k_len, int y_part GEMM_IN_PARAMS) {
+    int y_base, float alpha, int flags, int act, float act_a, float act_b, int k_len, int y_part,
+    int y_first GEMM_IN_PARAMS) {
   __local float4 a_tile[2][GEMM_TILE_K * GEMM_ROW_A];
   __local float4 b_tile[2][GEMM_TILE_K * GEMM_ROW_B];
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -313,7 +317,11 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     buf ^= 1;
   }
 
-  const int y_off = y_base + y_z1 * z1 + y_z2 * z2 + part * y_part;
+  int y_off = y_base + y_z1 * z1 + y_z2 * z2;
+  if (y_part != 0 && part >= y_first) {  // a part of a split reduction into the workspace
+    y = ws;
+    y_off += (part - y_first) * y_part;
+  }
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
@@ -343,13 +351,13 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
 }
 
 __kernel void stowage_gemm_split_sum(__global const float* partial, __global const float* bias,
-                                     __global const float* res, __global float* y, int parts, int total, int M,
-                                     int N, int nz2, int bias_z1, int bias_z2, int sbias_m, int sbias_n, float alpha,
-                                     int flags, int act, float act_a, float act_b) {
+                                     __global const float* res, __global float* y, int parts, int y_first,
+                                     int total, int M, int N, int nz2, int bias_z1, int bias_z2, int sbias_m,
+                                     int sbias_n, float alpha, int flags, int act, float act_a, float act_b) {
   const int e = get_global_id(0);
   if (e >= total) return;
-  float v = 0.0f;
-  for (int p = 0; p < parts; ++p) v += partial[p * total + e];
+  float v = y_first ? y[e] : 0.0f;
+  for (int p = y_first; p < parts; ++p) v += partial[(p - y_first) * total + e];
   const int n = e % N, row = e / N, m = row % M, z = row / M, z1 = z / nz2, z2 = z - z1 * nz2;
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
   GEMM_EPILOGUE_ONE(v, m, n, e);
