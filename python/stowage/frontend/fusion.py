@@ -40,9 +40,9 @@ its product transposed. One by a constant 2-D B with its bias, where no residual
 follows it, absorbs such view nodes only with a Mul by a constant and the Add of a
 residual after them (a channels-last block written back channels-first, scaled and
 added to its input, as ConvNeXt's): the scale folds into B and the bias. A MatMul
-by a constant 2-D B with the Add of its bias takes the other such MatMuls (their B of the same shape, their bias, their activation
-alike) that read the same A: one batched GEMM for a transformer's query, key and
-value projections.
+by a constant 2-D B with the Add of its bias takes the other such MatMuls (their B
+of the same shape, their bias, their activation alike) that read the same A: one
+batched GEMM for a transformer's query, key and value projections.
 
 A LayerNormalization over the last axis of a Transpose's result runs on the
 Transpose's input, over the axis the Transpose makes last, where a MatMul alone reads
@@ -785,15 +785,14 @@ def group_nodes(graph, is_static):
     masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
     siblings = find_concat_siblings(graph, is_static)  # first Conv's index -> (Concat, branch Groups)
-    hints = []  # the front end's shapes, read once where a Concat asks
+    hints = None  # the front end's shapes, read once where a Concat asks
     for node in graph.nodes:
         if node.index in absorbed:
             continue
         group = Group(node)
         if node.op_type == "Concat":
-            if not hints:
-                hints.append(graph.shape_hints())
-            shuffle = find_channel_shuffle(graph, node, absorbed, hints[0])
+            hints = graph.shape_hints() if hints is None else hints
+            shuffle = find_channel_shuffle(graph, node, absorbed, hints)
             if shuffle is not None:
                 group.nodes += shuffle
                 group.shuffled = True

@@ -245,11 +245,11 @@ class Importer:
 
     def fold_shape_arithmetic(self, nodes, resolved):
         """Computes now the nodes that read resolved shapes (or what was computed from
-        them) and only known values, and nodes of no inputs (Constant), where each result takes at most
-        MAX_COMPARED_BYTES: the arithmetic a Slice's ends or a Reshape's shape are made
-        by, which the walk would fold anyway, so that the front end's inference can
-        be told them (Graph.refine_hints). A node whose fold fails is left to the walk,
-        which reports it. -> (the nodes left, {value name: array} computed)."""
+        them) and only known values, and nodes of no inputs (Constant), where each
+        result takes at most MAX_COMPARED_BYTES: the arithmetic a Slice's ends or a
+        Reshape's shape are made by, which the walk would fold anyway, so that the front
+        end's inference can be told them (Graph.refine_hints). A node whose fold fails
+        is left to the walk, which reports it. -> (the nodes left, {name: array})."""
         folded, kept = {}, []
         for node in nodes:
             spec = node.spec

@@ -269,20 +269,22 @@ class InferredHints:
     taken out, and sizes what follows (ShuffleNet's Slice ends, computed from the
     shape of its input)."""
 
-    def __init__(self, model, constants=None):
+    def __init__(self, model, constants=None, plain=None):
         self.model = model
         self.constants = dict(constants or {})
+        self._plain = plain  # the hints without constants, whose inference is run once
         self._types = None
 
     def with_constants(self, constants):
         """The hints of the same model where ``constants`` are known as well."""
-        return InferredHints(self.model, {**self.constants, **constants})
+        return InferredHints(self.model, {**self.constants, **constants}, self._plain or self)
 
     def types(self):
         if self._types is None:
-            self._types = inferred_types(self.model)
-            if self.constants:  # what the constants add; the plain inference where it fails
-                self._types = {**self._types, **inferred_types(_with_constants(self.model, self.constants))}
+            plain = self._plain.types() if self._plain is not None else inferred_types(self.model)
+            # what the constants add; the plain inference where that one fails
+            self._types = {**plain, **inferred_types(_with_constants(self.model, self.constants))} \
+                if self.constants else plain
         return self._types
 
     def float32_shapes(self):

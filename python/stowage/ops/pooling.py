@@ -154,8 +154,9 @@ class PoolingOps(Core):
     def squeeze_takes_sums(self, c, r):
         """Whether squeeze_excite of C channels and R hidden values computes its scale
         from channel sums made with its input (conv2d channel_sums) where it has them."""
-        return c <= self.tuning.get("pooling", {}).get("SE_MAX_CHANNELS", 2048) and c * r <= self.launch[
-            "SE_SUMS_MAX_WORK"]
+        pooling = self.tuning.get("pooling", {})
+        return (c <= pooling.get("SE_MAX_CHANNELS", 2048) and r <= pooling.get("SE_MAX_HIDDEN", 1024)
+                and c * r <= self.launch["SE_SUMS_MAX_WORK"])
 
     def squeeze_excite(self, x, w1, b1, w2, b2, *, activation1=None, activation2=None):
         """A squeeze-and-excitation's scales: s [N, C, 1, 1] = act2(b2 + w2 act1(b1 + w1
