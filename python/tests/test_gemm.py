@@ -572,3 +572,21 @@ def test_a_split_reduction_into_its_own_residual_keeps_every_part_in_the_workspa
     got = vm.invoke("main", x, r).numpy()
     want = np.einsum("kc,nchw->nkhw", w[:, :, 0, 0].astype(np.float64), x) + r
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_normalized_a_is_never_split_and_needs_a_bias():
+    """A GEMM that normalizes A's rows sees whole rows: BERT's [128, 3072] x [3072, 768],
+    split on the GPU target otherwise, runs as one part; the column sums come shaped
+    as a bias, which it must have."""
+    w = np.zeros((3072, 768), np.float32)
+    ones = np.ones(768, np.float32)
+
+    def view(ops, x):
+        return ops.matmul_views(x, ((128, 3072), (3072, 1)), ops.constant(w), ((3072, 768), (768, 1)), bias=ones,
+                                a_norm=(ones, 1e-5))
+
+    (name, grid), = launches(view, [(128, 3072)], target="opencl-gpu")
+    assert "_an1" in name and grid[2] == 1
+    with pytest.raises(sw.StowageError, match="a_norm"):
+        ops_text(lambda ops, x: ops.matmul_views(x, ((128, 3072), (3072, 1)), ops.constant(w),
+                                                 ((3072, 768), (768, 1)), a_norm=(ones, 1e-5)), [(128, 3072)])

@@ -334,3 +334,55 @@ def test_convs_of_one_input_concatenated_by_channel_are_one_convolution(kw, kern
     assert_matches(got[0], reference_outputs(model, feeds)[0])
     convs = [name for name in re.findall(r"call_kernel\((\w+)", module.text()) if "conv2d" in name or "gemm" in name]
     assert len(convs) == kernels
+
+
+# ---- a LayerNormalization read by the MatMul after it ------------------------------------
+
+
+def norm_matmul_model(transposed, residual, mean, b_known=True):
+    """LayerNormalization over the last axis, then MatMul by a known B [16, 24], its
+    bias, Gelu or a residual Add: a transformer's pre-norm MLP (x [2, 5, 16]), or with
+    `transposed` a channels-last block of a channels-first net (x [1, 16, 3, 4]
+    transposed to [1, 3, 4, 16], as ConvNeXt's). `mean` shifts the input, so that a
+    large mean beside a small variance shows."""
+    shape = (1, 16, 3, 4) if transposed else (2, 5, 16)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 3, 1])] if transposed else []
+    nodes += [helper.make_node("LayerNormalization", ["xt" if transposed else "x", "g", "be"], ["n"], axis=-1,
+                               epsilon=1e-5),
+              helper.make_node("MatMul", ["n", "w"], ["p"]), helper.make_node("Add", ["p", "bias"], ["pb"])]
+    out_shape = ((1, 3, 4) if transposed else (2, 5)) + (24,)
+    if residual:
+        nodes.append(helper.make_node("Add", ["pb", "r"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Gelu", ["pb"], ["y"]))
+    inits = [("g", rng.uniform(0.5, 1.5, 16).astype(np.float32)), ("be", rand(16)), ("bias", rand(24))]
+    inputs = [("x", shape)] + ([("r", out_shape)] if residual else [])
+    if b_known:
+        inits.append(("w", rand(16, 24)))
+    else:
+        inputs.append(("w", (16, 24)))
+    feeds = {"x": (rand(*shape) * 0.5 + mean).astype(np.float32)}
+    if residual:
+        feeds["r"] = rand(*out_shape)
+    if not b_known:
+        feeds["w"] = rand(16, 24)
+    return make_model(nodes, inputs, inits, opset=20), feeds
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["tokens", "channels_last"])
+@pytest.mark.parametrize("residual", [False, True], ids=["gelu", "residual"])
+@pytest.mark.parametrize("mean", [0.0, 20.0], ids=["centred", "shifted"])
+def test_layer_norm_is_read_by_the_matmul_after_it(transposed, residual, mean, device):
+    """One GEMM normalizes A's rows as it reads them, the scale and bias folded into B
+    and the GEMM's bias: no normalization kernel, no Transpose copy."""
+    model, feeds = norm_matmul_model(transposed, residual, mean)
+    kernels = check(model, feeds, device, False)
+    assert [k.split("_")[1] for k in kernels] == ["gemm"], kernels
+    assert "_an1" in kernels[0]
+
+
+def test_layer_norm_before_a_matmul_by_a_tensor_runs_alone(device):
+    """B computed at run time cannot take the normalization's scale: it runs first."""
+    model, feeds = norm_matmul_model(False, False, 0.0, b_known=False)
+    kernels = check(model, feeds, device, False)
+    assert any("normalize" in k for k in kernels) and not any("_an1" in k for k in kernels)

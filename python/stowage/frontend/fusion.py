@@ -457,6 +457,23 @@ def find_transposed_norm(graph, node, is_static, absorbed):
     return None
 
 
+def find_norm_before_matmul(graph, node, is_static, absorbed):
+    """The MatMul that alone reads `node`'s result as its A when `node` is a
+    LayerNormalization over the last axis (scale and bias known, statistics unused)
+    and that MatMul's B is known and 2-D: the GEMM normalizes A's rows as it reads
+    them (the scale and bias folded into B and the GEMM's bias); else None."""
+    if (node.op_type != "LayerNormalization" or node.int_attr("axis", -1) != -1
+            or not all(is_static(n) for n in node.inputs[1:] if n)
+            or any(o and (graph.consumers.get(o) or o in graph.output_names) for o in node.outputs[1:])):
+        return None
+    after = sole_reader(graph, node.outputs[0], absorbed)
+    if (after is None or after.op_type != "MatMul" or len(after.inputs) != 2
+            or after.inputs[0] != node.outputs[0] or after.inputs[1] == node.outputs[0]
+            or getattr(graph_constant(graph, after.inputs[1]), "ndim", 0) != 2):
+        return None
+    return after
+
+
 def absorb_matmul_siblings(graph, group, is_static, absorbed):
     """Adds to a linear MatMul's `group` (constant 2-D B, the Add of its bias, no
     residual, no views) the other MatMuls that read its A by constant B of the same
@@ -826,6 +843,11 @@ def group_nodes(graph, is_static):
             group.nodes = [node, ln, after]
             absorbed.update(n.index for n in group.nodes)
             groups.append(group)
+            continue
+        reader = find_norm_before_matmul(graph, node, is_static, absorbed)
+        if reader is not None:  # emitted by the MatMul, which normalizes A as it reads it
+            operands.setdefault(reader.index, {})[0] = [node]
+            absorbed.add(node.index)
             continue
         chain = find_operand_chain(graph, node, is_static, absorbed)
         if chain is not None:  # emitted by the MatMul after it

@@ -971,14 +971,16 @@ class MatrixOps(Core):
     # ---- GEMM -------------------------------------------------------------------
 
     def _gemm_launch(self, a, b, bias, res, y, *, m, n, k, sam, sak, sbk, sbn, sbias, levels, alpha, flags, act,
-                     bases=(0, 0, 0), in_affine=None, sym=None):
+                     bases=(0, 0, 0), in_affine=None, sym=None, a_norm=None):
         """Launches stowage_gemm. ``levels``: the batch dimensions, outermost first,
         each (count, a stride, b stride, y stride, bias stride[, in_scale stride]); at
         most two per launch, so more are unrolled into launches with base offsets (not
         with ``in_affine``). ``in_affine`` (in_scale, in_shift, in_act, in_act_a,
         in_act_b): B's rows read through an affine map and an activation (the unit
         built with STOWAGE_IN_AFFINE). ``sym``: Y's row stride (n where Y is a matrix
-        of its own). The tiles, vector loads and split-K follow the shape
+        of its own). ``a_norm`` (colsum, eps): A's rows normalized over k (the unit
+        built with STOWAGE_A_NORM; colsum laid out as the bias, which must be given;
+        never split). The tiles, vector loads and split-K follow the shape
         (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
         sym = n if sym is None else sym
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
@@ -999,6 +1001,12 @@ class MatrixOps(Core):
         in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
         if in_args:
             defines.update(STOWAGE_IN_AFFINE=1, STOWAGE_IN_ACT=in_affine[2])
+        norm_args = ()
+        if a_norm is not None:
+            if bias is None or in_affine is not None:
+                raise InvalidInputError("gemm: a normalized A takes a bias and no input map")
+            defines.update(STOWAGE_A_NORM=1)
+            norm_args = (a_norm[0], float(a_norm[1]))
         unit = self._unit("gemm", defines)
         tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
         tk = _setting(unit, GEMM_DEFAULTS, "GEMM_TILE_K")
@@ -1010,7 +1018,7 @@ class MatrixOps(Core):
         # The first part's sums go to Y itself unless Y shares storage with the residual
         # the sum reads (a residual updated in place).
         y_first = int(res is None or self._base(res) != self._base(y))
-        if contiguous:  # the partial sums' workspace and their sum take Y as [batches, M, N]
+        if contiguous and a_norm is None:  # the partial sums' workspace and their sum take Y as [batches, M, N]
             parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4,
                              self.workspace_limit, first_in_output=bool(y_first))
         steps = max(shapes.ceil_div(k, tk), 1)
@@ -1023,7 +1031,7 @@ class MatrixOps(Core):
             self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, workspace, m, n, k, sam, sak, sbk, sbn,
                          sym, *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
                          float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, y_first, *in_args,
-                         grid=grid, local=local)
+                         *norm_args, grid=grid, local=local)
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total, 256)
             self._launch(unit, "stowage_gemm_split_sum", workspace, bias or a, res or a, y, parts, y_first, total, m,
@@ -1221,7 +1229,7 @@ class MatrixOps(Core):
         return dst
 
     def matmul_views(self, a, a_view, b, b_view, *, alpha=1.0, bias=None, residual=None, activation=None,
-                     y_view=None):
+                     y_view=None, a_norm=None):
         """alpha times the product of A [..., M, K] and B [..., K, N] (numpy broadcasting
         of the batch dimensions), each a strided view of a tensor: ``a_view`` (shape,
         element strides) reads a (a transpose, a reshape of one, without a copy), and
@@ -1231,7 +1239,11 @@ class MatrixOps(Core):
         contiguous tensor of the product's shape. Written transposed (M's stride 1, N's
         more: a channels-last product written back channels-first), the GEMM runs as
         B^T A^T so that its rows stay the contiguous extent; a residual is then read at
-        the same strides as Y, so it has the view's shape."""
+        the same strides as Y, so it has the view's shape. ``a_norm`` (colsum, eps):
+        each row of A normalized over its K values first (mean 0, variance 1, as a
+        LayerNormalization without scale and bias, which the caller folds into B and
+        the bias), colsum [..., N] the sums of B's columns, shaped as the bias, which
+        must be given; not with Y written transposed."""
         op = "matmul"
         views = []
         for name, x, view in (("a", a, a_view), ("b", b, b_view)):
@@ -1259,8 +1271,14 @@ class MatrixOps(Core):
                 raise InvalidInputError(f"{op}: argument 'y_view': its last or second-last stride must be 1, over "
                                         f"a tensor of the product's size, each element written to a place of its own")
             dst = self._new_buffer(y_shape)
+        if a_norm is not None:
+            colsum, eps = a_norm
+            if bias is None or np.shape(colsum) != np.shape(bias) or not eps > 0:
+                raise InvalidInputError(f"{op}: argument 'a_norm': expected the columns' sums shaped as the bias "
+                                        f"{list(np.shape(bias))} and an epsilon > 0")
+            a_norm = (self._const(np.asarray(colsum, np.float32)), float(eps))
         self._matmul_strided(op, self._buffer(op, "a", a), a_shape, a_strides, self._buffer(op, "b", b), b_shape,
-                             b_strides, dst, y_strides, float(alpha), bias, residual, act)
+                             b_strides, dst, y_strides, float(alpha), bias, residual, act, a_norm)
         return dst
 
     @staticmethod
@@ -1300,7 +1318,7 @@ class MatrixOps(Core):
         return act, bias
 
     def _matmul_strided(self, op, a, a_shape, a_strides, b, b_shape, b_strides, y, y_strides, alpha, bias, residual,
-                        act):
+                        act, a_norm=None):
         """y at y_strides (batch..., M, N; N's stride 1, or M's: written transposed) =
         the epilogue of alpha A B, A and B read at their strides (batch dimensions of
         extent 1 broadcast)."""
@@ -1334,9 +1352,11 @@ class MatrixOps(Core):
             if sym != 1:
                 raise InvalidInputError(f"{op}: Y's rows or columns must be contiguous, its strides are "
                                         f"{list(y_strides)}")
+            if a_norm is not None:
+                raise InvalidInputError(f"{op}: a normalized A is not written transposed")
             self._gemm_launch(b, a, bias_var, res_var, y, m=n, n=m, k=k, sam=sbn, sak=sbk, sbk=sak, sbn=sam,
                               sbias=(1, 0), levels=[(lv[0], lv[2], lv[1]) + tuple(lv[3:]) for lv in levels],
                               alpha=alpha, flags=flags, act=act, sym=syn)
             return
         self._gemm_launch(a, b, bias_var, res_var, y, m=m, n=n, k=k, sam=sam, sak=sak, sbk=sbk, sbn=sbn, sbias=(0, 1),
-                          levels=levels, alpha=alpha, flags=flags, act=act, sym=sym)
+                          levels=levels, alpha=alpha, flags=flags, act=act, sym=sym, a_norm=a_norm)

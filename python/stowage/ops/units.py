@@ -78,6 +78,7 @@ _SHORT = {
     "DW_SUMS": "dws",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
+    "STOWAGE_A_NORM": "an",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",
     "STOWAGE_T": "t",

@@ -44,6 +44,15 @@
 // with seven more arguments after y_part: in_scale, in_shift, in_z1, in_z2, in_act,
 // in_act_a, in_act_b (in_z1, in_z2: in_scale's strides per batch level).
 //
+// A unit built with STOWAGE_A_NORM 1 normalizes each row of A (over its K terms) as a
+// LayerNormalization does, whose scale and bias the caller folded into B and the bias:
+//   Y[m][n] = epilogue(inv_m * (sum_k A[m][k] B[k][n] - mean_m * colsum[n]))
+// mean_m and inv_m = 1 / sqrt(variance_m + norm_eps) from the A tiles in local memory
+// as they pass (sums of A[m][k] - A[m][0], which keeps a large mean from cancelling
+// the variance), colsum[n] = sum_k B[k][n] (colsum_z like bias_z; the caller passes it
+// beside a bias). Two more arguments after the others: colsum, norm_eps. One part
+// (no split-K): the work-group must see whole rows.
+//
 // stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of part p's sum at e
 //   + bias + res[e]) for e < total = batches * M * N, part 0's in y[e] (y_first 1) or
 //   partial[e], part p's in partial[(p - y_first) * total + e], Y contiguous [batches, M, N]
@@ -70,6 +79,12 @@
 #else
 #define GEMM_IN_PARAMS
 #define GEMM_IN(v, k) (v)
+#endif
+
+#if STOWAGE_A_NORM
+#define GEMM_NORM_PARAMS , __global const float *colsum, float norm_eps
+#else
+#define GEMM_NORM_PARAMS
 #endif
 
 #ifndef GEMM_TILE_M
@@ -116,6 +131,16 @@
 #endif
 #if (GEMM_TILE_K * GEMM_TILE_M / 4) % GEMM_THREADS != 0 || (GEMM_TILE_K * GEMM_TILE_N / 4) % GEMM_THREADS != 0
 #error "the tiles must hold a multiple of 4 times the work-group size of elements"
+#endif
+#if STOWAGE_A_NORM
+// Work-items per row of A while the rows' sums are gathered.
+#define GEMM_NORM_GROUPS (GEMM_THREADS / GEMM_TILE_M)
+#if GEMM_NORM_GROUPS < 1 || GEMM_THREADS % GEMM_TILE_M != 0
+#error "STOWAGE_A_NORM takes a work-group of a multiple of GEMM_TILE_M work-items"
+#endif
+#if 2 * GEMM_THREADS + GEMM_TILE_M > 8 * GEMM_TILE_K * GEMM_ROW_A
+#error "STOWAGE_A_NORM: the rows' sums must fit where A's tiles were"
+#endif
 #endif
 
 #if GEMM_A_VEC
@@ -254,7 +279,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     int sbias_m, int sbias_n, int nz2,
     int a_z1, int a_z2, int b_z1, int b_z2, int y_z1, int y_z2, int bias_z1, int bias_z2, int a_base, int b_base,
     int y_base, float alpha, int flags, int act, float act_a, float act_b, int k_len, int y_part,
-    int y_first GEMM_IN_PARAMS) {
+    int y_first GEMM_IN_PARAMS GEMM_NORM_PARAMS) {
   __local float4 a_tile[2][GEMM_TILE_K * GEMM_ROW_A];
   __local float4 b_tile[2][GEMM_TILE_K * GEMM_ROW_B];
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -283,6 +308,13 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
   stowage_gemm_store_a(a_tile[0], a_reg, tid, sam);
   stowage_gemm_store_b(b_tile[0], b_reg, tid, sbn);
   barrier(CLK_LOCAL_MEM_FENCE);
+#if STOWAGE_A_NORM
+  // Row norm_row's sums over the terms norm_part, norm_part + GEMM_NORM_GROUPS, ...
+  // of each step, less the row's first value.
+  const int norm_row = tid % GEMM_TILE_M, norm_part = tid / GEMM_TILE_M;
+  const float norm_shift = GEMM_AT(a_tile[0], GEMM_ROW_A, 0, norm_row);
+  float norm_s1 = 0.0f, norm_s2 = 0.0f;
+#endif
   int buf = 0;
   for (int k0 = k_begin; k0 < k_end; k0 += GEMM_TILE_K) {
     const bool more = k0 + GEMM_TILE_K < k_end;
@@ -309,6 +341,13 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
           acc[4 * i + 3][j] = fma((float4)(av[i].w), bv[j], acc[4 * i + 3][j]);
         }
     }
+#if STOWAGE_A_NORM
+    for (int kk = norm_part; kk < GEMM_TILE_K && k0 + kk < k_end; kk += GEMM_NORM_GROUPS) {
+      const float d = GEMM_AT(at, GEMM_ROW_A, kk, norm_row) - norm_shift;
+      norm_s1 += d;
+      norm_s2 = fma(d, d, norm_s2);
+    }
+#endif
     if (more) {  // the other buffer: every work-item finished with it before the last barrier
       stowage_gemm_store_a(a_tile[buf ^ 1], a_reg, tid, sam);
       stowage_gemm_store_b(b_tile[buf ^ 1], b_reg, tid, sbn);
@@ -317,6 +356,28 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     buf ^= 1;
   }
 
+#if STOWAGE_A_NORM
+  // The rows' sums and first values through local memory (the tiles are free: the
+  // loop ended on a barrier), then each work-item's rows' mean and inverse deviation.
+  __local float* norm_sums = (__local float*)a_tile;
+  norm_sums[norm_part * GEMM_TILE_M + norm_row] = norm_s1;
+  norm_sums[(GEMM_NORM_GROUPS + norm_part) * GEMM_TILE_M + norm_row] = norm_s2;
+  if (norm_part == 0) norm_sums[2 * GEMM_NORM_GROUPS * GEMM_TILE_M + norm_row] = norm_shift;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float norm_mean[GEMM_WPT_M], norm_inv[GEMM_WPT_M];
+#pragma unroll
+  for (int i = 0; i < GEMM_WPT_M; ++i) {
+    const int r = (i / 4) * 4 * GEMM_THREADS_M + ty * 4 + i % 4;
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int g = 0; g < GEMM_NORM_GROUPS; ++g) {
+      s1 += norm_sums[g * GEMM_TILE_M + r];
+      s2 += norm_sums[(GEMM_NORM_GROUPS + g) * GEMM_TILE_M + r];
+    }
+    const float d = s1 / (float)K;
+    norm_mean[i] = norm_sums[2 * GEMM_NORM_GROUPS * GEMM_TILE_M + r] + d;
+    norm_inv[i] = rsqrt(fmax(s2 / (float)K - d * d, 0.0f) + norm_eps);
+  }
+#endif
   int y_off = y_base + y_z1 * z1 + y_z2 * z2;
   if (y_part != 0 && part >= y_first) {  // a part of a split reduction into the workspace
     y = ws;
@@ -333,6 +394,11 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       if (n >= N) continue;
       const int idx = y_off + m * sym + n;
       float4 v = acc[i][j];
+#if STOWAGE_A_NORM
+      const __global float* cs = colsum + bias_z1 * z1 + bias_z2 * z2 + n;
+      const float4 c = (float4)(cs[0], n + 1 < N ? cs[1] : 0.0f, n + 2 < N ? cs[2] : 0.0f, n + 3 < N ? cs[3] : 0.0f);
+      v = norm_inv[i] * (v - norm_mean[i] * c);
+#endif
       GEMM_EPILOGUE_ONE(v.x, m, n, idx);
       if (n + 1 < N) GEMM_EPILOGUE_ONE(v.y, m, n + 1, idx + 1);
       if (n + 2 < N) GEMM_EPILOGUE_ONE(v.z, m, n + 2, idx + 2);

@@ -427,6 +427,9 @@ def matmul(ctx, node):
         return ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))
     if group.siblings:
         return matmul_siblings(ctx, group)
+    fused = matmul_normalized(ctx, group)
+    if fused is not None:
+        return fused
     views = {}
     for i, chain in group.operands.items():
         views[i] = operand_view(ctx, chain)
@@ -453,6 +456,54 @@ def matmul(ctx, node):
         return emit_each(ctx, after, {node.outputs[0]: ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))})
     alpha = float(np.prod([v[3] for v in views.values() if v is not None]))
     return matmul_of_views(ctx, group, *viewed, alpha)
+
+
+def matmul_normalized(ctx, group):
+    """A MatMul group whose A is a LayerNormalization over its last axis (fusion.py:
+    find_norm_before_matmul, or find_transposed_norm's Transpose and normalization)
+    by a known 2-D B: one GEMM that normalizes A's rows as it reads them, the
+    normalization's scale folded into B's rows and its bias, times B, into the GEMM's
+    bias. None where that does not fit (then the normalization runs first)."""
+    from .reduce import check_last_axes_norm, check_stash_type
+
+    chain = group.operands.get(0)
+    if not chain or chain[-1].op_type != "LayerNormalization" or 1 in group.operands or group.output_view:
+        return None
+    ln, node = chain[-1], group.main
+    weight = ctx.values.get(node.inputs[1])
+    x = ctx.values.get((chain[0] if len(chain) == 2 else ln).inputs[0])
+    if (not isinstance(weight, np.ndarray) or weight.ndim != 2 or weight.dtype.kind != "f" or x is None
+            or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32"):
+        return None
+    check_stash_type(ln)
+    shape = ctx.shape(x)
+    strides = contiguous_strides(shape)
+    if len(chain) == 2:  # read through the Transpose
+        perm = chain[0].ints_attr("perm")
+        if sorted(perm) != list(range(len(shape))):
+            return None
+        shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
+    k, n = weight.shape
+    if len(shape) < 2 or shape[-1] != k:
+        return None
+    check_last_axes_norm(ln, len(shape))
+    scale = [ctx.values.get(name) if name else None for name in ln.inputs[1:3]]
+    if not isinstance(scale[0], np.ndarray) or any(v is not None and not isinstance(v, np.ndarray) for v in scale):
+        return None
+    try:
+        gamma, beta = (np.broadcast_to(np.asarray(v, np.float64), (k,)) if v is not None else np.zeros(k)
+                       for v in scale)
+    except ValueError:
+        return None
+    epilogue = matmul_epilogue(ctx, group, shape, weight.shape)
+    if epilogue is None:
+        return None
+    folded = as_float32(gamma[:, None] * weight.astype(np.float64))
+    bias = beta @ weight.astype(np.float64) + epilogue.get("bias", np.zeros(n))
+    epilogue["bias"] = as_float32(bias)
+    colsum = as_float32(folded.astype(np.float64).sum(axis=0))
+    return {group.output: ctx.ob.matmul_views(x, (shape, strides), ctx.ob.constant(folded), ((k, n), (n, 1)),
+                                              a_norm=(colsum, float(ln.attr("epsilon", 1e-5))), **epilogue)}
 
 
 def matmul_siblings(ctx, group):
@@ -661,8 +712,8 @@ def operand_view(ctx, chain):
     `chain` (fusion.py: view nodes and scalings by a constant) without a copy: the
     chain traced on an array of each element's index. None where the nodes make no
     strided view of the tensor, or a scaling is not a single number."""
-    if chain[-1].op_type == "LayerNormalization":  # fusion.py's find_transposed_norm
-        return normalized_view(ctx, *chain)
+    if chain[-1].op_type == "LayerNormalization":  # fusion.py's find_transposed_norm (or, alone, the MatMul's A)
+        return normalized_view(ctx, *chain) if len(chain) == 2 else None
     first = chain[0]
     source = first.inputs[0]
     if first.op_type in ("Mul", "Div") and source in ctx.values and isinstance(ctx.values[source], np.ndarray):
