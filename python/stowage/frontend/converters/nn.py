@@ -419,7 +419,9 @@ def gemm_with_residual(ctx, group, operands, settings, act):
           fuses="absorbs an activation; by a constant 2-D B, the Add of a bias per column and a residual Add "
                 "before it, or after the bias a Transpose, a Mul by a constant (folded into B) and a residual Add; "
                 "reads its inputs through Transposes, Reshapes, scalings by a constant and a LayerNormalization "
-                "run before a Transpose, and writes through a Transpose after it, without copies")
+                "run before a Transpose, and writes through a Transpose after it, without copies; by a constant "
+                "2-D B, normalizes its A itself where A is a LayerNormalization over the last axis (of a Transpose's "
+                "result or not)")
 def matmul(ctx, node):
     node.check_attrs(())
     group = ctx.group
