@@ -386,3 +386,13 @@ def test_layer_norm_before_a_matmul_by_a_tensor_runs_alone(device):
     model, feeds = norm_matmul_model(False, False, 0.0, b_known=False)
     kernels = check(model, feeds, device, False)
     assert any("normalize" in k for k in kernels) and not any("_an1" in k for k in kernels)
+
+
+def test_layer_norm_without_bias_before_a_matmul_without_bias(device):
+    """Neither the normalization nor the MatMul has a bias: the GEMM's bias is zero."""
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["n"], axis=-1),
+             helper.make_node("MatMul", ["n", "w"], ["y"])]
+    model = make_model(nodes, [("x", (3, 16))], [("g", rng.uniform(0.5, 1.5, 16).astype(np.float32)),
+                                                 ("w", rand(16, 8))], opset=20)
+    kernels = check(model, {"x": rand(3, 16)}, device, False)
+    assert len(kernels) == 1 and "_an1" in kernels[0]

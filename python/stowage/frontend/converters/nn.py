@@ -489,7 +489,7 @@ def matmul_normalized(ctx, group):
     if len(shape) < 2 or shape[-1] != k:
         return None
     check_last_axes_norm(ln, len(shape))
-    scale = [ctx.values.get(name) if name else None for name in ln.inputs[1:3]]
+    scale = [ctx.values.get(name) if name else None for name in (list(ln.inputs[1:3]) + [""])[:2]]
     if not isinstance(scale[0], np.ndarray) or any(v is not None and not isinstance(v, np.ndarray) for v in scale):
         return None
     try:
