@@ -339,18 +339,23 @@ def test_convs_of_one_input_concatenated_by_channel_are_one_convolution(kw, kern
 # ---- a LayerNormalization read by the MatMul after it ------------------------------------
 
 
-def norm_matmul_model(transposed, residual, mean, b_known=True):
+def norm_matmul_model(layout, residual, mean, b_known=True):
     """LayerNormalization over the last axis, then MatMul by a known B [16, 24], its
-    bias, Gelu or a residual Add: a transformer's pre-norm MLP (x [2, 5, 16]), or with
-    `transposed` a channels-last block of a channels-first net (x [1, 16, 3, 4]
-    transposed to [1, 3, 4, 16], as ConvNeXt's). `mean` shifts the input, so that a
-    large mean beside a small variance shows."""
+    bias, Gelu or a residual Add. `layout` "tokens": a transformer's pre-norm MLP (x
+    [2, 5, 16]); "seq_first": the normalized tokens transposed to [5, 2, 16] first (as
+    ViT's attention input); "channels_last": a channels-last block of a channels-first
+    net (x [1, 16, 3, 4] transposed to [1, 3, 4, 16], as ConvNeXt's). `mean` shifts the
+    input, so that a large mean beside a small variance shows."""
+    transposed = layout == "channels_last"
     shape = (1, 16, 3, 4) if transposed else (2, 5, 16)
     nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 3, 1])] if transposed else []
-    nodes += [helper.make_node("LayerNormalization", ["xt" if transposed else "x", "g", "be"], ["n"], axis=-1,
-                               epsilon=1e-5),
-              helper.make_node("MatMul", ["n", "w"], ["p"]), helper.make_node("Add", ["p", "bias"], ["pb"])]
-    out_shape = ((1, 3, 4) if transposed else (2, 5)) + (24,)
+    nodes.append(helper.make_node("LayerNormalization", ["xt" if transposed else "x", "g", "be"], ["n"], axis=-1,
+                                  epsilon=1e-5))
+    if layout == "seq_first":
+        nodes.append(helper.make_node("Transpose", ["n"], ["ns"], perm=[1, 0, 2]))
+    nodes += [helper.make_node("MatMul", ["ns" if layout == "seq_first" else "n", "w"], ["p"]),
+              helper.make_node("Add", ["p", "bias"], ["pb"])]
+    out_shape = {"tokens": (2, 5), "seq_first": (5, 2), "channels_last": (1, 3, 4)}[layout] + (24,)
     if residual:
         nodes.append(helper.make_node("Add", ["pb", "r"], ["y"]))
     else:
@@ -369,13 +374,13 @@ def norm_matmul_model(transposed, residual, mean, b_known=True):
     return make_model(nodes, inputs, inits, opset=20), feeds
 
 
-@pytest.mark.parametrize("transposed", [False, True], ids=["tokens", "channels_last"])
+@pytest.mark.parametrize("layout", ["tokens", "seq_first", "channels_last"])
 @pytest.mark.parametrize("residual", [False, True], ids=["gelu", "residual"])
 @pytest.mark.parametrize("mean", [0.0, 20.0], ids=["centred", "shifted"])
-def test_layer_norm_is_read_by_the_matmul_after_it(transposed, residual, mean, device):
+def test_layer_norm_is_read_by_the_matmul_after_it(layout, residual, mean, device):
     """One GEMM normalizes A's rows as it reads them, the scale and bias folded into B
     and the GEMM's bias: no normalization kernel, no Transpose copy."""
-    model, feeds = norm_matmul_model(transposed, residual, mean)
+    model, feeds = norm_matmul_model(layout, residual, mean)
     kernels = check(model, feeds, device, False)
     assert [k.split("_")[1] for k in kernels] == ["gemm"], kernels
     assert "_an1" in kernels[0]
@@ -383,7 +388,7 @@ def test_layer_norm_is_read_by_the_matmul_after_it(transposed, residual, mean, d
 
 def test_layer_norm_before_a_matmul_by_a_tensor_runs_alone(device):
     """B computed at run time cannot take the normalization's scale: it runs first."""
-    model, feeds = norm_matmul_model(False, False, 0.0, b_known=False)
+    model, feeds = norm_matmul_model("tokens", False, 0.0, b_known=False)
     kernels = check(model, feeds, device, False)
     assert any("normalize" in k for k in kernels) and not any("_an1" in k for k in kernels)
 

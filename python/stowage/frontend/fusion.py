@@ -458,20 +458,28 @@ def find_transposed_norm(graph, node, is_static, absorbed):
 
 
 def find_norm_before_matmul(graph, node, is_static, absorbed):
-    """The MatMul that alone reads `node`'s result as its A when `node` is a
-    LayerNormalization over the last axis (scale and bias known, statistics unused)
-    and that MatMul's B is known and 2-D: the GEMM normalizes A's rows as it reads
-    them (the scale and bias folded into B and the GEMM's bias); else None."""
+    """(MatMul, chain) when `node` is a LayerNormalization over the last axis (scale
+    and bias known, statistics unused) whose result a MatMul by a known 2-D B alone
+    reads as its A, directly or through a Transpose that keeps the last axis last
+    (ViT's attention input): the GEMM normalizes A's rows as it reads them (the scale
+    and bias folded into B and the GEMM's bias). `chain`: the normalization and that
+    Transpose. Else None."""
     if (node.op_type != "LayerNormalization" or node.int_attr("axis", -1) != -1
             or not all(is_static(n) for n in node.inputs[1:] if n)
             or any(o and (graph.consumers.get(o) or o in graph.output_names) for o in node.outputs[1:])):
         return None
+    chain = [node]
     after = sole_reader(graph, node.outputs[0], absorbed)
+    perm = after.ints_attr("perm") if after is not None and after.op_type == "Transpose" else None
+    if perm is not None and len(after.outputs) == 1 and list(perm)[-1:] == [len(perm) - 1]:
+        chain.append(after)
+        after = sole_reader(graph, after.outputs[0], absorbed)
+    value = chain[-1].outputs[0]
     if (after is None or after.op_type != "MatMul" or len(after.inputs) != 2
-            or after.inputs[0] != node.outputs[0] or after.inputs[1] == node.outputs[0]
+            or after.inputs[0] != value or after.inputs[1] == value
             or getattr(graph_constant(graph, after.inputs[1]), "ndim", 0) != 2):
         return None
-    return after
+    return after, chain
 
 
 def absorb_matmul_siblings(graph, group, is_static, absorbed):
@@ -844,10 +852,10 @@ def group_nodes(graph, is_static):
             absorbed.update(n.index for n in group.nodes)
             groups.append(group)
             continue
-        reader = find_norm_before_matmul(graph, node, is_static, absorbed)
-        if reader is not None:  # emitted by the MatMul, which normalizes A as it reads it
-            operands.setdefault(reader.index, {})[0] = [node]
-            absorbed.add(node.index)
+        found = find_norm_before_matmul(graph, node, is_static, absorbed)
+        if found is not None:  # emitted by the MatMul, which normalizes A as it reads it
+            operands.setdefault(found[0].index, {})[0] = found[1]
+            absorbed.update(n.index for n in found[1])
             continue
         chain = find_operand_chain(graph, node, is_static, absorbed)
         if chain is not None:  # emitted by the MatMul after it

@@ -462,26 +462,29 @@ def matmul(ctx, node):
 
 def matmul_normalized(ctx, group):
     """A MatMul group whose A is a LayerNormalization over its last axis (fusion.py:
-    find_norm_before_matmul, or find_transposed_norm's Transpose and normalization)
-    by a known 2-D B: one GEMM that normalizes A's rows as it reads them, the
-    normalization's scale folded into B's rows and its bias, times B, into the GEMM's
-    bias. None where that does not fit (then the normalization runs first)."""
+    find_norm_before_matmul's normalization and Transpose, or find_transposed_norm's
+    Transpose and normalization) by a known 2-D B: one GEMM that normalizes A's rows
+    as it reads them, the normalization's scale folded into B's rows and its bias,
+    times B, into the GEMM's bias. None where that does not fit (then the chain's
+    nodes run first)."""
     from .reduce import check_last_axes_norm, check_stash_type
 
     chain = group.operands.get(0)
-    if not chain or chain[-1].op_type != "LayerNormalization" or 1 in group.operands or group.output_view:
+    norms = [n for n in chain or () if n.op_type == "LayerNormalization"]
+    if len(norms) != 1 or len(chain) > 2 or 1 in group.operands or group.output_view:
         return None
-    ln, node = chain[-1], group.main
+    ln, node = norms[0], group.main
+    transpose = next((n for n in chain if n is not ln), None)
     weight = ctx.values.get(node.inputs[1])
-    x = ctx.values.get((chain[0] if len(chain) == 2 else ln).inputs[0])
+    x = ctx.values.get(chain[0].inputs[0])
     if (not isinstance(weight, np.ndarray) or weight.ndim != 2 or weight.dtype.kind != "f" or x is None
             or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32"):
         return None
     check_stash_type(ln)
     shape = ctx.shape(x)
     strides = contiguous_strides(shape)
-    if len(chain) == 2:  # read through the Transpose
-        perm = chain[0].ints_attr("perm")
+    if transpose is not None:  # read through the Transpose (before or after the normalization)
+        perm = transpose.ints_attr("perm")
         if sorted(perm) != list(range(len(shape))):
             return None
         shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
@@ -714,8 +717,10 @@ def operand_view(ctx, chain):
     `chain` (fusion.py: view nodes and scalings by a constant) without a copy: the
     chain traced on an array of each element's index. None where the nodes make no
     strided view of the tensor, or a scaling is not a single number."""
-    if chain[-1].op_type == "LayerNormalization":  # fusion.py's find_transposed_norm (or, alone, the MatMul's A)
-        return normalized_view(ctx, *chain) if len(chain) == 2 else None
+    if chain[-1].op_type == "LayerNormalization" and len(chain) == 2:  # fusion.py's find_transposed_norm
+        return normalized_view(ctx, *chain)
+    if any(n.op_type == "LayerNormalization" for n in chain):  # find_norm_before_matmul's, unfused: each alone
+        return None
     first = chain[0]
     source = first.inputs[0]
     if first.op_type in ("Mul", "Div") and source in ctx.values and isinstance(ctx.values[source], np.ndarray):
