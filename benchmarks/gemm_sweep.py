@@ -9,7 +9,12 @@ on the device, so that GEMM_CONFIGS and GEMM_GROUPS (stowage.ops.matrix, the tar
 function per shape, and DIR/gemm_sweep.json. `--from` needs only vm-run: it runs each function with
 `--kernel-times --repeat 20` (random inputs) and prints, per shape, the device time
 of its kernels per invocation under each setting, fastest first, with GFLOP/s and
-the kernels it launched.
+the kernels it launched. With `--torch` (PyTorch with CUDA importable), each shape is
+also timed in PyTorch in the same run (float32, TF32 off; a linear shape as
+`F.linear` with weights [N, K] and as `addmm` with weights [K, N], the faster kept,
+as cuBLAS picks per layout; a batched one as `bmm`), each as a CUDA graph of 50
+calls, the median of 5 replays per call: the row "PyTorch" and, per shape, the
+fastest setting's time over PyTorch's.
 """
 
 import argparse
@@ -63,7 +68,7 @@ SETTINGS = {
     **{f"{m}x{n} k{k} {wm}x{wn}{'' if split else ', no split-K'}": pinned(m, n, k, wm, wn, split)
        for m, n, k, wm, wn in [(128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 128, 16, 4, 8), (64, 64, 16, 4, 4),
                                (64, 64, 16, 8, 8), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4),
-                               (32, 32, 16, 4, 4), (32, 32, 8, 4, 4)]
+                               (32, 32, 16, 4, 4), (32, 32, 8, 4, 4), (32, 64, 32, 4, 4), (64, 64, 32, 4, 4)]
        for split in (True, False)},
 }
 
@@ -116,6 +121,46 @@ def time_function(args, path, shape):
     return float(busy.group(1)), kernels
 
 
+def time_torch(shape):
+    """PyTorch's device us per call of one shape (see the module's docstring)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    batches, m, k, n, kind = SHAPES[shape]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(*dims):
+        return torch.rand(*dims, device="cuda", generator=gen) * 2 - 1
+
+    if kind == "linear":
+        x, w, b = rand(m, k), rand(n, k), rand(n)
+        wt = w.t().contiguous()
+        calls = (lambda: torch.nn.functional.linear(x, w, b), lambda: torch.addmm(b, x, wt))
+    else:
+        a, bm = rand(batches, m, k), rand(batches, k, n)
+        calls = (lambda: torch.bmm(a, bm),)
+    best = None
+    for call in calls:
+        for _ in range(10):
+            call()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(50):
+                call()
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / 50)
+        us = sorted(times)[len(times) // 2]
+        best = us if best is None else min(best, us)
+    return best
+
+
 def time_exported(args):
     with open(os.path.join(args.from_dir, "gemm_sweep.json")) as f:
         exported = json.load(f)
@@ -136,6 +181,11 @@ def time_exported(args):
             for us, setting, kernels in sorted(timed):
                 gflops = 2.0 * batches * m * k * n / us / 1e3
                 print(f"| {shape} | {setting} | {us:.1f} | {gflops:.0f} | {', '.join(kernels)} |", flush=True)
+            if args.torch:
+                us = time_torch(shape)
+                gflops = 2.0 * batches * m * k * n / us / 1e3
+                print(f"| {shape} | PyTorch | {us:.1f} | {gflops:.0f} | fastest setting / PyTorch "
+                      f"{min(timed)[0] / us:.2f} |", flush=True)
 
 
 def main():
@@ -147,6 +197,7 @@ def main():
     parser.add_argument("--from", dest="from_dir", metavar="DIR")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--device", default=None)
+    parser.add_argument("--torch", action="store_true", help="with --from: time each shape in PyTorch too")
     args = parser.parse_args()
     if bool(args.export) == bool(args.from_dir):
         parser.error("give one of --export DIR and --from DIR")
