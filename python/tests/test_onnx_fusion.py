@@ -401,3 +401,15 @@ def test_layer_norm_without_bias_before_a_matmul_without_bias(device):
                                                  ("w", rand(16, 8))], opset=20)
     kernels = check(model, {"x": rand(3, 16)}, device, False)
     assert len(kernels) == 1 and "_an1" in kernels[0]
+
+
+def test_layer_norm_before_a_transposing_matmul_keeps_its_transpose_a_view(device):
+    """A MatMul without a bias that writes through a Transpose takes no normalization:
+    the normalization runs alone and its Transpose stays a strided view (no copy)."""
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "be"], ["n"], axis=-1),
+             helper.make_node("Transpose", ["n"], ["nt"], perm=[1, 0, 2]),
+             helper.make_node("MatMul", ["nt", "w"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["y"], perm=[1, 0, 2])]
+    model = make_model(nodes, [("x", (2, 5, 16))], [("g", rand(16)), ("be", rand(16)), ("w", rand(16, 8))], opset=20)
+    kernels = check(model, {"x": rand(2, 5, 16)}, device, False)
+    assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm"], kernels

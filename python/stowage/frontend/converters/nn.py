@@ -719,7 +719,10 @@ def operand_view(ctx, chain):
     strided view of the tensor, or a scaling is not a single number."""
     if chain[-1].op_type == "LayerNormalization" and len(chain) == 2:  # fusion.py's find_transposed_norm
         return normalized_view(ctx, *chain)
-    if any(n.op_type == "LayerNormalization" for n in chain):  # find_norm_before_matmul's, unfused: each alone
+    if chain[0].op_type == "LayerNormalization" and len(chain) == 2:  # find_norm_before_matmul's, unfused:
+        ctx.values.update(emit_each(ctx, chain[:1]))  # the normalization alone, then its Transpose as a view
+        return operand_view(ctx, chain[1:])
+    if any(n.op_type == "LayerNormalization" for n in chain):  # find_norm_before_matmul's alone, unfused
         return None
     first = chain[0]
     source = first.inputs[0]
