@@ -384,6 +384,16 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     y_off += (part - y_first) * y_part;
   }
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
+#if STOWAGE_A_NORM
+  float4 norm_c[GEMM_WPT_N / 4];  // colsum at this work-item's columns, read once for all its rows
+#pragma unroll
+  for (int j = 0; j < GEMM_WPT_N / 4; ++j) {
+    const int n = n0 + j * 4 * GEMM_THREADS_N + tx * 4;
+    const __global float* cs = colsum + bias_z1 * z1 + bias_z2 * z2 + n;
+    norm_c[j] = (float4)(n < N ? cs[0] : 0.0f, n + 1 < N ? cs[1] : 0.0f, n + 2 < N ? cs[2] : 0.0f,
+                         n + 3 < N ? cs[3] : 0.0f);
+  }
+#endif
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
     const int m = m0 + (i / 4) * 4 * GEMM_THREADS_M + ty * 4 + i % 4;
@@ -395,9 +405,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       const int idx = y_off + m * sym + n;
       float4 v = acc[i][j];
 #if STOWAGE_A_NORM
-      const __global float* cs = colsum + bias_z1 * z1 + bias_z2 * z2 + n;
-      const float4 c = (float4)(cs[0], n + 1 < N ? cs[1] : 0.0f, n + 2 < N ? cs[2] : 0.0f, n + 3 < N ? cs[3] : 0.0f);
-      v = norm_inv[i] * (v - norm_mean[i] * c);
+      v = norm_inv[i] * (v - norm_mean[i] * norm_c[j]);
 #endif
       GEMM_EPILOGUE_ONE(v.x, m, n, idx);
       if (n + 1 < N) GEMM_EPILOGUE_ONE(v.y, m, n + 1, idx + 1);

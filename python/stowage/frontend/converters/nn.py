@@ -481,13 +481,12 @@ def matmul_normalized(ctx, group):
             or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32"):
         return None
     check_stash_type(ln)
-    shape = ctx.shape(x)
-    strides = contiguous_strides(shape)
+    shape, strides = ctx.shape(x), contiguous_strides(ctx.shape(x))
     if transpose is not None:  # read through the Transpose (before or after the normalization)
         perm = transpose.ints_attr("perm")
         if sorted(perm) != list(range(len(shape))):
             return None
-        shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
+        shape, strides = permuted_view(shape, perm)
     k, n = weight.shape
     if len(shape) < 2 or shape[-1] != k:
         return None
@@ -503,10 +502,10 @@ def matmul_normalized(ctx, group):
     epilogue = matmul_epilogue(ctx, group, shape, weight.shape)
     if epilogue is None:
         return None
-    folded = as_float32(gamma[:, None] * weight.astype(np.float64))
-    bias = beta @ weight.astype(np.float64) + epilogue.get("bias", np.zeros(n))
-    epilogue["bias"] = as_float32(bias)
-    colsum = as_float32(folded.astype(np.float64).sum(axis=0))
+    weight = weight.astype(np.float64)
+    folded = as_float32(gamma[:, None] * weight)
+    epilogue["bias"] = as_float32(beta @ weight + epilogue.get("bias", np.zeros(n)))
+    colsum = as_float32(folded.astype(np.float64).sum(axis=0))  # of the weights the GEMM reads
     return {group.output: ctx.ob.matmul_views(x, (shape, strides), ctx.ob.constant(folded), ((k, n), (n, 1)),
                                               a_norm=(colsum, float(ln.attr("epsilon", 1e-5))), **epilogue)}
 
@@ -748,10 +747,15 @@ def normalized_view(ctx, transpose, norm):
     x = ctx.values.get(transpose.inputs[0])
     if x is None or isinstance(x, np.ndarray) or ctx.dtype(x) != "float32":
         return None
-    shape, perm = ctx.shape(x), transpose.ints_attr("perm")
-    strides = contiguous_strides(shape)
     y = transposed_layer_norm(ctx, transpose, norm)
-    return y, tuple(shape[p] for p in perm), tuple(strides[p] for p in perm), 1.0
+    return (y, *permuted_view(ctx.shape(x), transpose.ints_attr("perm")), 1.0)
+
+
+def permuted_view(shape, perm):
+    """(shape, element strides) of a contiguous tensor of ``shape`` read through a
+    Transpose by ``perm``."""
+    strides = contiguous_strides(shape)
+    return tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
 
 
 def output_view(ctx, chain, product):
