@@ -413,3 +413,65 @@ def test_layer_norm_before_a_transposing_matmul_keeps_its_transpose_a_view(devic
     model = make_model(nodes, [("x", (2, 5, 16))], [("g", rand(16)), ("be", rand(16)), ("w", rand(16, 8))], opset=20)
     kernels = check(model, {"x": rand(2, 5, 16)}, device, False)
     assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm"], kernels
+
+
+# ---- attention ------------------------------------------------------------------------------
+
+
+def attention_model(form, s=70, d=16, heads=3, batch=2):
+    """Attention as exporters write it over q, k, v inputs [batch, s, heads * d]: each
+    split into heads by a Reshape and Transpose (K's transposed for the scores), the
+    scores scaled, masked, Softmax, the product by V, its heads merged back by a
+    Transpose and Reshape. `form` "sdpa": Q and Kᵀ each scaled by a Mul before the
+    product (PyTorch's scaled_dot_product_attention, ViT); "bert": the scores divided
+    after it and a mask [batch, 1, 1, s] added; "nan_zero": as "bert", the Softmax's
+    NaNs set to 0 after it."""
+    hidden = heads * d
+    nodes, inits = [], [("split", np.array([batch, s, heads, d], np.int64)),
+                        ("merged", np.array([batch, s, hidden], np.int64))]
+    for name, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes += [helper.make_node("Reshape", [name, "split"], [name + "r"]),
+                  helper.make_node("Transpose", [name + "r"], [name + "h"], perm=perm)]
+    if form == "sdpa":
+        root = np.float32(np.sqrt(1.0 / np.sqrt(d)))
+        inits.append(("root", np.array(root, np.float32)))
+        nodes += [helper.make_node("Mul", ["qh", "root"], ["qs"]), helper.make_node("Mul", ["kh", "root"], ["ks"]),
+                  helper.make_node("MatMul", ["qs", "ks"], ["scores"]),
+                  helper.make_node("Softmax", ["scores"], ["p"], axis=-1)]
+    else:
+        inits.append(("norm", np.array(np.sqrt(d), np.float32)))
+        nodes += [helper.make_node("MatMul", ["qh", "kh"], ["raw"]), helper.make_node("Div", ["raw", "norm"], ["sc"]),
+                  helper.make_node("Add", ["sc", "mask"], ["scores"]),
+                  helper.make_node("Softmax", ["scores"], ["p" if form == "bert" else "pn"], axis=-1)]
+        if form == "nan_zero":
+            inits.append(("zero", np.array(0.0, np.float32)))
+            nodes += [helper.make_node("IsNaN", ["pn"], ["nan"]), helper.make_node("Where", ["nan", "zero", "pn"], ["p"])]
+    nodes += [helper.make_node("MatMul", ["p", "vh"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "merged"], ["y"])]
+    inputs = [(n, (batch, s, hidden)) for n in "qkv"] + ([] if form == "sdpa" else [("mask", (batch, 1, 1, s))])
+    feeds = {n: rand(batch, s, hidden) for n in "qkv"}
+    if form != "sdpa":
+        mask = np.zeros((batch, 1, 1, s), np.float32)
+        mask[-1, ..., s // 2:] = -10000.0  # the last sequence padded
+        feeds["mask"] = mask
+    return make_model(nodes, inputs, inits, opset=13), feeds
+
+
+@pytest.mark.parametrize("form", ["sdpa", "bert", "nan_zero"])
+@pytest.mark.parametrize("s,d", [(7, 16), (70, 16), (70, 6), (70, 64), (197, 64)])
+def test_attention_is_one_kernel(form, s, d, device):
+    """Scores, scaling, mask, Softmax and the product by V run as one kernel reading
+    Q, Kᵀ and V through their transposes and writing the heads merged: no GEMM, no
+    softmax, no copy. 70 and 197 tokens take several blocks of keys and tiles of rows,
+    the last ones partial."""
+    model, feeds = attention_model(form, s=s, d=d)
+    kernels = check(model, feeds, device, False)
+    assert len(kernels) == 1 and kernels[0].startswith("stowage_attention_tiled"), kernels
+
+
+def test_attention_with_larger_heads_runs_as_gemms(device):
+    """Heads larger than the kernel takes: two GEMMs around the softmax, as before."""
+    model, feeds = attention_model("bert", s=9, d=80, heads=2)
+    kernels = check(model, feeds, device, False)
+    assert [k.split("_")[1] for k in kernels].count("gemm") == 2, kernels

@@ -120,6 +120,7 @@ class Group:
         self.norm_view = None  # the Transpose a LayerNormalization reads, undone after it (find_transposed_norm)
         self.convs = None  # Convs of one input concatenated by channel, each a Group (find_concat_siblings)
         self.shuffled = False  # a Concat whose channels a Reshape, Transpose and Reshape shuffle (find_channel_shuffle)
+        self.attention = None  # a scores MatMul's Softmax and product by V (find_attention)
         self.nodes = [main]
 
     @property
@@ -513,6 +514,69 @@ def absorb_matmul_siblings(graph, group, is_static, absorbed):
         group.own_output = own
 
 
+# ---- attention: scores, Softmax and product as one -----------------------------------------
+
+
+class Attention:
+    """What attention computes after its scores MatMul (the group's main node), each
+    node alone reading the one before: `scalings` (Muls or Divs by a value known at
+    import), `mask` (an Add of another value, or None), the `softmax`, `nan_zero` (the
+    IsNaN and Where setting its NaNs to 0, or []), and the `product` MatMul by V, read
+    through `v_chain` (operand steps, or [])."""
+
+    def __init__(self, scalings, mask, softmax, nan_zero, product):
+        self.scalings, self.mask, self.softmax, self.nan_zero, self.product = scalings, mask, softmax, nan_zero, product
+        self.v_chain = []
+
+    @property
+    def nodes(self):
+        return self.scalings + [n for n in (self.mask, self.softmax) if n is not None] + self.nan_zero + \
+            self.v_chain + [self.product]
+
+
+def find_attention(graph, node, is_static, absorbed):
+    """The Attention after `node`, a MatMul of two values computed at run time (the
+    scores Q Kᵀ), when its result passes through scalings and at most one Add into a
+    Softmax whose probabilities (with their NaNs set to 0 or not) a MatMul alone reads
+    as its A; else None. The converter checks the axis and shapes."""
+    if node.op_type != "MatMul" or len(node.inputs) != 2 or any(is_static(n) for n in node.inputs):
+        return None
+    scalings, mask, out = [], None, node.outputs[0]
+    while True:
+        after = sole_reader(graph, out, absorbed)
+        if after is None or len(after.outputs) != 1:
+            return None
+        if after.op_type in ("Mul", "Div") and mask is None and operand_step(graph, after, is_static) == out:
+            scalings.append(after)
+        elif after.op_type == "Add" and mask is None and len(after.inputs) == 2 and after.inputs.count(out) == 1:
+            mask = after
+        elif after.op_type == "Softmax":
+            break
+        else:
+            return None
+        out = after.outputs[0]
+    nan_zero = nan_to_zero_after(graph, after, absorbed) or []
+    probs = (nan_zero[-1] if nan_zero else after).outputs[0]
+    product = sole_reader(graph, probs, absorbed)
+    if product is None or product.op_type != "MatMul" or product.inputs[:1] != [probs] or product.inputs[1] == probs \
+            or is_static(product.inputs[1]):
+        return None
+    return Attention(scalings, mask, after, nan_zero, product)
+
+
+def operand_chain_before(graph, matmul, i, is_static, absorbed):
+    """The operand steps no group took that end as input i of `matmul`, each alone
+    read by the next (find_operand_chain's, found from the MatMul back)."""
+    chain, name, reader = [], matmul.inputs[i], matmul
+    while True:
+        producer = graph.producer.get(name)
+        if (producer is None or producer.index in absorbed or operand_step(graph, producer, is_static) is None
+                or name in graph.output_names or graph.consumers.get(name, []) != [reader]):
+            return chain
+        chain.insert(0, producer)
+        name, reader = operand_step(graph, producer, is_static), producer
+
+
 # ---- attention's masked Softmax -----------------------------------------------------------
 
 
@@ -879,6 +943,18 @@ def group_nodes(graph, is_static):
             group.nodes[:0] = group.pre.nodes
         group.operands = operands.pop(node.index, {})
         group.nodes[:0] = sorted((n for c in group.operands.values() for n in c), key=lambda n: n.index)
+        group.attention = find_attention(graph, node, is_static, absorbed) if group.pre is None else None
+        if group.attention is not None:  # emitted by the scores MatMul: one kernel
+            att = group.attention
+            att.v_chain = operands.pop(att.product.index, {}).get(1) or \
+                operand_chain_before(graph, att.product, 1, is_static, absorbed)
+            absorbed.update(n.index for n in group.nodes + att.nodes)
+            group.nodes += att.nodes
+            absorb_matmul_output(graph, group, att.product.outputs[0], is_static, absorbed)
+            group.nodes.sort(key=lambda n: n.index)
+            absorbed.update(n.index for n in group.nodes)
+            groups.append(group)
+            continue
         if absorb_written(graph, group, absorbed):
             absorbed.update(n.index for n in group.nodes)
             groups.append(group)

@@ -181,8 +181,11 @@ class Importer:
         self.excited_inputs = {g.main.inputs[0]: g.excite[0].main for g in order
                                if g.excite is not None and g.main.inputs}
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
-        limits = ([None] * len(order) if self.alive is None else
-                  [max(self.alive) - at for at in self.alive[:len(order)]])
+        limits = [None] * len(order)
+        if self.alive is not None:
+            scores = attention_scores(order, self.graph.size_hints())
+            peak = max(max(self.alive), max((at + sc for at, sc in zip(self.alive, scores)), default=0))
+            limits = [peak - at for at in self.alive[:len(order)]]
         for position, group in enumerate(order):
             self.position = position
             self.group = group
@@ -480,6 +483,15 @@ def alive_bytes(graph, order, sizes, is_known, last_use):
     for at in range(1, len(alive)):
         alive[at] += alive[at - 1]
     return alive[:-1]
+
+
+def attention_scores(order, sizes):
+    """Per position of `order`, the bytes of the scores and probabilities an attention
+    group computes without keeping (fusion.py's find_attention): a split reduction's
+    workspace may take them elsewhere, so that fusing attention leaves the network's
+    other layers the room they had beside the scores."""
+    return [sum(sizes.get(n.outputs[0]) or 0 for n in (g.main, g.attention.softmax)) if g.attention else 0
+            for g in order]
 
 
 def reads_any(group, values):

@@ -63,6 +63,10 @@ DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # scores and the probabilities) and the head sizes fit the kernel; else as two tiled
 # GEMMs around the softmax row kernel, which reuse K and V across query rows.
 ATTENTION_FUSED_MIN_BYTES = 64 << 20
+# Heads of at most ATTENTION_TILED_MAX_HEAD elements (q, k and v alike) take
+# stowage_attention_tiled instead of either: query rows in tiles of ATTN_TILE_Q, each
+# block of keys and values read once per tile.
+ATTENTION_TILED_MAX_HEAD = 64
 
 # A 3D convolution whose reduction (C/group taps) has at least CONV3D_GEMM_MIN_REDUCTION
 # terms runs as an im2col (stowage_im2col3d, a workspace of N C taps outputs values,
@@ -710,12 +714,13 @@ class MatrixOps(Core):
         kv_num_heads); past_key / past_value [B, kv heads, P, D] go before k and v;
         q heads share kv heads in groups (grouped-query attention); mask (float32
         added, or bool as uint8) broadcasts to [B, q heads, S, L] (shorter in its last
-        dimension: the rest is masked). Two batched GEMMs around
-        stowage_attention_probs (attention.cl), which applies scale, softcap, mask,
-        is_causal and the window (left, right; -1: unbounded) and the softmax; with
-        qk_mode (0..3) it also gives the scores at that stage. Without qk_mode, scores
-        of ATTENTION_FUSED_MIN_BYTES or more take stowage_attention_fused instead,
-        which keeps none of them in memory. kv_lengths (int64 [B],
+        dimension: the rest is masked). Without qk_mode and with heads of at most
+        ATTENTION_TILED_MAX_HEAD elements, one stowage_attention_tiled (attention.cl),
+        which keeps no scores in memory; else two batched GEMMs around
+        stowage_attention_probs, which applies scale, softcap, mask, is_causal and the
+        window (left, right; -1: unbounded) and the softmax; with qk_mode (0..3) it
+        also gives the scores at that stage. Without qk_mode, scores of
+        ATTENTION_FUSED_MIN_BYTES or more take stowage_attention_fused instead. kv_lengths (int64 [B],
         ONNX's nonpad_kv_seqlen, without a past): the valid keys of each batch, the
         causal frontier at its end."""
         op = "attention"
@@ -744,7 +749,13 @@ class MatrixOps(Core):
         past = 0 if past_key is None else self.shape_of(past_key)[2]  # query i sits at position i + past
         lengths = self._attention_lengths(op, kv_lengths, batch, past_key)
         qk_out = None
-        if qk_mode is None and self._attention_fused(batch * hq * s * length, d, dv):
+        if qk_mode is None and max(d, dv) <= ATTENTION_TILED_MAX_HEAD:
+            contiguous = [(sh, shapes.contiguous_strides(sh)) for sh in ((batch, hq, s, d), (batch, hkv, length, d),
+                                                                           (batch, hkv, length, dv))]
+            y = self._attention_tiled(op, q_buf, contiguous[0], k_buf, contiguous[1], v_buf, contiguous[2], None,
+                                      mask, dict(lengths=lengths, kv_lengths=kv_lengths is not None, offset=past,
+                                                 window=window, scale=scale, softcap=softcap, causal=is_causal))
+        elif qk_mode is None and self._attention_fused(batch * hq * s * length, d, dv):
             y = self._new_buffer((batch, hq, s, dv))
             mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, (batch, hq, s, length))
             unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
@@ -760,6 +771,82 @@ class MatrixOps(Core):
         if rank == 3:
             y = self.reshape(self.transpose(y, (0, 2, 1, 3)), (batch, s, hq * dv))
         return y, k, v, qk_out
+
+    def attention_views(self, q, q_view, k, kt_view, v, v_view, *, mask=None, scale=1.0, y_view=None):
+        """softmax(scale Q Kᵀ + mask) V over the last axis, as attention's MatMul, Softmax
+        and MatMul compute it, in one kernel (stowage_attention_tiled, no scores in
+        memory). Each operand is a strided view of a tensor, as matmul_views takes them:
+        ``q_view`` (shape, element strides) Q [..., S, D], ``kt_view`` Kᵀ [..., D, L] (as
+        the scores' product reads it), ``v_view`` V [..., L, Dv], with equal batch
+        dimensions (at most two) and heads of at most ATTENTION_TILED_MAX_HEAD elements;
+        mask (float32, a Var or an array) broadcasts to the scores [..., S, L];
+        ``y_view`` as matmul_views' (the result written transposed: heads merged back)."""
+        op = "attention_views"
+        views = []
+        for name, x, view in (("q", q, q_view), ("k", k, kt_view), ("v", v, v_view)):
+            if not isinstance(x, Var):
+                raise InvalidInputError(f"{op}: argument '{name}': expected a Var")
+            views.append(self._checked_view(op, name, self.shape_of(x), view))
+        (q_shape, q_strides), (kt_shape, kt_strides), (v_shape, v_strides) = views
+        batch = q_shape[:-2]
+        if (len(q_shape) < 2 or len(batch) > 2 or kt_shape[:-2] != batch or v_shape[:-2] != batch
+                or kt_shape[-2] != q_shape[-1] or v_shape[-2] != kt_shape[-1]
+                or max(q_shape[-1], v_shape[-1]) > ATTENTION_TILED_MAX_HEAD):
+            raise InvalidInputError(f"{op}: q {list(q_shape)}, kᵀ {list(kt_shape)} and v {list(v_shape)} do not "
+                                    f"agree (needs [..., S, D], [..., D, L] and [..., L, Dv] of one batch of at most "
+                                    f"two dimensions, D and Dv <= {ATTENTION_TILED_MAX_HEAD})")
+        if isinstance(mask, Var) and mask.dtype != "float32":
+            raise InvalidInputError(f"{op}: argument 'mask': {mask.dtype}; float32 is expected")
+        pad = 2 - len(batch)
+        (s, d), length, dv = q_shape[-2:], kt_shape[-1], v_shape[-1]
+        out_shape = batch + (s, dv)
+        shapes.check_elements(op, out_shape)
+
+        def four(shape, strides):  # [B, H, rows, cols] with the batch padded in front
+            return (1,) * pad + tuple(shape), (0,) * pad + tuple(strides)
+
+        if y_view is None:
+            dst, y_strides = self._new_buffer(out_shape), shapes.contiguous_strides(out_shape)
+        else:
+            y_shape, y_strides = tuple(int(e) for e in y_view[0]), tuple(int(e) for e in y_view[1])
+            self._checked_view(op, "y", y_shape, (out_shape, y_strides))
+            if shapes.prod(y_shape) != shapes.prod(out_shape) or not shapes.distinct_offsets(out_shape, y_strides):
+                raise InvalidInputError(f"{op}: argument 'y_view': expected a tensor of the result's size, each "
+                                        f"element written to a place of its own")
+            dst = self._new_buffer(y_shape)
+        k_four = four(kt_shape[:-2] + (length, d), kt_strides[:-2] + (kt_strides[-1], kt_strides[-2]))
+        if mask is not None:
+            ms = self.shape_of(mask)
+            if shapes.broadcast_shape(op, ms, batch + (s, length)) != batch + (s, length):
+                raise InvalidInputError(f"{op}: the mask {list(ms)} does not broadcast to the scores "
+                                        f"{list(batch + (s, length))}")
+            shape4 = (1,) * (4 - len(ms)) + tuple(ms)
+            mask = self.reshape(mask, shape4) if isinstance(mask, Var) else np.asarray(mask, np.float32).reshape(shape4)
+        self._attention_tiled(op, self._buffer(op, "q", q), four(q_shape, q_strides), self._buffer(op, "k", k), k_four,
+                              self._buffer(op, "v", v), four(v_shape, v_strides), (dst, four(out_shape, y_strides)[1]),
+                              mask, dict(scale=float(scale)))
+        return dst
+
+    def _attention_tiled(self, op, q, q_view, k, k_view, v, v_view, y, mask, options):
+        """Launches stowage_attention_tiled over [B, H, S, D] q, [B, H / group, L, D] k and
+        [B, H / group, L, Dv] v views (shape, strides); y: (Var, strides of [B, H, S, Dv])
+        or None for a new contiguous result, which is returned. options: scale, and
+        attention()'s lengths, kv_lengths, offset, window, softcap, causal."""
+        (batch, hq, s, d), (_, hkv, length, _), dv = q_view[0], k_view[0], v_view[0][3]
+        if y is None:
+            y = (self._new_buffer((batch, hq, s, dv)), shapes.contiguous_strides((batch, hq, s, dv)))
+        mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, (batch, hq, s, length))
+        flags |= (2 if options.get("causal") else 0) | (8 if options.get("kv_lengths") else 0)
+        unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
+        tile, per_item = unit.defines.get("ATTN_TILE_Q", 32), unit.defines.get("ATTN_RPI", 2)
+        lengths = options.get("lengths") or self.constant(np.zeros(1, np.int64))
+        window = options.get("window", (-1, -1))
+        self._launch(unit, "stowage_attention_tiled", q, k, v, mask_var or q, lengths, y[0], hq, s, length, d, dv,
+                     hq // hkv, *q_view[1], *k_view[1], *v_view[1], *y[1], *strides, mask_len,
+                     int(options.get("offset", 0)), int(window[0]), int(window[1]), float(options["scale"]),
+                     float(options.get("softcap", 0.0)), flags,
+                     grid=(16, tile // per_item * -(-s // tile), batch * hq), local=(16, tile // per_item, 1))
+        return y[0]
 
     def _attention_fused(self, scores, d, dv):
         """Whether Attention runs as stowage_attention_fused: scores (elements) too many

@@ -268,6 +268,193 @@ __kernel __attribute__((reqd_work_group_size(ATTN_LOCAL, 1, 1))) void stowage_at
   }
 }
 
+// stowage_attention_tiled: the whole of Attention for ATTN_TILE_Q query rows of one
+//   head per work-group (flash attention), for heads of at most ATTN_HEAD elements:
+//   the rows' q stay in local memory; keys come ATTN_TILE_KEYS at a time, K's block
+//   into local memory, then V's block into the same place. Work-item (tx, ty) scores
+//   rows ty + ATTN_ROWS_Y r against keys tx + 16 c (r < ATTN_RPI, c < ATTN_KEYS_X: float4s
+//   of local memory), the rows' maxima meet in local memory, the softmax runs online
+//   (a rising maximum rescales the running sums and outputs), the probabilities pass
+//   through local memory, and the work-item accumulates output elements 4 tx .. 4 tx + 3
+//   of its rows. The row sums are added across the 16 work-items at the end, in a
+//   fixed order. Operands are strided views, each element at
+//   q[b q_b + h q_h + i q_s + d q_d], k[b k_b + (h / group) k_h + j k_l + d k_d],
+//   v[b v_b + (h / group) v_h + j v_l + e v_d], y[b y_b + h y_h + i y_s + e y_d]
+//   (y may be a transpose: attention's heads merged back into rows); a block is read
+//   as float4s where its rows are contiguous and 16-byte aligned. Mask, flags (no qk
+//   output), scale, softcap, offset and window as stowage_attention_probs; a row whose
+//   bias is -inf everywhere gets zeros.
+//   Launch: local = [16, ATTN_TILE_Q / ATTN_RPI], grid = [16, ATTN_TILE_Q / ATTN_RPI ceil(S / ATTN_TILE_Q),
+//   B H]; D, Dv <= ATTN_HEAD.
+#ifndef ATTN_TILE_Q
+#define ATTN_TILE_Q 32
+#endif
+#ifndef ATTN_TILE_KEYS
+#define ATTN_TILE_KEYS 64
+#endif
+#ifndef ATTN_RPI
+#define ATTN_RPI 2  // query rows per work-item
+#endif
+#if ATTN_TILE_Q % ATTN_RPI || ATTN_TILE_Q < ATTN_RPI || (ATTN_TILE_KEYS != 32 && ATTN_TILE_KEYS != 64)
+#error "ATTN_TILE_Q must be a positive multiple of ATTN_RPI, ATTN_TILE_KEYS 32 or 64"
+#endif
+#define ATTN_HEAD 64
+#define ATTN_ROWS_Y (ATTN_TILE_Q / ATTN_RPI)  // work-items along the rows
+#define ATTN_KEYS_X (ATTN_TILE_KEYS / 16)     // keys a work-item scores per row
+#define ATTN_PITCH (ATTN_HEAD / 4 + 1)        // float4s per local row: + 1 keeps rows off one bank
+#define ATTN_P_PITCH (ATTN_TILE_KEYS / 4 + 1)
+
+#define ATTN_THREADS (16 * ATTN_ROWS_Y)
+#define ATTN_FETCH ((ATTN_TILE_KEYS * ATTN_HEAD / 4 + ATTN_THREADS - 1) / ATTN_THREADS)  // float4s per work-item
+
+// Loads a work-item's share of a [rows, ATTN_HEAD] block of a strided operand into
+// registers (zeros past `valid` rows and `width` columns): float4 e = t + ATTN_THREADS n
+// of the block, row e / (ATTN_HEAD / 4). Neighbouring work-items read neighbouring
+// float4s, as float4s where the rows are contiguous and 16-byte aligned (`vec`). The
+// loads are in flight while the work-group computes; stowage_attention_put stores them.
+inline void stowage_attention_fetch(float4* regs, int rows, const __global float* src, int row_stride,
+                                    int col_stride, int valid, int width, int t, int vec) {
+  for (int n = 0; n < ATTN_FETCH; ++n) {
+    const int e = t + ATTN_THREADS * n, row = e / (ATTN_HEAD / 4), col = 4 * (e % (ATTN_HEAD / 4));
+    float4 value = (float4)(0.0f);
+    if (row < rows && row < valid) {
+      const __global float* at = src + (long)row * row_stride;
+      if (vec) {
+        if (col < width) value = vload4(0, at + col);
+      } else {
+        value.x = col < width ? at[(long)col * col_stride] : 0.0f;
+        value.y = col + 1 < width ? at[(long)(col + 1) * col_stride] : 0.0f;
+        value.z = col + 2 < width ? at[(long)(col + 2) * col_stride] : 0.0f;
+        value.w = col + 3 < width ? at[(long)(col + 3) * col_stride] : 0.0f;
+      }
+    }
+    regs[n] = value;
+  }
+}
+
+inline void stowage_attention_put(__local float4 (*tile)[ATTN_PITCH], int rows, const float4* regs, int t) {
+  for (int n = 0; n < ATTN_FETCH; ++n) {
+    const int e = t + ATTN_THREADS * n, row = e / (ATTN_HEAD / 4);
+    if (row < rows) tile[row][e % (ATTN_HEAD / 4)] = regs[n];
+  }
+}
+
+// Whether a block's rows can be read as float4s: contiguous, 16-byte aligned.
+inline int stowage_attention_vec(const __global float* base, int row_stride, int col_stride, int width) {
+  return col_stride == 1 && row_stride % 4 == 0 && width % 4 == 0 && ((ulong)base & 15) == 0;
+}
+
+__kernel __attribute__((reqd_work_group_size(16, ATTN_ROWS_Y, 1))) void stowage_attention_tiled(
+    __global const float* q, __global const float* k, __global const float* v, __global const stowage_t* mask,
+    __global const long* kv_lengths, __global float* y, int H, int S, int L, int D, int Dv, int group, int q_b,
+    int q_h, int q_s, int q_d, int k_b, int k_h, int k_l, int k_d, int v_b, int v_h, int v_l, int v_d, int y_b,
+    int y_h, int y_s, int y_d, int mask_b, int mask_h, int mask_s, int mask_len, int offset, int left, int right,
+    float scale, float softcap, int flags) {
+  __local float4 q_tile[ATTN_TILE_Q][ATTN_PITCH];
+  __local float4 kv_tile[ATTN_TILE_KEYS][ATTN_PITCH];  // the block's keys, then its values
+  __local float4 p_tile[ATTN_TILE_Q][ATTN_P_PITCH];
+  __local float partial[ATTN_TILE_Q][17];
+  __local float* p_flat = (__local float*)p_tile;
+  const int tx = get_local_id(0), ty = get_local_id(1);
+  const int t = ty * 16 + tx;
+  const int i0 = get_group_id(1) * ATTN_TILE_Q, bh = get_group_id(2);
+  const int b = bh / H, h = bh % H, kv_head = h / group;
+  const __global float* kp = k + (long)b * k_b + (long)kv_head * k_h;
+  const __global float* vp = v + (long)b * v_b + (long)kv_head * v_h;
+  const __global float* qp = q + (long)b * q_b + (long)h * q_h + (long)i0 * q_s;
+  const int k_vec = stowage_attention_vec(kp, k_l, k_d, D), v_vec = stowage_attention_vec(vp, v_l, v_d, Dv);
+  float4 regs[ATTN_FETCH];  // the next block of K or V on its way to local memory
+  for (int part = 0; part < ATTN_TILE_Q; part += ATTN_TILE_KEYS) {  // q's tile, a block of rows at a time
+    stowage_attention_fetch(regs, ATTN_TILE_Q - part, qp + (long)part * q_s, q_s, q_d, S - i0 - part, D, t,
+                            stowage_attention_vec(qp, q_s, q_d, D));
+    stowage_attention_put(q_tile + part, ATTN_TILE_Q - part, regs, t);
+  }
+  stowage_attention_fetch(regs, ATTN_TILE_KEYS, kp, k_l, k_d, L, D, t, k_vec);
+  stowage_attention_row_t rows[ATTN_RPI];
+  float top[ATTN_RPI], sum[ATTN_RPI];
+  float4 acc[ATTN_RPI];
+  for (int r = 0; r < ATTN_RPI; ++r) {
+    const int i = min(i0 + ty + ATTN_ROWS_Y * r, S - 1);
+    rows[r] = stowage_attention_row(kv_lengths, b, h, i, S, L, mask_b, mask_h, mask_s, offset, flags);
+    top[r] = -INFINITY;
+    sum[r] = 0.0f;
+    acc[r] = (float4)(0.0f);
+  }
+  for (int j0 = 0; j0 < L; j0 += ATTN_TILE_KEYS) {
+    barrier(CLK_LOCAL_MEM_FENCE);  // the last block's values and probabilities are consumed
+    stowage_attention_put(kv_tile, ATTN_TILE_KEYS, regs, t);
+    stowage_attention_fetch(regs, ATTN_TILE_KEYS, vp + (long)j0 * v_l, v_l, v_d, L - j0, Dv, t, v_vec);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s[ATTN_RPI][ATTN_KEYS_X];
+    for (int r = 0; r < ATTN_RPI; ++r)
+      for (int c = 0; c < ATTN_KEYS_X; ++c) s[r][c] = 0.0f;
+#pragma unroll 4
+    for (int d4 = 0; d4 < ATTN_HEAD / 4; ++d4) {
+      float4 qv[ATTN_RPI], kv[ATTN_KEYS_X];
+      for (int r = 0; r < ATTN_RPI; ++r) qv[r] = q_tile[ty + ATTN_ROWS_Y * r][d4];
+      for (int c = 0; c < ATTN_KEYS_X; ++c) kv[c] = kv_tile[tx + 16 * c][d4];
+      for (int r = 0; r < ATTN_RPI; ++r)
+        for (int c = 0; c < ATTN_KEYS_X; ++c)
+          s[r][c] = fma(qv[r].w, kv[c].w, fma(qv[r].z, kv[c].z, fma(qv[r].y, kv[c].y, fma(qv[r].x, kv[c].x, s[r][c]))));
+    }
+    for (int r = 0; r < ATTN_RPI; ++r) {
+      const int i = i0 + ty + ATTN_ROWS_Y * r;
+      float block_top = -INFINITY;
+      for (int c = 0; c < ATTN_KEYS_X; ++c) {
+        const int j = j0 + tx + 16 * c;
+        float value = -INFINITY;
+        if (i < S && j < L)
+          value = stowage_attention_scaled(s[r][c], scale, softcap) +
+                  stowage_attention_bias(mask, rows[r], j, mask_len, left, right, flags);
+        s[r][c] = value;
+        block_top = fmax(block_top, value);
+      }
+      partial[ty + ATTN_ROWS_Y * r][tx] = block_top;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the maxima are in; K's block is consumed
+    stowage_attention_put(kv_tile, ATTN_TILE_KEYS, regs, t);
+    if (j0 + ATTN_TILE_KEYS < L)
+      stowage_attention_fetch(regs, ATTN_TILE_KEYS, kp + (long)(j0 + ATTN_TILE_KEYS) * k_l, k_l, k_d,
+                              L - j0 - ATTN_TILE_KEYS, D, t, k_vec);
+    for (int r = 0; r < ATTN_RPI; ++r) {
+      const int row = ty + ATTN_ROWS_Y * r;
+      float new_top = top[r];
+      for (int x = 0; x < 16; ++x) new_top = fmax(new_top, partial[row][x]);
+      const float rescale = top[r] == -INFINITY ? 0.0f : exp(top[r] - new_top);
+      top[r] = new_top;
+      sum[r] *= rescale;
+      acc[r] *= rescale;
+      for (int c = 0; c < ATTN_KEYS_X; ++c) {
+        const float p = s[r][c] == -INFINITY ? 0.0f : exp(s[r][c] - new_top);
+        sum[r] += p;
+        p_flat[row * ATTN_P_PITCH * 4 + tx + 16 * c] = p;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the values and probabilities are in
+#pragma unroll 4
+    for (int j4 = 0; j4 < ATTN_TILE_KEYS / 4; ++j4) {
+      const float4 v0 = kv_tile[4 * j4][tx], v1 = kv_tile[4 * j4 + 1][tx];
+      const float4 v2 = kv_tile[4 * j4 + 2][tx], v3 = kv_tile[4 * j4 + 3][tx];
+      for (int r = 0; r < ATTN_RPI; ++r) {
+        const float4 p = p_tile[ty + ATTN_ROWS_Y * r][j4];
+        acc[r] = fma((float4)(p.w), v3, fma((float4)(p.z), v2, fma((float4)(p.y), v1, fma((float4)(p.x), v0, acc[r]))));
+      }
+    }
+  }
+  for (int r = 0; r < ATTN_RPI; ++r) partial[ty + ATTN_ROWS_Y * r][tx] = sum[r];  // read before the last barrier
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global float* yp = y + (long)b * y_b + (long)h * y_h;
+  for (int r = 0; r < ATTN_RPI; ++r) {
+    const int row = ty + ATTN_ROWS_Y * r, i = i0 + row;
+    float total = 0.0f;
+    for (int x = 0; x < 16; ++x) total += partial[row][x];
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    const float out[4] = {acc[r].x * inv, acc[r].y * inv, acc[r].z * inv, acc[r].w * inv};
+    for (int c = 0; c < 4; ++c)
+      if (i < S && 4 * tx + c < Dv) yp[(long)i * y_s + (long)(4 * tx + c) * y_d] = out[c];
+  }
+}
+
 // stowage_rotary_embedding: ONNX's RotaryEmbedding. x holds [B, S, H, D] elements
 //   at b * sb + s * ss + h * sh + d (the layout of a 4-D [B, H, S, D] or a 3-D
 //   [B, S, H D] input); y has x's layout. The first `rot` elements of each head are

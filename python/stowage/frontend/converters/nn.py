@@ -421,7 +421,8 @@ def gemm_with_residual(ctx, group, operands, settings, act):
                 "reads its inputs through Transposes, Reshapes, scalings by a constant and a LayerNormalization "
                 "run before a Transpose, and writes through a Transpose after it, without copies; by a constant "
                 "2-D B, normalizes its A itself where A is a LayerNormalization over the last axis (of a Transpose's "
-                "result or not)")
+                "result or not); as attention's scores, with the scalings, the mask's Add and the Softmax after it "
+                "and the MatMul by V, one kernel")
 def matmul(ctx, node):
     node.check_attrs(())
     group = ctx.group
@@ -429,6 +430,8 @@ def matmul(ctx, node):
         return ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))
     if group.siblings:
         return matmul_siblings(ctx, group)
+    if group.attention is not None:
+        return matmul_attention(ctx, group)
     fused = matmul_normalized(ctx, group)
     if fused is not None:
         return fused
@@ -458,6 +461,102 @@ def matmul(ctx, node):
         return emit_each(ctx, after, {node.outputs[0]: ctx.ob.matmul(operand(ctx, node, 0), operand(ctx, node, 1))})
     alpha = float(np.prod([v[3] for v in views.values() if v is not None]))
     return matmul_of_views(ctx, group, *viewed, alpha)
+
+
+def matmul_attention(ctx, group):
+    """A scores MatMul with its Softmax and product by V (fusion.py's find_attention):
+    ops.attention_views, one kernel, reading Q, Kᵀ and V through their views, the
+    scalings' product as its scale, the Add's other value as its mask, and writing
+    through the output view; the parts apart where that does not fit (the Softmax not
+    over the last axis, a mask that does not broadcast to the scores, heads too large,
+    more than two batch dimensions, V scaled): then as unfused_attention."""
+    from ...ops.matrix import ATTENTION_TILED_MAX_HEAD
+    from .reduce import softmax_axis
+
+    att, node = group.attention, group.main
+    if any(n.op_type == "LayerNormalization" for c in group.operands.values() for n in c):
+        return unfused_attention(ctx, group)  # a normalization read through a Transpose: the GEMM path's
+    views, scale = [], 1.0
+    for matmul, i, chain in ((node, 0, group.operands.get(0)), (node, 1, group.operands.get(1)),
+                             (att.product, 1, att.v_chain)):
+        view = operand_view(ctx, chain) if chain else None
+        if view is None and not chain:
+            x = ctx.values.get(matmul.inputs[i])
+            if x is not None and not isinstance(x, np.ndarray) and ctx.dtype(x) == "float32":
+                view = (x, ctx.shape(x), contiguous_strides(ctx.shape(x)), 1.0)
+        if view is None:
+            return unfused_attention(ctx, group)
+        views.append(view[:3])
+        scale *= view[3] if matmul is node else 1.0
+        if matmul is not node and view[3] != 1.0:
+            return unfused_attention(ctx, group)
+    (_, q_shape, _), (_, kt_shape, _), (_, v_shape, _) = views
+    batch = tuple(q_shape[:-2])
+    scores = batch + (q_shape[-2], kt_shape[-1])
+    running = node.outputs[0]
+    for step in att.scalings:
+        c = ctx.values.get(step.inputs[1] if step.inputs[0] == running else step.inputs[0])
+        if not isinstance(c, np.ndarray) or c.size != 1 or not np.isfinite(c).all() or float(c.reshape(-1)[0]) == 0:
+            return unfused_attention(ctx, group)
+        c = float(np.asarray(c, np.float64).reshape(-1)[0])
+        scale = scale * c if step.op_type == "Mul" else scale / c
+        running = step.outputs[0]
+    mask = None
+    if att.mask is not None:
+        mask = ctx.values.get(att.mask.inputs[1] if att.mask.inputs[0] == running else att.mask.inputs[0])
+        if mask is None or ctx.dtype(mask) != "float32" or len(ctx.shape(mask)) > len(scores) or any(
+                d not in (1, e) for d, e in zip(reversed(ctx.shape(mask)), reversed(scores))):
+            return unfused_attention(ctx, group)
+    axis, _ = softmax_axis(att.softmax, len(scores))
+    if (axis != len(scores) - 1 or len(batch) > 2 or tuple(kt_shape[:-2]) != batch or tuple(v_shape[:-2]) != batch
+            or kt_shape[-2] != q_shape[-1] or v_shape[-2] != kt_shape[-1]
+            or max(q_shape[-1], v_shape[-1]) > ATTENTION_TILED_MAX_HEAD):
+        return unfused_attention(ctx, group)
+    product = batch + (q_shape[-2], v_shape[-1])
+    y_view = output_view(ctx, group.output_view, product) if group.output_view else None
+    (q, *q_view), (k, *kt_view), (v, *v_view) = views
+    y = ctx.ob.attention_views(q, q_view, k, kt_view, v, v_view, mask=mask, scale=scale, y_view=y_view)
+    if group.output_view and y_view is None:
+        return emit_each(ctx, group.output_view, {att.product.outputs[0]: y})
+    return {group.output: y}
+
+
+def unfused_attention(ctx, group):
+    """An attention group's parts as they run apart: the scores MatMul reading its
+    operands' views, the scalings, the Softmax (with its mask and NaNs to 0 in one
+    kernel where both are there and no scaling is), the product by V reading V's view
+    and writing through the output view."""
+    from ..fusion import Group
+
+    att, node = group.attention, group.main
+
+    def run(g, results):
+        saved, ctx.group = ctx.group, g
+        try:
+            ctx.values.update(results)
+            results.update(ctx.outputs_of(g.main, g.main.spec.convert(ctx, g.main), folded=False))
+        finally:
+            ctx.group = saved
+        return results
+
+    scores = Group(node)
+    scores.operands = dict(group.operands)
+    scores.nodes = [n for c in scores.operands.values() for n in c] + [node]
+    results = run(scores, {})
+    softmax = Group(att.softmax)
+    if att.mask is not None and att.nan_zero and not att.scalings:
+        softmax.softmax_mask, softmax.nan_zero = att.mask, att.nan_zero
+        softmax.nodes = [att.mask, att.softmax] + att.nan_zero
+        results = run(softmax, results)
+    else:
+        results = emit_each(ctx, [n for n in att.nodes if n not in att.v_chain and n is not att.product], results)
+    product = Group(att.product)
+    if att.v_chain:
+        product.operands = {1: att.v_chain}
+    if group.output_view:
+        product.output_view = group.output_view
+    product.nodes = att.v_chain + [att.product] + (group.output_view or [])
+    return run(product, results)
 
 
 def matmul_normalized(ctx, group):
