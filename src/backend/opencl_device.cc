@@ -58,11 +58,15 @@ struct RawDevice {
   cl_device_id id;
 };
 
-// CL_DEVICE_SVM_CAPABILITIES, asked only of devices of OpenCL 2.0 or later (a 1.2
-// driver may not know the query); 0 where it is unknown.
-cl_device_svm_capabilities svm_capabilities(cl_device_id id, const std::string& version) {
+// Queries of OpenCL 2.0 are asked only of such devices: a 1.2 driver may not know them.
+bool opencl_2_or_later(const std::string& version) {
   // CL_DEVICE_VERSION is "OpenCL <major>.<minor> <vendor text>".
-  if (version.size() < 8 || version.compare(0, 7, "OpenCL ") != 0 || version[7] < '2' || version[7] > '9') return 0;
+  return version.size() >= 8 && version.compare(0, 7, "OpenCL ") == 0 && version[7] >= '2' && version[7] <= '9';
+}
+
+// CL_DEVICE_SVM_CAPABILITIES; 0 where it is unknown.
+cl_device_svm_capabilities svm_capabilities(cl_device_id id, const std::string& version) {
+  if (!opencl_2_or_later(version)) return 0;
   cl_device_svm_capabilities caps = 0;
   if (clGetDeviceInfo(id, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, nullptr) != CL_SUCCESS) return 0;
   return caps;
@@ -103,6 +107,14 @@ std::vector<RawDevice> enumerate_once() {
       info.fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
       info.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
       info.svm_coarse_grain = svm_capabilities(id, info.version) & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER;
+      // Images over buffers are core in OpenCL 2.x, optional in 3.0 (a pitch alignment
+      // of 0 where not offered), and the extension on a 1.2 device answers the same query.
+      if (opencl_2_or_later(info.version) || extensions.find("cl_khr_image2d_from_buffer") != std::string::npos) {
+        info.image_pitch_alignment = device_value<cl_uint>(id, CL_DEVICE_IMAGE_PITCH_ALIGNMENT);
+      }
+      if (opencl_2_or_later(info.version)) {
+        info.read_write_image_args = device_value<cl_uint>(id, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS);
+      }
       devices.push_back({std::move(info), id});
     }
   }
@@ -126,6 +138,18 @@ bool is_gpu(const DeviceInfo& d) { return (d.type & CL_DEVICE_TYPE_GPU) != 0; }
 
 std::string DeviceInfo::summary() const {
   return fmt::format("{}: {} ({}, {}, driver {})", spec, name, platform, version, driver);
+}
+
+std::string DeviceInfo::capabilities() const {
+  std::string images = "no images";
+  if (image_support) {
+    images = fmt::format("images up to {} x {} (over buffers: {}; read_write: {})", max_image2d_width,
+                         max_image2d_height,
+                         image_pitch_alignment > 0 ? fmt::format("rows {} pixels apart", image_pitch_alignment) : "no",
+                         read_write_image_args > 0 ? fmt::format("{} arguments", read_write_image_args) : "no");
+  }
+  return fmt::format("{}, coarse-grained SVM: {}, fp16: {}, fp64: {}, local memory {} KiB", images,
+                     svm_coarse_grain ? "yes" : "no", fp16 ? "yes" : "no", fp64 ? "yes" : "no", local_mem_bytes / 1024);
 }
 
 std::vector<DeviceInfo> list_devices() {

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "stowage/backend/opencl.h"
 #include "stowage/backend/program_cache.h"
@@ -29,6 +31,68 @@ TEST(OpenCLTest, TheDefaultDeviceExistsAndIsChosen) {
   auto chosen = opencl::select_device("", {});
   ASSERT_TRUE(chosen) << chosen.error().message();
   EXPECT_EQ(opencl::select_device("opencl:0", {})->spec, "opencl:0");
+}
+
+// The image capabilities the list reports are the driver's answers, device by device
+// in the list's order (platforms, then their devices).
+TEST(OpenCLTest, ImageCapabilitiesAreTheDriversAnswers) {
+  auto devices = opencl::list_devices();
+  size_t index = 0;
+  cl_uint num_platforms = 0;
+  ASSERT_EQ(clGetPlatformIDs(0, nullptr, &num_platforms), CL_SUCCESS);
+  std::vector<cl_platform_id> platforms(num_platforms);
+  ASSERT_EQ(clGetPlatformIDs(num_platforms, platforms.data(), nullptr), CL_SUCCESS);
+  for (cl_platform_id platform : platforms) {
+    cl_uint n = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS) continue;
+    std::vector<cl_device_id> ids(n);
+    ASSERT_EQ(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr), CL_SUCCESS);
+    for (cl_device_id id : ids) {
+      ASSERT_LT(index, devices.size());
+      const auto& d = devices[index++];
+      size_t size = 0;
+      ASSERT_EQ(clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, nullptr, &size), CL_SUCCESS);
+      std::string extensions(size, '\0');
+      ASSERT_EQ(clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, size, extensions.data(), nullptr), CL_SUCCESS);
+      cl_uint pitch = 0, read_write = 0;
+      const bool v2 = d.version.rfind("OpenCL 1.", 0) != 0;
+      if (v2 || extensions.find("cl_khr_image2d_from_buffer") != std::string::npos) {
+        ASSERT_EQ(clGetDeviceInfo(id, CL_DEVICE_IMAGE_PITCH_ALIGNMENT, sizeof pitch, &pitch, nullptr), CL_SUCCESS);
+      }
+      if (v2) {
+        ASSERT_EQ(clGetDeviceInfo(id, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS, sizeof read_write, &read_write, nullptr),
+                  CL_SUCCESS);
+      }
+      EXPECT_EQ(d.image_pitch_alignment, pitch) << d.summary();
+      EXPECT_EQ(d.read_write_image_args, read_write) << d.summary();
+      const std::string caps = d.capabilities();
+      if (d.image_support) {
+        EXPECT_NE(caps.find(pitch > 0 ? fmt::format("over buffers: rows {} pixels apart", pitch) : "over buffers: no"),
+                  std::string::npos)
+            << caps;
+        EXPECT_NE(caps.find(read_write > 0 ? fmt::format("read_write: {} arguments", read_write) : "read_write: no"),
+                  std::string::npos)
+            << caps;
+      } else {
+        EXPECT_EQ(caps.rfind("no images, ", 0), 0u) << caps;
+      }
+    }
+  }
+  EXPECT_EQ(index, devices.size());
+}
+
+TEST(OpenCLTest, CapabilitiesAreOneLine) {
+  opencl::DeviceInfo device;
+  device.image_support = true;
+  device.max_image2d_width = 16384;
+  device.max_image2d_height = 8192;
+  device.image_pitch_alignment = 64;
+  device.svm_coarse_grain = true;
+  device.fp64 = true;
+  device.local_mem_bytes = 48 * 1024;
+  EXPECT_EQ(device.capabilities(),
+            "images up to 16384 x 8192 (over buffers: rows 64 pixels apart; read_write: no), coarse-grained SVM: yes, "
+            "fp16: no, fp64: yes, local memory 48 KiB");
 }
 
 TEST(OpenCLTest, UnknownDevicesAreNamedInTheError) {

@@ -11,6 +11,7 @@
 #include "npy.h"
 #include "process.h"
 #include "source_files.h"
+#include "stowage/backend/opencl.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/ir/compiler.h"
 
@@ -170,6 +171,16 @@ TEST_F(VmRunCli, HelpShowsDefaultsAndExitStatus) {
                            "input"}) {
     EXPECT_NE(help.find(text), std::string::npos) << text << "\n" << help;
   }
+}
+
+// Each device: its summary, then its capabilities on an indented line of their own.
+TEST_F(VmRunCli, ListDevicesGivesEachDevicesCapabilities) {
+  RunResult r = run("vm-run", {"--list-devices"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::string expected;
+  for (const auto& d : opencl::list_devices()) expected += d.summary() + "\n  " + d.capabilities() + "\n";
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(stdout_text(), expected);
 }
 
 // The exit status --help promises: 1 when an output cannot be written, 2 for bad input.

@@ -51,8 +51,18 @@ struct DeviceInfo {
   // Coarse-grained buffer SVM (OpenCL 2.0+): kernels can take a pointer into an
   // allocation, so a tensor at an offset needs no sub-buffer.
   bool svm_coarse_grain = false;
+  // Images over buffers (cl_khr_image2d_from_buffer, optional in OpenCL 3.0): an
+  // image2d made over a buffer's bytes, rows CL_DEVICE_IMAGE_PITCH_ALIGNMENT pixels
+  // apart at the least. 0 where the device offers none: then an image cannot be a
+  // view of planned buffer bytes, and texture tensors are packed as rectangles in
+  // image storages of their own (docs/planning.md, "Texture scopes").
+  uint32_t image_pitch_alignment = 0;  // pixels
+  // CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS (OpenCL 2.0+): 0 where a kernel may not both
+  // read and write one image.
+  uint32_t read_write_image_args = 0;
 
-  std::string summary() const;  // one line: spec, name, platform, driver
+  std::string summary() const;       // one line: spec, name, platform, driver
+  std::string capabilities() const;  // one line: images, SVM, float types, local memory
 };
 
 // Every OpenCL device of every platform, numbered as "opencl:N". Enumerated once

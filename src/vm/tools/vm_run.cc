@@ -266,7 +266,7 @@ void print_kernel_times(const vm::Profile& p, int invocations) {
 
 int run(const Options& opt) {
   if (opt.list_devices) {
-    for (const auto& d : opencl::list_devices()) fmt::print("{}\n", d.summary());
+    for (const auto& d : opencl::list_devices()) fmt::print("{}\n  {}\n", d.summary(), d.capabilities());
     if (opt.file.empty()) return 0;
   }
   if (opt.file.empty()) return fail(Error(ErrorKind::kInvalidInput, "no bytecode file given"));
