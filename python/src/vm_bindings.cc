@@ -42,6 +42,9 @@ py::dict describe_device(const opencl::DeviceInfo& d) {
   out["fp16"] = d.fp16;
   out["fp64"] = d.fp64;
   out["svm"] = d.svm_coarse_grain;  // the opencl-gpu target's tensor offsets need it
+  out["image_pitch_alignment"] = d.image_pitch_alignment;  // 0: no images over buffers
+  out["read_write_image_args"] = d.read_write_image_args;  // 0: no read_write image parameters
+  out["capabilities"] = d.capabilities();
   return out;
 }
 

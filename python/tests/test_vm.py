@@ -24,6 +24,9 @@ def test_devices():
         assert d["name"] and d["platform"]
         assert d["type"] in ("gpu", "cpu", "accelerator", "other")
         assert d["global_mem_bytes"] > 0
+        assert d["image_pitch_alignment"] >= 0 and d["read_write_image_args"] >= 0
+        over_buffers = f"rows {d['image_pitch_alignment']} pixels apart" if d["image_pitch_alignment"] else "no"
+        assert (f"over buffers: {over_buffers};" in d["capabilities"]) == d["image_support"]
 
 
 def test_invoke(vm, inputs, device):
