@@ -27,7 +27,7 @@ DEBIAN_PACKAGES=(
   libssl-dev
   python3 python3-pip python3-venv
 )
-PYTHON_PACKAGES=(numpy pytest matplotlib scikit-build-core pybind11 onnx onnxruntime atheris)
+PYTHON_PACKAGES=(numpy pytest pytest-xdist matplotlib scikit-build-core pybind11 onnx onnxruntime atheris)
 DEMO_PYTHON_PACKAGES=(numpy matplotlib pybind11 onnx onnxruntime)  # what the demo needs, no more
 JOBS=${JOBS:-$(nproc)}
 # Line tables (-g1) rather than full debug information: backtraces and sanitizer
@@ -56,7 +56,9 @@ install_python_packages() {  # packages... (default: PYTHON_PACKAGES)
   local missing=() wanted=("$@")
   [ ${#wanted[@]} -eq 0 ] && wanted=("${PYTHON_PACKAGES[@]}")
   for p in "${wanted[@]}"; do
-    python3 -c "import ${p//-/_}" 2>/dev/null || missing+=("$p")
+    local module=${p//-/_}
+    [ "$p" = pytest-xdist ] && module=xdist
+    python3 -c "import $module" 2>/dev/null || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return
   log "installing Python packages: ${missing[*]}"
@@ -201,10 +203,10 @@ test_python() {
       env -u PYTHONPATH PATH="$root/build/venv/bin:/usr/bin:/bin" "$command" --help >/dev/null ||
       { echo "build/venv/bin/$command --help failed" >&2; return 1; }
   done
-  log "running Python tests"
+  log "running Python tests ($JOBS processes, pytest-xdist)"
   # STOWAGE_VM_RUN, STOWAGE_STOWC: the command-line tests run the tools pip installed.
   (cd build && STOWAGE_VM_RUN="$root/build/venv/bin/vm-run" STOWAGE_STOWC="$root/build/venv/bin/stowc" \
-    venv/bin/python -m pytest -q -p no:cacheprovider \
+    venv/bin/python -m pytest -q -p no:cacheprovider -n "$JOBS" \
     "$root/python/tests")
 }
 

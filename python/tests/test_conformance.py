@@ -20,14 +20,15 @@ KNOWN_FAILURES = {
 
 _REGISTERED = set(registry.op_types())
 CASES = [c for c in conformance.float32_cases() if conformance.main_op(c) in _REGISTERED]
-RESULTS = {}  # case name -> (op, stowage passed, onnxruntime passed)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_node_case(case, device):
+def test_node_case(case, device, record_property):
     why = conformance.run_stowage(case, device)
     ort_ok = conformance.run_ort(case) is None
-    RESULTS[case.name] = (conformance.main_op(case), why is None, ort_ok)
+    # A property of the test's report: with pytest-xdist the reports, not this
+    # module's state, reach the process that prints the summary.
+    record_property("conformance", [case.name, conformance.main_op(case), why is None, ort_ok])
     if case.name in KNOWN_FAILURES:
         if why is None:
             pytest.fail(f"passes now: remove it from KNOWN_FAILURES ({KNOWN_FAILURES[case.name]})")
@@ -35,15 +36,16 @@ def test_node_case(case, device):
     assert why is None, why
 
 
-def summary_lines():
-    """The totals of the cases run in this session, for the terminal summary."""
-    if not RESULTS:
+def summary_lines(results):
+    """The totals of the cases run in this session, for the terminal summary; `results`
+    maps a case's name to (op, Stowage passed, ONNX Runtime passed)."""
+    if not results:
         return []
-    ours = sum(1 for _, ok, _ in RESULTS.values() if ok)
-    theirs = sum(1 for _, _, ok in RESULTS.values() if ok)
-    ops = {op for op, _, _ in RESULTS.values()}
-    whole = sum(1 for op in ops if all(ok for o, ok, _ in RESULTS.values() if o == op))
+    ours = sum(1 for _, ok, _ in results.values() if ok)
+    theirs = sum(1 for _, _, ok in results.values() if ok)
+    ops = {op for op, _, _ in results.values()}
+    whole = sum(1 for op in ops if all(ok for o, ok, _ in results.values() if o == op))
     total = len(conformance.float32_cases())
     return [f"ONNX conformance, float32 node cases of the {len(ops)} registered op types run here: "
-            f"{len(RESULTS)} cases; Stowage passes {ours} ({whole} op types whole), ONNX Runtime {theirs}; "
+            f"{len(results)} cases; Stowage passes {ours} ({whole} op types whole), ONNX Runtime {theirs}; "
             f"the suite has {total} float32 node cases in all"]
