@@ -10,7 +10,7 @@
 #                     thread test under ThreadSanitizer, each fuzzer for a while
 #                     (with clang), then `pip install .` into a fresh venv, check
 #                     that stowc, vm-run and stowage-import run from its bin, and
-#                     run the Python tests
+#                     run the Python tests (pytest-xdist: a process per core)
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo),
 # missing Python packages with pip. Build trees: build/, build-sanitize/,
@@ -203,10 +203,13 @@ test_python() {
       env -u PYTHONPATH PATH="$root/build/venv/bin:/usr/bin:/bin" "$command" --help >/dev/null ||
       { echo "build/venv/bin/$command --help failed" >&2; return 1; }
   done
-  log "running Python tests ($JOBS processes, pytest-xdist)"
+  # One pytest-xdist worker per core, at most 8: each process holds ONNX Runtime, PoCL
+  # and the models it imports, and PoCL's kernels use every core already.
+  local workers=$((JOBS < 8 ? JOBS : 8))
+  log "running Python tests ($workers processes, pytest-xdist)"
   # STOWAGE_VM_RUN, STOWAGE_STOWC: the command-line tests run the tools pip installed.
   (cd build && STOWAGE_VM_RUN="$root/build/venv/bin/vm-run" STOWAGE_STOWC="$root/build/venv/bin/stowc" \
-    venv/bin/python -m pytest -q -p no:cacheprovider -n "$JOBS" \
+    venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" \
     "$root/python/tests")
 }
 
