@@ -137,6 +137,11 @@ def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch, max_slices=64
 # policy) or the direct convolution (conv_direct.cl).
 CONV_KERNELS = ("gemm", "direct")
 
+# Winograd F(4x4, 3x3)'s weight transform G (6 x 3), points 0, 1, -1, 2, -2 and
+# infinity; the input and output transforms are written out in winograd.cl.
+WINOGRAD_G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                       [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
+
 
 def conv_layer_key(g):
     """A convolution's geometry as the key of the tuning's per-layer choices."""
@@ -506,6 +511,9 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
+        if not runtime and not in_args and self._winograd_conv(g):
+            if self._conv2d_winograd(x_buf, w, bias_var, res_var, dst, g, flags, act):
+                return dst
         if not runtime and self._direct_conv(g):
             self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act, in_args)
             return dst
@@ -555,6 +563,55 @@ class MatrixOps(Core):
         longest = self.launch["DIRECT_MAX_REDUCTION"]
         return (pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
                 and (longest == 0 or reduction <= longest))
+
+    def _winograd_conv(self, g):
+        """Whether a buffer convolution runs as Winograd F(4x4, 3x3) (winograd.cl): 3x3,
+        stride 1, no dilation, one group, at least WINOGRAD_MIN_CHANNELS input and
+        output channels (0: never) and WINOGRAD_MIN_MACS multiply-adds (N P Q K C 9),
+        and no per-layer choice from the tuning (which names the kernels it timed).
+        Its two transforms are launches of their own and its GEMMs want many tiles, so
+        it pays on large layers only (docs/performance.md, "Winograd")."""
+        least = self.launch["WINOGRAD_MIN_CHANNELS"]
+        macs = g["n"] * g["p"] * g["q"] * g["k"] * g["c"] * 9
+        return (least > 0 and self.layer_choices.get(conv_layer_key(g)) is None and g["r"] == g["s"] == 3
+                and g["strides"] == (1, 1) and g["dilations"] == (1, 1) and g["group"] == 1
+                and min(g["c"], g["k"]) >= least and macs >= self.launch["WINOGRAD_MIN_MACS"])
+
+    def _conv2d_winograd(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
+        """The convolution as Winograd F(4x4, 3x3): input transform, 36 GEMMs, output
+        transform (winograd.cl), over chunks of tiles whose transformed inputs and
+        products fit the room the plan has here (workspace_limit); False, launching
+        nothing, where a chunk would have fewer than WINOGRAD_MIN_CHUNK tiles."""
+        n, c, h, wd, k, p, q = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q"))
+        th, tw = shapes.ceil_div(p, 4), shapes.ceil_div(q, 4)
+        total = n * th * tw
+        per_tile = 36 * (c + k) * 4  # bytes of V and M per tile
+        room = self.workspace_limit
+        most = total if room is None else min(total, room // per_tile // 4 * 4)
+        if most < min(total, self.launch["WINOGRAD_MIN_CHUNK"]) or most == 0:
+            return False
+        chunks = shapes.ceil_div(total, most)
+        ts = shapes.round_up(shapes.ceil_div(total, chunks), 4)
+        u = np.einsum("ir,kcrs,js->ijck", WINOGRAD_G, w.astype(np.float64), WINOGRAD_G).reshape(36, c, k)
+        u_var = self._const(u.astype(np.float32))
+        v_buf = self._new_buffer((36, c, ts))
+        m_buf = self._new_buffer((36, k, ts))
+        unit = self._unit("winograd")
+        saved, self.workspace_limit = self.workspace_limit, 0  # V and M take the room: no split-K workspace
+        try:
+            for t0 in range(0, total, ts):
+                tiles = min(ts, total - t0)
+                self._launch(unit, "stowage_winograd_input", x_buf, v_buf, n, c, h, wd, th, tw, g["pads"][0],
+                             g["pads"][1], t0, tiles, ts, grid=(shapes.round_up(ts, 64), c), local=(64, 1))
+                self._gemm_launch(u_var, v_buf, None, None, m_buf, m=k, n=ts, k=c, sam=1, sak=k, sbk=ts, sbn=1,
+                                  sbias=(0, 0), levels=[(36, c * k, c * ts, k * ts, 0)], alpha=1.0, flags=0,
+                                  act=(0, 0.0, 0.0))
+                self._launch(unit, "stowage_winograd_output", m_buf, bias_var or u_var, res_var or u_var, dst, k, p,
+                             q, th, tw, t0, tiles, ts, flags, *act, grid=(shapes.round_up(tiles, 64), k),
+                             local=(64, 1))
+        finally:
+            self.workspace_limit = saved
+        return True
 
     def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act, in_args=()):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))

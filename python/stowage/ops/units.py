@@ -35,6 +35,7 @@ FAMILIES = (
     "sequence",
     "recurrent",
     "scan",
+    "winograd",
 )
 
 # Short names of the tuning constants, for unit and kernel suffixes.
