@@ -3,7 +3,9 @@ measured on the device, kept in a cache file.
 
 What it tunes: for every buffer-mode convolution that is not depthwise, the implicit
 GEMM (conv.cl / gemm.cl, split-K as the target's launch policy says) against the
-direct convolution (conv_direct.cl), each with the target's kernel settings. Each
+direct convolution (conv_direct.cl) and, for 3x3 layers of stride 1, no dilation and
+one group, Winograd F(4x4, 3x3) (winograd.cl), each with the target's kernel
+settings. Each
 distinct layer geometry is compiled on its own as a function per kernel, and
 `vm-run --reps` times them on the device. The cache is a JSON file (by default
 `stowage-tuning.json` where the command runs; `-o` names another) holding the
@@ -62,6 +64,9 @@ CACHE_FORMAT = "stowage-tuning 1"
 DEFAULT_CACHE = "stowage-tuning.json"
 # The largest tuning cache or layers.json read (a layer's entry is about 200 bytes).
 MAX_CACHE_BYTES = 16 << 20
+# stowage.ops.CONV_KERNELS (a test keeps the two equal), named here so that `time`
+# runs where the compiler is not.
+KERNELS = ("gemm", "direct", "winograd")
 
 
 class _Recorder(dict):
@@ -96,16 +101,25 @@ def layers_of(model, target="opencl-gpu"):
     return list(recorder.asked)
 
 
+def layer_kernels(key):
+    """The kernels (stowage.ops.CONV_KERNELS) a layer can take."""
+    from .ops import conv_kernels_for
+
+    geo = _geometry(key)
+    return list(conv_kernels_for(dict(r=geo["weight"][2], s=geo["weight"][3], strides=geo["strides"],
+                                      dilations=geo["dilations"], group=geo["group"])))
+
+
 def layer_module(key, target="opencl-gpu"):
-    """A module with one function per kernel (stowage.ops.CONV_KERNELS), each the layer alone."""
+    """A module with one function per kernel the layer can take (layer_kernels), each the layer alone."""
     from .builder import Builder
-    from .ops import CONV_KERNELS, OpBuilder
+    from .ops import OpBuilder
 
     geo = _geometry(key)
     weight = np.zeros(geo["weight"], np.float32)
     bias = np.zeros(geo["weight"][0], np.float32)
     bb = Builder()
-    for kernel in CONV_KERNELS:
+    for kernel in layer_kernels(key):
         with bb.function(kernel) as f:
             x = f.param("x", geo["x"], "float32")
             ops = OpBuilder(bb, f, target=target, tuning={"layers": {key: kernel}})
@@ -135,7 +149,7 @@ def export(models, out_dir, target="opencl-gpu", progress=False):
             compile_module(layer_module(key, target), target=target).save(os.path.join(out_dir, name + ".stw"))
             x = np.zeros(_geometry(key)["x"], np.float32)
             write_atomically(os.path.join(out_dir, name + ".x.npy"), lambda f, x=x: np.save(f, x))
-            layers.append({"key": key, "file": name})
+            layers.append({"key": key, "file": name, "kernels": layer_kernels(key)})
             steps.done(key)
     write_text(os.path.join(out_dir, "layers.json"), json.dumps({"target": target, "layers": layers}, indent=1))
     return layers
@@ -176,9 +190,16 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
     ``progress=True`` shows the steps on stderr."""
     from_file = _read_json(os.path.join(in_dir, "layers.json"), "layer list")
     entries, device_name = {}, None
-    kernels = ("gemm", "direct")
-    with _steps(len(from_file["layers"]) * len(kernels), "timing layers", progress) as steps:
-        for layer in from_file["layers"]:
+    per_layer = []
+    for layer in from_file["layers"]:
+        kernels = layer.get("kernels", ["gemm", "direct"])  # a list from before Winograd names none
+        if not isinstance(kernels, list) or not kernels or any(k not in KERNELS for k in kernels):
+            raise InvalidInputError(f"layer list '{os.path.join(in_dir, 'layers.json')}': layer "
+                                    f"'{layer.get('key')}': kernels {kernels!r} are not a list of "
+                                    f"{', '.join(KERNELS)}")
+        per_layer.append(kernels)
+    with _steps(sum(len(k) for k in per_layer), "timing layers", progress) as steps:
+        for layer, kernels in zip(from_file["layers"], per_layer):
             path = os.path.join(in_dir, layer["file"] + ".stw")
             x = os.path.join(in_dir, layer["file"] + ".x.npy")
             times = {}
@@ -227,10 +248,11 @@ def print_table(cache, out=None):
         print(file=out)
     if not cache.get("layers"):
         return
-    print("| layer | gemm (us) | direct (us) | chosen |", file=out)
-    print("| --- | ---: | ---: | --- |", file=out)
+    print("| layer | gemm (us) | direct (us) | winograd (us) | chosen |", file=out)
+    print("| --- | ---: | ---: | ---: | --- |", file=out)
     for key, entry in cache["layers"].items():
-        print(f"| {key} | {entry['us']['gemm']:.1f} | {entry['us']['direct']:.1f} | {entry['kernel']} |", file=out)
+        cells = [f"{entry['us'][k]:.1f}" if k in entry["us"] else "-" for k in ("gemm", "direct", "winograd")]
+        print(f"| {key} | {' | '.join(cells)} | {entry['kernel']} |", file=out)
 
 
 EPILOG = """exit status: 0 done; 2 an argument, a model or a file read is invalid, or uses what Stowage does

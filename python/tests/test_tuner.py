@@ -47,8 +47,72 @@ def test_the_layers_are_the_buffer_convolutions_that_are_not_depthwise():
 
 def test_a_layer_module_has_a_function_per_kernel():
     gemm, direct = tuner.layer_module(STRIDED, "opencl").text().split("fn direct(")
+    assert "fn winograd(" not in direct
     assert uses_direct(direct) and not uses_direct(gemm)
     assert "call_kernel(stowage_conv2d," in gemm
+
+
+WINOGRAD_LAYER = "n1 c8 h9 w7 k6 r3 s3 stride1,1 pad1,1,1,1 dil1,1 group1"
+
+
+def test_the_tuner_names_the_kernels_the_compiler_knows():
+    from stowage.ops import CONV_KERNELS
+
+    assert tuner.KERNELS == CONV_KERNELS
+
+
+def test_only_3x3_stride_1_layers_offer_winograd():
+    assert tuner.layer_kernels(STRIDED) == ["gemm", "direct"]
+    assert tuner.layer_kernels(POINTWISE) == ["gemm", "direct"]
+    assert tuner.layer_kernels(WINOGRAD_LAYER) == ["gemm", "direct", "winograd"]
+    functions = tuner.layer_module(WINOGRAD_LAYER, "opencl").text().split("fn gemm(")[1]
+    others, winograd = functions.split("fn winograd(")
+    assert "call_kernel(stowage_winograd_input" in winograd
+    assert "call_kernel(stowage_winograd" not in others
+
+
+def pooled_model():
+    """A 1x1 convolution to 64 channels, a 2x2 max pool, and a 3x3 convolution of stride
+    1: the pool is the peak, which leaves the last layer room for Winograd's workspace."""
+    rng = np.random.default_rng(6)
+    inits = [("w1", rng.standard_normal((64, 4, 1, 1)).astype(np.float32)),
+             ("w2", rng.standard_normal((8, 64, 3, 3)).astype(np.float32)), ("b2", np.ones(8, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h1"]),
+             helper.make_node("MaxPool", ["h1"], ["h2"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["h2", "w2", "b2"], ["y"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 32, 32))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_cache_choosing_winograd_runs_it_and_the_logits_stay(tmp_path, device):
+    """The 3x3 stride-1 layer as Winograd (the generic target's policy never picks it);
+    the 1x1 layer the same cache names winograd for takes the implicit GEMM."""
+    model = pooled_model()
+    first, last = tuner.layers_of(model, "opencl")
+    assert last == "n1 c64 h16 w16 k8 r3 s3 stride1,1 pad1,1,1,1 dil1,1 group1"
+    cache = {"format": tuner.CACHE_FORMAT, "layers": {first: {"kernel": "winograd"}, last: {"kernel": "winograd"}}}
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps(cache))
+    module = sw.from_onnx(model, texture=False, tuning=tuner.load(str(path)))
+    kernels = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text())
+    assert sum(k.startswith("stowage_winograd_input") for k in kernels) == 1
+    assert sum(k.startswith("stowage_winograd_input") for k in re.findall(
+        r"call_kernel\(([A-Za-z0-9_]+)", sw.from_onnx(model, texture=False).text())) == 0
+    x = np.random.default_rng(2).standard_normal((1, 4, 32, 32)).astype(np.float32)
+    got = sw.VirtualMachine(sw.compile(module), device=device).invoke("main", x).numpy()
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.max(np.abs(got - want)) <= 1e-4 * np.max(np.abs(want))
+
+
+def test_a_layer_list_naming_an_unknown_kernel_is_refused(tmp_path, device):
+    (tmp_path / "layers.json").write_text(json.dumps({"target": "opencl", "layers": [
+        {"key": POINTWISE, "file": "layer000", "kernels": ["gemm", "fft"]}]}))
+    with pytest.raises(sw.InvalidInputError, match="layer '.*': kernels \\['gemm', 'fft'\\] are not a list of"):
+        tuner.time_layers(str(tmp_path), "vm-run", device=device)
 
 
 @pytest.mark.parametrize("kernel", ["direct", "gemm"])
@@ -80,8 +144,8 @@ def test_a_bad_cache_is_refused_by_name(tmp_path, text, message):
 
 def test_a_cache_naming_an_unknown_kernel_is_refused_at_import(tmp_path):
     path = tmp_path / "tuning.json"
-    path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "layers": {POINTWISE: {"kernel": "winograd"}}}))
-    with pytest.raises(sw.InvalidInputError, match="'winograd' for n1 c4 h9 w7 k8 .* is no kernel"):
+    path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "layers": {POINTWISE: {"kernel": "fft"}}}))
+    with pytest.raises(sw.InvalidInputError, match="'fft' for n1 c4 h9 w7 k8 .* is no kernel"):
         sw.from_onnx(small_model(), tuning=tuner.load(str(path)))
 
 

@@ -134,8 +134,21 @@ def _sliced_conv_launch(d0, d1, blocks, inputs, max_group, launch, max_slices=64
 
 # The kernels a buffer convolution (not depthwise) may take, as the tuning's per-layer
 # choices name them: the implicit GEMM (conv.cl, gemm.cl; split-K by the launch
-# policy) or the direct convolution (conv_direct.cl).
-CONV_KERNELS = ("gemm", "direct")
+# policy), the direct convolution (conv_direct.cl) or, for the layers winograd_fits,
+# Winograd F(4x4, 3x3) (winograd.cl; elsewhere that choice gives the implicit GEMM).
+CONV_KERNELS = ("gemm", "direct", "winograd")
+
+
+def winograd_fits(g):
+    """Whether Winograd F(4x4, 3x3) can compute a convolution of geometry ``g``
+    (conv2d's dict, or a layer key's): 3x3, stride 1, no dilation, one group."""
+    return ((g["r"], g["s"]) == (3, 3) and tuple(g["strides"]) == (1, 1) and tuple(g["dilations"]) == (1, 1)
+            and g["group"] == 1)
+
+
+def conv_kernels_for(g):
+    """The CONV_KERNELS a convolution of geometry ``g`` can take."""
+    return tuple(k for k in CONV_KERNELS if k != "winograd" or winograd_fits(g))
 
 # Winograd F(4x4, 3x3)'s weight transform G (6 x 3), points 0, 1, -1, 2, -2 and
 # infinity; the input and output transforms are written out in winograd.cl.
@@ -548,14 +561,19 @@ class MatrixOps(Core):
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
 
+    def _layer_choice(self, g):
+        """The kernel the tuning's per-layer choices name for this layer, or None."""
+        choice = self.layer_choices.get(conv_layer_key(g))
+        if choice is not None and choice not in CONV_KERNELS:
+            raise InvalidInputError(f"conv2d: tuning 'layers': '{choice}' for {conv_layer_key(g)} is no kernel "
+                                    f"(known: {', '.join(CONV_KERNELS)})")
+        return choice
+
     def _direct_conv(self, g):
         """Whether a (not depthwise) buffer convolution runs as a direct convolution:
         as the tuning's per-layer choices say (stowage.tuner), else by the launch policy."""
-        choice = self.layer_choices.get(conv_layer_key(g))
+        choice = self._layer_choice(g)
         if choice is not None:
-            if choice not in CONV_KERNELS:
-                raise InvalidInputError(f"conv2d: tuning 'layers': '{choice}' for {conv_layer_key(g)} is no kernel "
-                                        f"(known: {', '.join(CONV_KERNELS)})")
             return choice == "direct"
         one_by_one = g["r"] == g["s"] == 1
         pixels = g["n"] * g["p"] * g["q"]
@@ -565,17 +583,20 @@ class MatrixOps(Core):
                 and (longest == 0 or reduction <= longest))
 
     def _winograd_conv(self, g):
-        """Whether a buffer convolution runs as Winograd F(4x4, 3x3) (winograd.cl): 3x3,
-        stride 1, no dilation, one group, at least WINOGRAD_MIN_CHANNELS input and
-        output channels (0: never) and WINOGRAD_MIN_MACS multiply-adds (N P Q K C 9),
-        and no per-layer choice from the tuning (which names the kernels it timed).
-        Its two transforms are launches of their own and its GEMMs want many tiles, so
-        it pays on large layers only (docs/performance.md, "Winograd")."""
+        """Whether a buffer convolution runs as Winograd F(4x4, 3x3) (winograd.cl): a
+        layer winograd_fits, as the tuning's per-layer choices say, else by the launch
+        policy: at least WINOGRAD_MIN_CHANNELS input and output channels (0: never) and
+        WINOGRAD_MIN_MACS multiply-adds (N P Q K C 9). Its two transforms are launches
+        of their own and its GEMMs want many tiles, so it pays on large layers only
+        (docs/performance.md, "Winograd")."""
+        if not winograd_fits(g):
+            return False
+        choice = self._layer_choice(g)
+        if choice is not None:
+            return choice == "winograd"
         least = self.launch["WINOGRAD_MIN_CHANNELS"]
         macs = g["n"] * g["p"] * g["q"] * g["k"] * g["c"] * 9
-        return (least > 0 and self.layer_choices.get(conv_layer_key(g)) is None and g["r"] == g["s"] == 3
-                and g["strides"] == (1, 1) and g["dilations"] == (1, 1) and g["group"] == 1
-                and min(g["c"], g["k"]) >= least and macs >= self.launch["WINOGRAD_MIN_MACS"])
+        return least > 0 and min(g["c"], g["k"]) >= least and macs >= self.launch["WINOGRAD_MIN_MACS"]
 
     def _conv2d_winograd(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
         """The convolution as Winograd F(4x4, 3x3): input transform, 36 GEMMs, output
