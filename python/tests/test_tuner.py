@@ -16,6 +16,16 @@ from stowage import tuner
 ort = pytest.importorskip("onnxruntime")
 
 
+def model_of(nodes, inits, x_shape):
+    """An opset-13 model of ``nodes`` from input x to output y, ``inits`` its (name, array) weights."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
 def small_model():
     """A 1x1 convolution, a depthwise 3x3 and a 3x3, each with a bias."""
     rng = np.random.default_rng(5)
@@ -25,12 +35,7 @@ def small_model():
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["h1"]),
              helper.make_node("Conv", ["h1", "w2", "b2"], ["h2"], group=8, pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["h2", "w3", "b3"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 9, 7))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model
+    return model_of(nodes, inits, (1, 4, 9, 7))
 
 
 POINTWISE = "n1 c4 h9 w7 k8 r1 s1 stride1,1 pad0,0,0,0 dil1,1 group1"
@@ -80,12 +85,7 @@ def pooled_model():
     nodes = [helper.make_node("Conv", ["x", "w1"], ["h1"]),
              helper.make_node("MaxPool", ["h1"], ["h2"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("Conv", ["h2", "w2", "b2"], ["y"], pads=[1, 1, 1, 1])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4, 32, 32))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model
+    return model_of(nodes, inits, (1, 4, 32, 32))
 
 
 def test_a_cache_choosing_winograd_runs_it_and_the_logits_stay(tmp_path, device):
