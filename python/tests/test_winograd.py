@@ -93,6 +93,9 @@ def test_chunks_follow_the_room_and_too_little_room_falls_back():
     halves = _kernels(tuning, xs, 8, room=32 * per_tile)
     assert _launches(halves, "stowage_winograd_input") == 2
     assert _launches(halves, "stowage_winograd_output") == 2
+    # no room from an importer: WINOGRAD_MAX_BYTES bounds the chunks
+    capped = {"launch": dict(tuning["launch"], WINOGRAD_MAX_BYTES=32 * per_tile)}
+    assert _launches(_kernels(capped, xs, 8), "stowage_winograd_input") == 2
     # chunks of fewer than WINOGRAD_MIN_CHUNK tiles where the layer has more: the implicit GEMM
     small = _kernels(tuning, xs, 8, room=31 * per_tile)
     assert _launches(small, "stowage_winograd_input") == 0

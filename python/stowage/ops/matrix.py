@@ -601,14 +601,17 @@ class MatrixOps(Core):
     def _conv2d_winograd(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
         """The convolution as Winograd F(4x4, 3x3): input transform, 36 GEMMs, output
         transform (winograd.cl), over chunks of tiles whose transformed inputs and
-        products fit the room the plan has here (workspace_limit); False, launching
-        nothing, where a chunk would have fewer than WINOGRAD_MIN_CHUNK tiles."""
+        products fit the room the plan has here (workspace_limit, where the importer
+        knows it) and WINOGRAD_MAX_BYTES; False, launching nothing, where a chunk would
+        have fewer than WINOGRAD_MIN_CHUNK tiles."""
         n, c, h, wd, k, p, q = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q"))
         th, tw = shapes.ceil_div(p, 4), shapes.ceil_div(q, 4)
         total = n * th * tw
         per_tile = 36 * (c + k) * 4  # bytes of V and M per tile
-        room = self.workspace_limit
-        most = total if room is None else min(total, room // per_tile // 4 * 4)
+        room = self.launch["WINOGRAD_MAX_BYTES"]
+        if self.workspace_limit is not None:
+            room = min(room, self.workspace_limit)
+        most = min(total, room // per_tile // 4 * 4)
         if most < min(total, self.launch["WINOGRAD_MIN_CHUNK"]) or most == 0:
             return False
         chunks = shapes.ceil_div(total, most)
