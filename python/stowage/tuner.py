@@ -297,7 +297,8 @@ def main(argv=None):
     tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write")
     en = sub.add_parser("export-nets", help="compile whole models once per mode and kernel choice (needs the compiler)",
                         description="Compiles each model once per candidate (buffer mode by the launch policy, "
-                                    "every convolution as GEMM, as direct, as a layer cache chose, texture mode) "
+                                    "every convolution as GEMM, as direct, every 3x3 stride-1 one as Winograd, as a "
+                                    "layer cache chose, texture mode) "
                                     "into DIR, with zero inputs and DIR/nets.json.",
                         epilog=EPILOG, formatter_class=formatter)
     en.add_argument("paths", nargs="+", metavar="PATH", help="MODEL.onnx [MODEL.onnx ...] DIR")

@@ -8,6 +8,9 @@ candidate is the whole model, compiled once per choice:
 
 - ``buffer``: buffer mode, each convolution as the target's launch policy says;
 - ``buffer-gemm`` / ``buffer-direct``: every buffer convolution as implicit GEMM / direct;
+- ``buffer-winograd``: every buffer convolution Winograd F(4x4, 3x3) can compute
+  (3x3, stride 1) as Winograd, within the room the plan has, the others as the policy
+  says; left out of a model where no layer takes it;
 - ``buffer-layers``: the layer cache's choices, when one is given;
 - ``buffer-8x8``: the GEMM tiles computed with 8x8 accumulators per work-item (64
   work-items a tile) instead of the target's setting: fewer, busier work-items, which
@@ -26,13 +29,14 @@ kernels unless ``texture=`` says otherwise.
 import hashlib
 import json
 import os
+import re
 
 import numpy as np
 
 from ._files import write_atomically, write_text
 from .errors import InvalidInputError
 
-CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-layers", "buffer-8x8", "texture")
+CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-winograd", "buffer-layers", "buffer-8x8", "texture")
 WIDE_TILES = {"conv": {"CONV_WPT_M": 8, "CONV_WPT_N": 8}, "gemm": {"GEMM_WPT_M": 8, "GEMM_WPT_N": 8}}
 # The most models one export or cache holds (each entry is some hundred bytes).
 MAX_NETS = 10000
@@ -47,6 +51,15 @@ class EveryLayer(dict):
 
     def get(self, key, default=None):
         return self.kernel
+
+
+class WinogradLayers(dict):
+    """Per-layer kernel choices: Winograd for every layer key of a 3x3 convolution of
+    stride 1, no dilation and one group (stowage.ops.conv_layer_key), none (the
+    policy's) for the others."""
+
+    def get(self, key, default=None):
+        return "winograd" if re.search(r" r3 s3 stride1,1 .* dil1,1 group1$", key) else default
 
 
 def fingerprint(proto):
@@ -70,6 +83,8 @@ def candidate_settings(name, layers=None):
         return False, None
     if name == "buffer-layers":
         return False, {"layers": dict(layers or {})}
+    if name == "buffer-winograd":
+        return False, {"layers": WinogradLayers()}
     if name == "buffer-8x8":
         return False, {family: dict(values) for family, values in WIDE_TILES.items()}
     kernel = name.split("-", 1)[1]
@@ -113,8 +128,12 @@ def export_nets(models, out_dir, target="opencl-gpu", layers=None, shapes=None, 
             if steps:
                 steps.start(f"{label}: {name}")
             texture, tuning = candidate_settings(name, layer_choices)
-            exe = compile_module(from_onnx(proto, shapes=shapes, texture=texture, target=target, tuning=tuning),
-                                 target=target)
+            module = from_onnx(proto, shapes=shapes, texture=texture, target=target, tuning=tuning)
+            if name == "buffer-winograd" and "call_kernel(stowage_winograd_input" not in module.text():
+                if steps:
+                    steps.done(f"{label}: {name} (no layer takes Winograd)")
+                continue
+            exe = compile_module(module, target=target)
             file = f"{stem}.{name}.stw"
             exe.save(os.path.join(out_dir, file))
             entry["candidates"][name] = file

@@ -15,7 +15,7 @@ import stowage as sw
 from stowage import tuner, tuner_nets
 from stowage.frontend import cli
 
-from test_tuner import small_model, uses_direct
+from test_tuner import pooled_model, small_model, uses_direct
 
 
 def uses_textures(module):
@@ -51,6 +51,25 @@ def test_from_onnx_takes_the_cached_choice_for_the_model(choice, tmp_path):
     assert uses_textures(module) == (choice == "texture")
     if choice != "texture":
         assert uses_direct(module.text()) == (choice in ("buffer-direct", "buffer-layers"))
+
+
+def test_the_winograd_candidate_takes_it_where_it_fits(tmp_path, device):
+    """pooled_model's 3x3 layer as Winograd, its 1x1 layer as the policy says; the
+    candidate is left out of a model no layer of which takes it."""
+    model = pooled_model()
+    tuning = tuner.load(cache_choosing(tmp_path, model, "buffer-winograd"))
+    module = sw.from_onnx(model, target="opencl", tuning=tuning)
+    assert module.text().count("call_kernel(stowage_winograd_input") == 1
+    x = np.random.default_rng(3).standard_normal((1, 4, 32, 32)).astype(np.float32)
+    plain = sw.VirtualMachine(sw.compile(sw.from_onnx(model, target="opencl")), device=device)
+    got = sw.VirtualMachine(sw.compile(module), device=device).invoke("main", x).numpy()
+    want = plain.invoke("main", x).numpy()
+    assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+    onnx.save(model, tmp_path / "pooled.onnx")
+    onnx.save(small_model(), tmp_path / "small.onnx")
+    entries = tuner_nets.export_nets([str(tmp_path / "pooled.onnx"), str(tmp_path / "small.onnx")],
+                                     str(tmp_path / "nets"), target="opencl")
+    assert "buffer-winograd" in entries[0]["candidates"] and "buffer-winograd" not in entries[1]["candidates"]
 
 
 @pytest.mark.parametrize("choice", ["buffer-gemm", "buffer-8x8"])
