@@ -9,7 +9,7 @@
 // and columns 4 tx - pad_left + 0..5 (zero outside the input); U = G g G^T per output
 // and input channel, computed when the program is compiled (the Python layer).
 // The product takes 36 / 16 multiplications per output where the direct convolution
-// takes 9: 4x fewer, for transforms that only add and scale by small powers of two.
+// takes 9: 4x fewer, for transforms that only add and scale by small integers.
 //
 // The tiles are taken in chunks, [t0, t0 + tiles): V and M hold one chunk, with
 // rows of ts >= tiles values (ts a multiple of 4, so the GEMM reads them as
