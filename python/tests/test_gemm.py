@@ -88,11 +88,38 @@ def linear_case(name, rng, a_shape, b_shape, tuning=None):
     return Case(name, [a, residual], emit, lambda: np.maximum(ref + residual, 0), tuning)
 
 
-def tiling_cases(rng, config):
+def norm_case(name, rng, rows, k, n, tuning=None):
+    """Each row of A normalized over its k values inside the GEMM (matmul_views'
+    a_norm), then + bias: a LayerNormalization read by a linear layer. The rows'
+    mean is far from 0 so that the variance must not cancel."""
+    a = rand(rng, rows, k) + 3.0
+    b, bias = rand(rng, k, n), rand(rng, n)
+    colsum = b.astype(np.float64).sum(axis=0).astype(np.float32)
+
+    def emit(ops, av):
+        return ops.matmul_views(av, ((rows, k), (k, 1)), ops.constant(b), ((k, n), (n, 1)), bias=bias,
+                                a_norm=(colsum, 1e-5))
+
+    def reference():
+        a64 = a.astype(np.float64)
+        normed = (a64 - a64.mean(axis=1, keepdims=True)) / np.sqrt(a64.var(axis=1, keepdims=True) + 1e-5)
+        return normed @ b.astype(np.float64) + bias
+
+    return Case(name, [a], emit, reference, tuning)
+
+
+def ahead(tuning):
+    """``tuning`` with every GEMM loading its tiles two steps ahead (GEMM_AHEAD 2)."""
+    tuning = {key: dict(value) for key, value in (tuning or {}).items()}
+    tuning.setdefault("gemm", {})["GEMM_AHEAD"] = 2
+    return tuning
+
+
+def tiling_cases(rng, config, loads_ahead=1):
     """One tiling under each access: float4s along k or m (A), n or k (B), one value
     at a time where an extent is odd; partial tiles in m, n and k."""
-    tag = "x".join(map(str, config))
-    tuning = pinned(config)
+    tag = "x".join(map(str, config)) + ("_ahead2" if loads_ahead == 2 else "")
+    tuning = pinned(config) if loads_ahead == 1 else ahead(pinned(config))
     return [
         matmul_case(f"t{tag}_matmul_aligned", rng, (36, 44), (44, 28), tuning=tuning),
         matmul_case(f"t{tag}_matmul_odd", rng, (37, 45), (45, 29), tuning=tuning),
@@ -106,6 +133,8 @@ def tiling_cases(rng, config):
 
 def cases(rng):
     found = [case for config in GEMM_CONFIGS for case in tiling_cases(rng, config)]
+    # Loads two steps ahead: reductions of 1 to 4 steps and more, odd and even counts.
+    found += [case for config in GEMM_CONFIGS[2:] for case in tiling_cases(rng, config, loads_ahead=2)]
     found += [
         # the tiling the shape picks
         matmul_case("tokens_by_one_weight", rng, (70, 1, 48), (48, 96), b_const=True),
@@ -121,6 +150,16 @@ def cases(rng):
         matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
         linear_case("linear_bias_residual_relu", rng, (2, 33, 20), (20, 36)),
         linear_case("linear_split_bias_residual_relu", rng, (1, 9, 130), (130, 11), tuning=SPLIT),
+        gemm_case("split_ahead2_odd_transposed", rng, 9, 131, 11, trans_a=True, trans_b=True, b_var=True,
+                  c_shape=(9, 11), tuning=ahead(SPLIT)),
+        matmul_case("ahead2_one_step", rng, (33, 16), (16, 40), tuning=ahead(None)),
+        matmul_case("ahead2_two_steps", rng, (33, 30), (30, 40), tuning=ahead(None)),
+        # a normalized A: the rows' sums gathered from the tiles as they pass
+        norm_case("norm_one_step", rng, 37, 12, 29),
+        norm_case("norm_five_steps", rng, 70, 77, 36),
+        norm_case("norm_ahead2_one_step", rng, 37, 12, 29, tuning=ahead(None)),
+        norm_case("norm_ahead2_two_steps", rng, 37, 32, 29, tuning=ahead(None)),
+        norm_case("norm_ahead2_five_steps", rng, 70, 77, 36, tuning=ahead(None)),
         # GEMV: a few rows by constant weights
         gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
         gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),

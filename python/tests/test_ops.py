@@ -184,7 +184,24 @@ def conv_cases(rng):
                   tuning={"conv": {"CONV_TILE_M": 32, "CONV_TILE_N": 128}}),
         conv_case("conv1x1_gemm_tiles_32x64", rng, (1, 17, 13, 11), (40, 17, 1, 1), activation=("relu",),
                   tuning={"gemm": {"GEMM_TILE_M": 32, "GEMM_WPT_M": 4}}),
+        # each step's tiles loaded during the step before (CONV_AHEAD 1, as on GPUs):
+        # reductions of one step and more, split, grouped, in place
+        conv_case("ahead_conv1x1_pad1_one_step", rng, (1, 3, 5, 7), (4, 3, 1, 1), pads=(1, 1, 0, 0), tuning=AHEAD),
+        conv_case("ahead_conv3x3_s2_asym_relu_b2", rng, (2, 5, 13, 11), (17, 5, 3, 3), strides=(2, 2),
+                  pads=(1, 0, 2, 1), activation=("relu",), tuning=AHEAD),
+        conv_case("ahead_conv7x7_s2_p3", rng, (1, 3, 13, 11), (16, 3, 7, 7), strides=(2, 2), pads=(3, 3, 3, 3),
+                  tuning=AHEAD),
+        conv_case("ahead_conv3x3_split_k_residual_b2", rng, (2, 67, 7, 5), (9, 67, 3, 3), pads=(1, 1, 1, 1),
+                  residual=True, activation=("hardswish",), tuning=AHEAD),
+        conv_case("ahead_conv3x3_split_k_in_place_grouped", rng, (1, 130, 5, 6), (10, 65, 3, 3), group=2,
+                  pads=(1, 2, 0, 1), residual=True, in_place=True, activation=("relu",), tuning=AHEAD),
+        conv_case("ahead_tiles_32x32_k8", rng, (2, 17, 13, 11), (40, 17, 3, 3), pads=(1, 1, 1, 1),
+                  tuning={"conv": {"CONV_TILE_M": 32, "CONV_TILE_N": 32, "CONV_TILE_K": 8, "CONV_WPT_M": 4,
+                                   "CONV_WPT_N": 4, "CONV_AHEAD": 1}}),
     ]
+
+
+AHEAD = {"conv": {"CONV_AHEAD": 1}}
 
 
 # The direct convolution (conv_direct.cl) for every layer, whatever its tiles.

@@ -54,6 +54,8 @@ _SHORT = {
     "GEMM_A_VEC": "av",
     "GEMM_B_VEC": "bv",
     "GEMM_Y_VEC": "yv",
+    "GEMM_AHEAD": "ah",
+    "CONV_AHEAD": "ah",
     "GEMV_LOCAL": "gl",
     "GEMV_ROWS": "gr",
     "GEMV_MAX_M": "gm",

@@ -78,6 +78,14 @@
 #ifndef DW_PX
 #define DW_PX 4
 #endif
+// 1: each step's tiles are loaded during the step before (two local buffers); 0: each
+// step loads its own between two barriers (see stowage_conv2d's main loop).
+#ifndef CONV_AHEAD
+#define CONV_AHEAD 0
+#endif
+#if CONV_AHEAD != 0 && CONV_AHEAD != 1
+#error "CONV_AHEAD must be 0 or 1"
+#endif
 #ifndef DW_SUMS
 #define DW_SUMS 0
 #endif
@@ -118,13 +126,31 @@
 #error "CONV_TILE_K must be a multiple of work-group / CONV_TILE_N, CONV_TILE_K * CONV_TILE_M of the work-group"
 #endif
 
+// A step's values from registers into local tiles: a_reg[l] is weight value
+// tid + l * CONV_THREADS of the step's [CONV_TILE_K][CONV_TILE_M] tile, b_reg[l][j]
+// the input value at row tid / CONV_TILE_N + l * CONV_B_ROW_STEP, column
+// tid % CONV_TILE_N + j * CONV_THREADS.
+inline void stowage_conv_store(__local float (*a_tile)[CONV_TILE_M], __local float (*b_tile)[CONV_TILE_N],
+                               const float* a_reg, float (*b_reg)[CONV_B_COLS], int tid) {
+#pragma unroll
+  for (int l = 0; l < CONV_A_LOADS; ++l) {
+    const int e = tid + l * CONV_THREADS;
+    a_tile[e / CONV_TILE_M][e % CONV_TILE_M] = a_reg[l];
+  }
+  const int b_col = tid % CONV_TILE_N, b_row = tid / CONV_TILE_N;
+#pragma unroll
+  for (int l = 0; l < CONV_B_ROWS; ++l)
+#pragma unroll
+    for (int j = 0; j < CONV_B_COLS; ++j) b_tile[b_row + l * CONV_B_ROW_STEP][b_col + j * CONV_THREADS] = b_reg[l][j];
+}
+
 __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))) void stowage_conv2d(
     __global const float* x, __global const float* w, __global const float* bias, __global const float* res,
     __global float* y, int N, int C, int H, int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
     int pad_top, int pad_left, int dil_h, int dil_w, int groups, int k_split, int flags, int act, float act_a,
     float act_b CONV_IN_PARAMS) {
-  __local float a_tile[CONV_TILE_K][CONV_TILE_M];
-  __local float b_tile[CONV_TILE_K][CONV_TILE_N];
+  __local float a_tile[1 + CONV_AHEAD][CONV_TILE_K][CONV_TILE_M];
+  __local float b_tile[1 + CONV_AHEAD][CONV_TILE_K][CONV_TILE_N];
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * CONV_THREADS_N + tx;
   const int z = get_group_id(2), g = z / k_split, split = z - g * k_split;
@@ -171,48 +197,75 @@ __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))
 #pragma unroll
     for (int j = 0; j < CONV_WPT_N; ++j) acc[i][j] = 0.0f;
 
-  for (int k0 = k_begin; k0 < k_end; k0 += CONV_TILE_K) {
-#pragma unroll
-    for (int l = 0; l < CONV_A_LOADS; ++l) {
-      const int e = tid + l * CONV_THREADS;
-      const int kk = e / CONV_TILE_M, mm = e % CONV_TILE_M;
-      const int k = k0 + kk, m = m0 + mm;
-      a_tile[kk][mm] = (k < k_end && m < Kg) ? wg[k * Kg + m] : 0.0f;
+  // Each step's values go through registers into local memory. With CONV_AHEAD 1,
+  // iteration i loads step i and multiplies step i - 1 from the other of two local
+  // buffers, so the loads are on their way during the products, one barrier a step
+  // (the buffer a step stores into was last read two steps before, behind the
+  // barrier of the step between). With CONV_AHEAD 0 each iteration loads, stores
+  // and multiplies its own step between two barriers: nothing lives across a
+  // barrier but the sums, which CPU devices that run work-items in loops want.
+  float a_reg[CONV_A_LOADS], b_reg[CONV_B_ROWS][CONV_B_COLS];
+  int buf = 0;
+  for (int k_load = k_begin; k_load < k_end + CONV_AHEAD * CONV_TILE_K; k_load += CONV_TILE_K) {
+#if CONV_AHEAD
+    const bool multiply = k_load > k_begin;  // step k_load - CONV_TILE_K (uniform over the work-group)
+    if (multiply) {
+      stowage_conv_store(a_tile[buf], b_tile[buf], a_reg, b_reg, tid);
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
+    if (!CONV_AHEAD || k_load < k_end) {
 #pragma unroll
-    for (int l = 0; l < CONV_B_ROWS; ++l) {
-      const int kk = b_row + l * CONV_B_ROW_STEP;
-      const bool k_inside = k0 + kk < k_end;
-      const int dy = kr * dil_h, dx = ks * dil_w, c_off = kc * HW;
-#pragma unroll
-      for (int j = 0; j < CONV_B_COLS; ++j) {
-        const int ih = b_ih[j] + dy, iw = b_iw[j] + dx;
-        const bool inside = k_inside && ih >= 0 && ih < H && iw >= 0 && iw < W;
-        b_tile[kk][b_col + j * CONV_THREADS] = inside ? CONV_IN(xg[b_base[j] + c_off + ih * W + iw], j, kc) : 0.0f;
+      for (int l = 0; l < CONV_A_LOADS; ++l) {
+        const int e = tid + l * CONV_THREADS;
+        const int kk = e / CONV_TILE_M, mm = e % CONV_TILE_M;
+        const int k = k_load + kk, m = m0 + mm;
+        a_reg[l] = (k < k_end && m < Kg) ? wg[k * Kg + m] : 0.0f;
       }
-      ks += CONV_B_ROW_STEP;
-      while (ks >= S) {
-        ks -= S;
-        if (++kr == R) {
-          kr = 0;
-          ++kc;
+#pragma unroll
+      for (int l = 0; l < CONV_B_ROWS; ++l) {
+        const int kk = b_row + l * CONV_B_ROW_STEP;
+        const bool k_inside = k_load + kk < k_end;
+        const int dy = kr * dil_h, dx = ks * dil_w, c_off = kc * HW;
+#pragma unroll
+        for (int j = 0; j < CONV_B_COLS; ++j) {
+          const int ih = b_ih[j] + dy, iw = b_iw[j] + dx;
+          const bool inside = k_inside && ih >= 0 && ih < H && iw >= 0 && iw < W;
+          b_reg[l][j] = inside ? CONV_IN(xg[b_base[j] + c_off + ih * W + iw], j, kc) : 0.0f;
+        }
+        ks += CONV_B_ROW_STEP;
+        while (ks >= S) {
+          ks -= S;
+          if (++kr == R) {
+            kr = 0;
+            ++kc;
+          }
         }
       }
     }
+#if CONV_AHEAD
+    if (!multiply) continue;
+#else
+    stowage_conv_store(a_tile[buf], b_tile[buf], a_reg, b_reg, tid);
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 #pragma unroll
     for (int kk = 0; kk < CONV_TILE_K; ++kk) {
       float a[CONV_WPT_M], b[CONV_WPT_N];
 #pragma unroll
-      for (int i = 0; i < CONV_WPT_M; ++i) a[i] = a_tile[kk][ty + i * CONV_THREADS_M];
+      for (int i = 0; i < CONV_WPT_M; ++i) a[i] = a_tile[buf][kk][ty + i * CONV_THREADS_M];
 #pragma unroll
-      for (int j = 0; j < CONV_WPT_N; ++j) b[j] = b_tile[kk][tx + j * CONV_THREADS_N];
+      for (int j = 0; j < CONV_WPT_N; ++j) b[j] = b_tile[buf][kk][tx + j * CONV_THREADS_N];
 #pragma unroll
       for (int i = 0; i < CONV_WPT_M; ++i)
 #pragma unroll
         for (int j = 0; j < CONV_WPT_N; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+#if CONV_AHEAD
+    buf ^= 1;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);  // the tiles are stored over next
+#endif
   }
 
   if (k_split > 1) {  // partial sums: y is the [k_split, K, N * P * Q] workspace

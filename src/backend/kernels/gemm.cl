@@ -111,6 +111,15 @@
 #ifndef GEMM_Y_VEC
 #define GEMM_Y_VEC 0
 #endif
+// How many steps ahead of its products a step's tiles are loaded: 1, or 2 (two
+// register sets: loads have two steps' products to arrive, which keeps more bytes in
+// flight where few work-groups share a compute unit and the weights come from DRAM).
+#ifndef GEMM_AHEAD
+#define GEMM_AHEAD 1
+#endif
+#if GEMM_AHEAD != 1 && GEMM_AHEAD != 2
+#error "GEMM_AHEAD must be 1 or 2"
+#endif
 
 #define GEMM_THREADS_M (GEMM_TILE_M / GEMM_WPT_M)
 #define GEMM_THREADS_N (GEMM_TILE_N / GEMM_WPT_N)
@@ -301,12 +310,21 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
 #pragma unroll
     for (int j = 0; j < GEMM_WPT_N / 4; ++j) acc[i][j] = (float4)(0.0f);
 
-  gemm_a_t a_reg[GEMM_A_LOADS];
-  gemm_b_t b_reg[GEMM_B_LOADS];
-  stowage_gemm_load_a(a_reg, az, tid, k_begin, k_end, m0, M, sam, sak);
-  stowage_gemm_load_b(b_reg, bz, tid, k_begin, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
-  stowage_gemm_store_a(a_tile[0], a_reg, tid, sam);
-  stowage_gemm_store_b(b_tile[0], b_reg, tid, sbn);
+  // Register sets for the steps in flight. With GEMM_AHEAD 1 each step loads the next
+  // into set 0 and stores it after its products; with 2, step s loads step s + 2 into
+  // set s % 2 and stores step s + 1 (loaded during step s - 1) from the other set.
+  gemm_a_t a_reg0[GEMM_A_LOADS], a_reg1[GEMM_A_LOADS];
+  gemm_b_t b_reg0[GEMM_B_LOADS], b_reg1[GEMM_B_LOADS];
+  stowage_gemm_load_a(a_reg0, az, tid, k_begin, k_end, m0, M, sam, sak);
+  stowage_gemm_load_b(b_reg0, bz, tid, k_begin, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+  stowage_gemm_store_a(a_tile[0], a_reg0, tid, sam);
+  stowage_gemm_store_b(b_tile[0], b_reg0, tid, sbn);
+#if GEMM_AHEAD == 2
+  if (k_begin + GEMM_TILE_K < k_end) {
+    stowage_gemm_load_a(a_reg1, az, tid, k_begin + GEMM_TILE_K, k_end, m0, M, sam, sak);
+    stowage_gemm_load_b(b_reg1, bz, tid, k_begin + GEMM_TILE_K, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+  }
+#endif
   barrier(CLK_LOCAL_MEM_FENCE);
 #if STOWAGE_A_NORM
   // Row norm_row's sums over the terms norm_part, norm_part + GEMM_NORM_GROUPS, ...
@@ -317,10 +335,17 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
 #endif
   int buf = 0;
   for (int k0 = k_begin; k0 < k_end; k0 += GEMM_TILE_K) {
-    const bool more = k0 + GEMM_TILE_K < k_end;
-    if (more) {  // the next step's tiles, on their way while this one is multiplied
-      stowage_gemm_load_a(a_reg, az, tid, k0 + GEMM_TILE_K, k_end, m0, M, sam, sak);
-      stowage_gemm_load_b(b_reg, bz, tid, k0 + GEMM_TILE_K, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+    const bool has_next = k0 + GEMM_TILE_K < k_end;
+    const int k_far = k0 + GEMM_AHEAD * GEMM_TILE_K;
+    // buf is the step's parity: which set to load into (uniform over the work-group).
+    if (k_far < k_end) {  // a later step's tiles, on their way while this one is multiplied
+      if (GEMM_AHEAD == 1 || buf == 0) {
+        stowage_gemm_load_a(a_reg0, az, tid, k_far, k_end, m0, M, sam, sak);
+        stowage_gemm_load_b(b_reg0, bz, tid, k_far, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+      } else {
+        stowage_gemm_load_a(a_reg1, az, tid, k_far, k_end, m0, M, sam, sak);
+        stowage_gemm_load_b(b_reg1, bz, tid, k_far, k_end, n0, N, sbk, sbn GEMM_IN_ARGS);
+      }
     }
     const __local float4* at = a_tile[buf];
     const __local float4* bt = b_tile[buf];
@@ -348,9 +373,14 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       norm_s2 = fma(d, d, norm_s2);
     }
 #endif
-    if (more) {  // the other buffer: every work-item finished with it before the last barrier
-      stowage_gemm_store_a(a_tile[buf ^ 1], a_reg, tid, sam);
-      stowage_gemm_store_b(b_tile[buf ^ 1], b_reg, tid, sbn);
+    if (has_next) {  // the other buffer: every work-item finished with it before the last barrier
+      if (GEMM_AHEAD == 1 || buf == 1) {
+        stowage_gemm_store_a(a_tile[buf ^ 1], a_reg0, tid, sam);
+        stowage_gemm_store_b(b_tile[buf ^ 1], b_reg0, tid, sbn);
+      } else {
+        stowage_gemm_store_a(a_tile[buf ^ 1], a_reg1, tid, sam);
+        stowage_gemm_store_b(b_tile[buf ^ 1], b_reg1, tid, sbn);
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     buf ^= 1;
