@@ -358,17 +358,17 @@ LAUNCHES = {
 
 # The same under opencl-gpu's kernel defaults (kernel names carry their settings).
 GPU_LAUNCHES = {
-    ("resnet18", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 18, "stowage_max_pool2d": 1,
-                          "stowage_conv2d_split_sum_k16_m64_n64_wm4_wn4": 16,
+    ("resnet18", False): {"stowage_conv2d_ah1_k16_m64_n64_wm4_wn4": 18, "stowage_max_pool2d": 1,
+                          "stowage_conv2d_split_sum_ah1_k16_m64_n64_wm4_wn4": 16,
                           "stowage_conv2d_direct_ob1_px4_dob1_share4": 2, "stowage_global_avg_pool": 1,
                           "stowage_pooled_linear": 1},
     ("resnet18", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_mg256_wbuf1_share2": 20,
                          "stowage_max_pool2d_image": 1, "stowage_global_avg_pool_image": 1,
                          "stowage_pooled_linear_image": 1},
-    ("mobilenet_v2", False): {"stowage_conv2d_k16_m64_n64_wm4_wn4": 1,
+    ("mobilenet_v2", False): {"stowage_conv2d_ah1_k16_m64_n64_wm4_wn4": 1,
                               "stowage_conv2d_dwpw_direct_ob1_px4_dob1_share4": 17,
-                              "stowage_gemm_av2_bv1_k16_m64_n64_wm4_wn4_yv1": 1,
-                              "stowage_gemm_av2_bv1_k16_m32_n64_wm4_wn4_yv1": 5,
+                              "stowage_gemm_ah2_av2_bv1_k16_m64_n64_wm4_wn4_yv1": 1,
+                              "stowage_gemm_ah2_av2_bv1_k16_m32_n64_wm4_wn4_yv1": 5,
                               "stowage_conv2d_direct_ob1_px4_dob1_share4": 11,
                               "stowage_global_avg_pool": 1, "stowage_pooled_linear": 1},
     ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_mg256_wbuf1_share2": 18,

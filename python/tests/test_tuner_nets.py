@@ -77,8 +77,8 @@ def test_the_8x8_candidate_widens_the_gpu_targets_gemm_tiles(choice, tmp_path):
     model = small_model()
     tuning = tuner.load(cache_choosing(tmp_path, model, choice))
     text = sw.from_onnx(model, target="opencl-gpu", tuning=tuning).text()
-    assert ("stowage_conv_k16_m64_n64_wm8_wn8" in text) == (choice == "buffer-8x8")
-    assert ("stowage_conv_k16_m64_n64_wm4_wn4" in text) == (choice == "buffer-gemm")
+    assert ("stowage_conv_ah1_k16_m64_n64_wm8_wn8" in text) == (choice == "buffer-8x8")
+    assert ("stowage_conv_ah1_k16_m64_n64_wm4_wn4" in text) == (choice == "buffer-gemm")
 
 
 def test_an_explicit_mode_wins_over_the_cache_and_other_models_take_the_default(tmp_path):
