@@ -32,6 +32,17 @@ __kernel void buffers(__global float* y, __global const float* a, __global const
   const int i = get_global_id(0);
   y[i] = a[i] + b[i] * c[i];
 }
+__kernel void scalars36(__global float* y, __global const float* a, __global const float* b, __global const float* c,
+                        int s0, int s1, int s2, int s3, int s4, int s5, int s6, int s7, int s8, int s9, int s10,
+                        int s11, int s12, int s13, int s14, int s15, int s16, int s17, int s18, int s19, int s20,
+                        int s21, int s22, int s23, int s24, int s25, int s26, int s27, int s28, int s29, int s30,
+                        int s31, int s32, int s33, int s34, int s35) {
+  const int i = get_global_id(0) + get_global_id(1) * get_global_size(0);
+  const int s = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13 + s14 + s15 + s16 + s17 +
+                s18 + s19 + s20 + s21 + s22 + s23 + s24 + s25 + s26 + s27 + s28 + s29 + s30 + s31 + s32 + s33 +
+                s34 + s35;
+  y[i] = a[i] + b[i] * c[i] + (float)s;
+}
 __kernel void images1(__global float* y, read_only image2d_t a, __global const float* b, __global const float* c) {
   const int i = get_global_id(0);
   y[i] = read_imagef(a, smp, (int2)(i & 127, i >> 7)).x + b[i] * c[i];
@@ -56,6 +67,9 @@ struct Row {
   const char* kernel;
   // Sets the arguments of launch `j`'s kernel.
   std::function<void(cl_kernel, int)> bind;
+  // A 2-D launch of kItems work-items in work-groups of 16 x 8, as the VM's tiled
+  // kernels launch, instead of 1-D with the local size left to the driver.
+  bool tiled = false;
 };
 
 struct Timing {
@@ -82,7 +96,9 @@ Timing time_row(const opencl::Context& ctx, cl_program program, const Row& row, 
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < invocations; ++i) {
       for (cl_kernel k : kernels) {
-        check(clEnqueueNDRangeKernel(ctx.queue(), k, 1, nullptr, &kItems, nullptr, 0, nullptr, nullptr),
+        const size_t global2[2] = {128, kItems / 128}, local2[2] = {16, 8};
+        check(row.tiled ? clEnqueueNDRangeKernel(ctx.queue(), k, 2, nullptr, global2, local2, 0, nullptr, nullptr)
+                        : clEnqueueNDRangeKernel(ctx.queue(), k, 1, nullptr, &kItems, nullptr, 0, nullptr, nullptr),
               "clEnqueueNDRangeKernel");
       }
     }
@@ -150,6 +166,20 @@ int run(const std::string& device_spec, int invocations, int rounds) {
                               "clSetKernelArgSVMPointer");
                       }
                     }});
+    // As many scalars as a GEMM's launch takes (gemm.cl: about 36), then also its 2-D
+    // work-groups: whether the count of arguments or the launch's shape costs the host.
+    auto svm_and_scalars = [svm, range_of](cl_kernel k, int j) {
+      for (cl_uint a = 0; a < 4; ++a) {
+        check(clSetKernelArgSVMPointer(k, a, static_cast<char*>(svm) + range_of(j, a) * 65536),
+              "clSetKernelArgSVMPointer");
+      }
+      for (cl_uint a = 4; a < 40; ++a) {
+        const cl_int value = static_cast<cl_int>(a + j);
+        check(clSetKernelArg(k, a, sizeof value, &value), "clSetKernelArg");
+      }
+    };
+    rows.push_back({"4 SVM pointers, 36 int scalars", "scalars36", svm_and_scalars});
+    rows.push_back({"4 SVM pointers, 36 int scalars, 2-D work-groups of 16 x 8", "scalars36", svm_and_scalars, true});
   }
   std::vector<opencl::MemHandle> images;
   if (device->image_support) {
