@@ -289,7 +289,7 @@ def relative_error(got, want):
     return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
 
 
-def check(path, name, device, texture):
+def check(path, name, device, texture, target=None):
     """A dict: status, error, launches, planned and naive bytes, import + compile seconds."""
     import onnx
     import onnxruntime as ort
@@ -307,7 +307,7 @@ def check(path, name, device, texture):
     shapes = {i.name: a.shape for i, a in zip(inputs, arrays) if open_dims(i)}
     try:
         start = time.perf_counter()
-        module = sw.from_onnx(model, shapes=shapes or None, texture=texture)
+        module = sw.from_onnx(model, shapes=shapes or None, texture=texture, target=target)
         exe = sw.compile(module)
         row["seconds"] = time.perf_counter() - start
         row["planned"], row["naive"] = activation_bytes(exe)
@@ -373,6 +373,7 @@ def first_line(error):
 def check_in_child(path, name, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--check-one", name, path]
     cmd += (["--device", args.device] if args.device else []) + (["--texture"] if args.texture else [])
+    cmd += ["--target", args.target] if args.target else []
     import stowage
 
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(stowage.__file__)))  # the children import this one
@@ -400,8 +401,9 @@ def short(status, width=90):
 
 def print_table(rows, args):
     print(f"# {' '.join(sys.argv)}")
+    target = args.target or "the device's"
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; device {args.device or 'first'}, "
-          f"{'texture' if args.texture else 'buffer'} mode\n")
+          f"{'texture' if args.texture else 'buffer'} mode, target {target}\n")
     print("| model | exporter | status | error vs ORT | launches | planned (MB) | no reuse (MB) | import + compile (s) |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for (name, exporter), r in rows.items():
@@ -448,6 +450,9 @@ def main():
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
     parser.add_argument("--device", default=None)
     parser.add_argument("--texture", action="store_true")
+    parser.add_argument("--target", default=None,
+                        help="the target the models are compiled for (default: the device's, as from_onnx picks): "
+                             "opencl-gpu checks the GPU's kernel settings on any device that runs its files")
     parser.add_argument("--dynamic", action="store_true",
                         help="export with the batch (and sequence) left open; import with the inputs' shapes")
     parser.add_argument("--cache", default=os.path.join(REPO, "build", "zoo"))
@@ -461,7 +466,7 @@ def main():
         export(*args.export_one)
         return 0
     if args.check_one:
-        print(json.dumps(check(args.check_one[1], args.check_one[0], args.device, args.texture)))
+        print(json.dumps(check(args.check_one[1], args.check_one[0], args.device, args.texture, args.target)))
         return 0
     if args.list:
         for name, (library, what, inputs) in MODELS.items():
