@@ -15,6 +15,10 @@ candidate is the whole model, compiled once per choice:
 - ``buffer-8x8``: the GEMM tiles computed with 8x8 accumulators per work-item (64
   work-items a tile) instead of the target's setting: fewer, busier work-items, which
   large convolutions (VGG's at 224x224) may prefer;
+- ``buffer-loads-in-step``: the implicit-GEMM convolution and the GEMM loading each
+  step's tiles in that step (CONV_AHEAD 0, GEMM_AHEAD 1) instead of ahead, as the
+  generic target does: a device that keeps registers live across a barrier in memory
+  (PoCL's CPU device ran ResNet-18 3x slower with the loads ahead) may prefer it;
 - ``texture``: texture mode.
 
 `time_nets` times each with vm-run (the same zero inputs, ``--repeat`` invocations per
@@ -35,8 +39,10 @@ import numpy as np
 from ._files import write_atomically, write_text
 from .errors import InvalidInputError
 
-CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-winograd", "buffer-layers", "buffer-8x8", "texture")
+CANDIDATES = ("buffer", "buffer-gemm", "buffer-direct", "buffer-winograd", "buffer-layers", "buffer-8x8",
+              "buffer-loads-in-step", "texture")
 WIDE_TILES = {"conv": {"CONV_WPT_M": 8, "CONV_WPT_N": 8}, "gemm": {"GEMM_WPT_M": 8, "GEMM_WPT_N": 8}}
+LOADS_IN_STEP = {"conv": {"CONV_AHEAD": 0}, "gemm": {"GEMM_AHEAD": 1}}
 # The most models one export or cache holds (each entry is some hundred bytes).
 MAX_NETS = 10000
 
@@ -88,8 +94,20 @@ def candidate_settings(name, layers=None):
         return False, {"layers": WinogradLayers()}
     if name == "buffer-8x8":
         return False, {family: dict(values) for family, values in WIDE_TILES.items()}
+    if name == "buffer-loads-in-step":
+        return False, {family: dict(values) for family, values in LOADS_IN_STEP.items()}
     kernel = name.split("-", 1)[1]
     return False, {"layers": EveryLayer(kernel)}
+
+
+def loads_ahead(target):
+    """Whether the target's convolution or GEMM loads its tiles ahead of their step (what
+    buffer-loads-in-step turns off)."""
+    from .ops.core import target_facts
+
+    kernels = target_facts(target)["kernels"]
+    return any(kernels.get(family, {}).get(name, step) != step
+               for family, values in LOADS_IN_STEP.items() for name, step in values.items())
 
 
 def choice_for(proto, tuning):
@@ -128,6 +146,10 @@ def export_nets(models, out_dir, target="opencl-gpu", layers=None, shapes=None, 
                 continue
             if steps:
                 steps.start(f"{label}: {name}")
+            if name == "buffer-loads-in-step" and not loads_ahead(target):
+                if steps:
+                    steps.done(f"{label}: {name} (the target loads in step already)")
+                continue
             texture, tuning = candidate_settings(name, layer_choices)
             module = from_onnx(proto, shapes=shapes, texture=texture, target=target, tuning=tuning)
             if name == "buffer-winograd" and "call_kernel(stowage_winograd_input" not in module.text():

@@ -72,6 +72,22 @@ def test_the_winograd_candidate_takes_it_where_it_fits(tmp_path, device):
     assert "buffer-winograd" in entries[0]["candidates"] and "buffer-winograd" not in entries[1]["candidates"]
 
 
+def test_the_loads_in_step_candidate_is_the_generic_targets_loads_and_left_out_there(tmp_path):
+    """On the GPU target, buffer-loads-in-step compiles the convolution's and the GEMM's
+    loads as the generic target does (CONV_AHEAD 0, GEMM_AHEAD 1, named in the kernels);
+    on the generic target it is the buffer candidate's program, so it is left out."""
+    model = small_model()
+    tuning = tuner.load(cache_choosing(tmp_path, model, "buffer-loads-in-step"))
+    text = sw.from_onnx(model, target="opencl-gpu", tuning=tuning).text()
+    plain = sw.from_onnx(model, target="opencl-gpu").text()
+    assert "stowage_conv2d_ah1_" in plain and "stowage_conv2d_ah1_" not in text and "stowage_conv2d_ah0_" in text
+    onnx.save(model, tmp_path / "small.onnx")
+    gpu = tuner_nets.export_nets([str(tmp_path / "small.onnx")], str(tmp_path / "gpu"), target="opencl-gpu")
+    generic = tuner_nets.export_nets([str(tmp_path / "small.onnx")], str(tmp_path / "generic"), target="opencl")
+    assert "buffer-loads-in-step" in gpu[0]["candidates"]
+    assert "buffer-loads-in-step" not in generic[0]["candidates"]
+
+
 @pytest.mark.parametrize("choice", ["buffer-gemm", "buffer-8x8"])
 def test_the_8x8_candidate_widens_the_gpu_targets_gemm_tiles(choice, tmp_path):
     model = small_model()
