@@ -240,3 +240,75 @@ def test_a_concat_whose_channels_are_shuffled_is_one_kernel(parts, texture, devi
         assert [k for k in launched if COPY_KERNELS.search(k)] == [] and "copy_tensor(" not in str(module)
         assert launched.count("stowage_interleave_channels") == 1 and len(launched) == parts + 1
     check(model, rand(1, 8, 5, 6), device, "opencl-gpu", texture=texture)
+
+
+def shuffle_unit_model(downsample, extra_reader=False):
+    """A ShuffleNetV2 unit: the basic one passes the first half of x through and runs the
+    second through a 1x1 Conv, a depthwise 3x3 Conv and a 1x1 Conv; the downsampling one
+    runs x through two branches (depthwise 3x3 of stride 2 and 1x1; 1x1, depthwise, 1x1).
+    The Concat of the two halves, its channels shuffled (Reshape, Transpose, Reshape).
+    ``extra_reader``: the branch's result is a graph output too."""
+    c, hw = 4, (9, 7)
+    stride = 2 if downsample else 1
+    out_hw = tuple((d + 2 - 3) // stride + 1 for d in hw)
+    nodes, weights = [], {}
+
+    def branch(prefix, x, channels, first_pointwise):
+        out = x
+        if first_pointwise:
+            nodes.append(helper.make_node("Conv", [out, f"{prefix}p1"], [f"{prefix}a"]))
+            nodes.append(helper.make_node("Relu", [f"{prefix}a"], [f"{prefix}ar"]))
+            weights[f"{prefix}p1"] = rand(c, channels, 1, 1, seed=len(weights))
+            out, channels = f"{prefix}ar", c
+        nodes.append(helper.make_node("Conv", [out, f"{prefix}d", f"{prefix}db"], [f"{prefix}dw"], group=channels,
+                                      pads=[1, 1, 1, 1], strides=[stride, stride]))
+        weights[f"{prefix}d"] = rand(channels, 1, 3, 3, seed=len(weights))
+        weights[f"{prefix}db"] = rand(channels, seed=len(weights))
+        nodes.append(helper.make_node("Conv", [f"{prefix}dw", f"{prefix}p2", f"{prefix}pb"], [f"{prefix}pw"]))
+        nodes.append(helper.make_node("Relu", [f"{prefix}pw"], [f"{prefix}out"]))
+        weights[f"{prefix}p2"] = rand(c, channels, 1, 1, seed=len(weights))
+        weights[f"{prefix}pb"] = rand(c, seed=len(weights))
+        return f"{prefix}out"
+
+    if downsample:
+        parts = [branch("l", "x", 2 * c, False), branch("r", "x", 2 * c, True)]
+    else:
+        nodes.append(helper.make_node("Split", ["x", "halves"], ["x1", "x2"], axis=1))
+        weights["halves"] = np.array([c, c], np.int64)
+        parts = ["x1", branch("r", "x2", c, True)]
+    nodes += [
+        helper.make_node("Concat", parts, ["c"], axis=1),
+        helper.make_node("Reshape", ["c", "split"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "back"], ["y"]),
+    ]
+    weights["split"] = np.array([1, 2, c, *out_hw], np.int64)
+    weights["back"] = np.array([1, 2 * c, *out_hw], np.int64)
+    return conv_model(nodes, (1, 2 * c, *hw), weights, ["y"] + ([parts[1]] if extra_reader else []))
+
+
+@pytest.mark.parametrize("target", ["opencl", "opencl-gpu"])
+@pytest.mark.parametrize("downsample", [False, True], ids=["basic", "downsampling"])
+def test_the_depthwise_pointwise_kernels_write_a_shuffle_unit(downsample, target, device):
+    """In buffer mode the fused depthwise + pointwise kernels that make a shuffle's parts
+    write them as its channels, the basic unit's kernel copying the passed-through half
+    too: no kernel of the shuffle's own."""
+    model = shuffle_unit_model(downsample)
+    launched = kernels(model, target)
+    assert not any("interleave" in k for k in launched), launched
+    assert sum(k.startswith("stowage_conv2d_dwpw_direct") and k.endswith("_sh1") for k in launched) == \
+        (2 if downsample else 1)
+    if target == "opencl-gpu":  # (the generic target copies the second half of x: 128-byte offsets)
+        assert not any(COPY_KERNELS.search(k) for k in launched) and len(launched) == (3 if downsample else 2)
+    x = rand(1, 8, 9, 7)
+    check(model, x, device, target)
+
+
+def test_a_shuffle_part_with_another_reader_takes_the_shuffle_kernel(device):
+    """A branch's result read by another node (here a graph output) must exist on its
+    own, so that shuffle is written by stowage_interleave_channels as before."""
+    model = shuffle_unit_model(False, extra_reader=True)
+    launched = kernels(model, "opencl-gpu")
+    assert launched.count("stowage_interleave_channels") == 1
+    assert not any("_sh1" in k for k in launched)
+    check(model, rand(1, 8, 9, 7), device, "opencl-gpu")

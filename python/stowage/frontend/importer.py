@@ -38,6 +38,8 @@ class Importer:
         self.concats = {}  # Concat node index -> (out, slices)
         self.concat_fronts = {}  # a family member's node index -> (the family's planned Concat, its part count)
         self.copied_parts = {}  # planned Concat node index -> the parts it copies into their slices
+        self.shuffles = {}  # shuffled Concat node index -> _Shuffle its parts' kernels write (plan_shuffles)
+        self.shuffle_of = {}  # a part's name -> the _Shuffle its producer writes into
         self.position = 0
         self.last_use = {}
         self.group = None  # the group being emitted
@@ -176,6 +178,7 @@ class Importer:
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)
         self.plan_concats(order)
+        self.plan_shuffles(order)
         # the tensors a squeeze-and-excitation pools -> its first 1x1 Conv (the convolution
         # making one may add up each channel for it as it writes it)
         self.excited_inputs = {g.main.inputs[0]: g.excite[0].main for g in order
@@ -407,6 +410,68 @@ class Importer:
             for node in family[1:]:
                 self.concat_fronts[node.index] = (root, len([n for n in node.inputs if n]))
 
+    def plan_shuffles(self, order):
+        """Plans, in buffer mode, the channel shuffles of Concats (find_channel_shuffle)
+        whose parts are made by fused depthwise + pointwise groups with no residual,
+        but for at most one part computed before them (ShuffleNet's passed-through
+        half): each such group writes its output as its part of the shuffle, and the
+        last of them copies the passed-through part too, so no kernel of its own makes
+        the shuffle. The others take stowage_interleave_channels."""
+        if self.ob.texture or not self.ob.launch["FUSE_DEPTHWISE_POINTWISE"]:
+            return
+        made_by = {g.output: g for g in order}
+        position = {node.index: i for i, g in enumerate(order) for node in g.nodes}
+        table = self.inferred_shapes()
+        for g in order:
+            if not g.shuffled:
+                continue
+            names = [n for n in g.main.inputs if n]
+            shape = table.get(names[0])
+            writers = {j: made_by[n] for j, n in enumerate(names) if n in made_by and made_by[n].pointwise is not None
+                       and made_by[n].add is None and made_by[n].pointwise.add is None
+                       and self.graph.consumers.get(n, []) == [g.main] and n not in self.graph.output_names}
+            others = [j for j in range(len(names)) if j not in writers]
+            if (len(set(names)) != len(names) or shape is None or len(shape) != 4 or not writers or len(others) > 1
+                    or any(self.is_known(names[j]) for j in others)):
+                continue
+            last = max(writers, key=lambda j: position[writers[j].main.index])
+            if others:  # the passed-through part must be there before the last writer runs
+                producer = self.graph.producer.get(names[others[0]])
+                if producer is not None and position.get(producer.index, len(order)) >= position[writers[last].main.index]:
+                    continue
+            plan = _Shuffle(names, tuple(shape), others[0] if others else None, last)
+            self.shuffles[g.main.index] = plan
+            for j in writers:
+                self.shuffle_of[names[j]] = plan
+
+    def shuffle_for(self, name):
+        """(y, parts, part, passthrough, passthrough part) for the producer of `name` to
+        pass as conv2d_depthwise_pointwise's shuffle (it writes its part there, and the
+        passed-through part if it is the last), or None; the shuffle's tensor is made
+        on the first call."""
+        plan = self.shuffle_of.get(name)
+        if plan is None:
+            return None
+        n, c, h, w = plan.shape
+        if plan.out is None:
+            plan.out = self.ob.shuffle_buffer(plan.shape, len(plan.names))
+        part = plan.names.index(name)
+        passthrough = None
+        if part == plan.copier and plan.passthrough is not None:
+            passthrough = self.values.get(plan.names[plan.passthrough])
+            if not isinstance(passthrough, Var):
+                return None
+        plan.written.add(part)
+        return plan.out, len(plan.names), part, passthrough, plan.passthrough if passthrough is not None else -1
+
+    def planned_shuffle(self, index):
+        """The tensor a planned shuffle's parts were all written into, or None."""
+        plan = self.shuffles.get(index)
+        if plan is None or plan.out is None:
+            return None
+        expected = set(range(len(plan.names))) - ({plan.passthrough} if plan.passthrough is not None else set())
+        return plan.out if plan.written == expected and plan.copier in plan.written else None
+
     def planned_concat(self, index):
         """The tensor a planned Concat (or a member of a planned family) gives, or None;
         the parts no producer wrote (copied_parts) are copied into their slices now."""
@@ -499,6 +564,17 @@ def reads_any(group, values):
     of the Concat family it writes into would, in texture mode, read and write one
     image in one kernel (OpenCL forbids it)."""
     return any(i in values for node in group.nodes for i in node.inputs if i)
+
+
+class _Shuffle:
+    """A planned channel shuffle: its parts' names and shape, the passed-through part
+    (or None), the part whose kernel copies it, the tensor (made on first use) and the
+    parts written so far."""
+
+    def __init__(self, names, shape, passthrough, copier):
+        self.names, self.shape, self.passthrough, self.copier = names, shape, passthrough, copier
+        self.out = None
+        self.written = set()
 
 
 class _PendingSlice:

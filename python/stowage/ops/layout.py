@@ -155,6 +155,14 @@ class LayoutOps(Core):
         self._logical[v.name] = shape
         return v
 
+    def shuffle_buffer(self, part_shape, parts):
+        """The buffer [N, parts C, H, W] that the kernels making the parts [N, C, H, W] of
+        a channel shuffle write into (conv2d_depthwise_pointwise's ``shuffle``)."""
+        n, c, h, w = (int(d) for d in part_shape)
+        if not 2 <= int(parts) <= 4:
+            raise InvalidInputError(f"shuffle_buffer: expected 2 to 4 parts, got {parts}")
+        return self._new_buffer((n, c * int(parts), h, w))
+
     def interleave_channels(self, parts):
         """The channel shuffle of a Concat of G parts (2 to 4) of one shape [N, C, H, W]
         (ShuffleNet's: the Concat reshaped to [N, G, C, H, W], its first two axes

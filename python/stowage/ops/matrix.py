@@ -299,12 +299,19 @@ class MatrixOps(Core):
 
     def conv2d_depthwise_pointwise(self, x, dw_weight, dw_bias, pw_weight, pw_bias=None, *, strides=(1, 1),
                                    pads=(0, 0, 0, 0), dilations=(1, 1), dw_activation=None, activation=None,
-                                   residual=None, in_place=False, out=None):
+                                   residual=None, in_place=False, out=None, shuffle=None):
         """A depthwise convolution (weight [C, 1, R, S], its bias and activation) followed
         by a pointwise one (weight [K, C, 1, 1], its bias, residual and activation), in
         one kernel whose depthwise output never goes to memory: on images in texture
         mode where both fit, else on buffers. Two convolutions when the launch setting
-        FUSE_DEPTHWISE_POINTWISE is 0."""
+        FUSE_DEPTHWISE_POINTWISE is 0.
+
+        ``shuffle`` (y, parts, part, passthrough, passthrough_part): the result is part
+        ``part`` of a channel shuffle of the Concat of ``parts`` tensors of its shape:
+        output channel k is written as channel k parts + part of y [N, parts K, P, Q]
+        (a buffer), which is returned; ``passthrough`` (None, or a tensor of the
+        result's shape) is written as part ``passthrough_part`` by the same kernel. Buffer
+        mode, fused, no residual."""
         op = "conv2d_depthwise_pointwise"
         xs = self.shape_of(x)
         dw = _weight_array(op, dw_weight, 4)
@@ -330,6 +337,11 @@ class MatrixOps(Core):
         pointwise = dict(n=n, c=c, h=p, w=q, k=k, p=p, q=q, r=1, s=1, strides=(1, 1), pads=(0, 0, 0, 0),
                          dilations=(1, 1), group=1)
         fuse = self.launch["FUSE_DEPTHWISE_POINTWISE"]
+        if shuffle is not None:
+            shuffle = self._checked_shuffle(op, shuffle, (n, k, p, q), residual, out)
+            if not fuse or self.texture:
+                raise InvalidInputError(f"{op}: argument 'shuffle': only the fused kernel on buffers writes a "
+                                        f"shuffle (texture mode, or FUSE_DEPTHWISE_POINTWISE 0, here)")
         if not fuse:
             mid = self.conv2d(x, dw, dw_bias, strides=strides, pads=pads, dilations=dilations, group=c,
                               activation=dw_activation)
@@ -345,7 +357,29 @@ class MatrixOps(Core):
         bd = np.zeros(c, np.float32) if dw_bias is None else np.asarray(dw_bias, np.float32).reshape(c)
         if self._conv_on_images(depthwise) and self._conv_on_images(pointwise):
             return self._dwpw_image(x, dw, bd, pw, pw_bias, g, acts, residual, out)
-        return self._dwpw_buffer(x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out)
+        return self._dwpw_buffer(x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out, shuffle)
+
+    def _checked_shuffle(self, op, shuffle, shape, residual, out):
+        """conv2d_depthwise_pointwise's ``shuffle``, checked: (y, parts, part, passthrough
+        buffer or None, passthrough_part)."""
+        try:
+            y, parts, part, passthrough, pass_part = shuffle
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{op}: argument 'shuffle': expected (y, parts, part, passthrough, "
+                                    f"passthrough_part)") from None
+        n, k, p, q = shape
+        parts, part, pass_part = int(parts), int(part), int(pass_part)
+        if (not isinstance(y, Var) or self.is_texture(y) or self.shape_of(y) != (n, parts * k, p, q)
+                or not 0 <= part < parts or residual is not None or out is not None):
+            raise InvalidInputError(f"{op}: argument 'shuffle': expected a buffer y of shape "
+                                    f"{[n, parts * k, p, q]}, a part below {parts}, and no residual or out")
+        if passthrough is not None:
+            if (not isinstance(passthrough, Var) or self.shape_of(passthrough) != shape
+                    or not 0 <= pass_part < parts or pass_part == part):
+                raise InvalidInputError(f"{op}: argument 'shuffle': the passthrough must be a tensor of shape "
+                                        f"{list(shape)} written as another part below {parts}")
+            passthrough = self._buffer(op, "passthrough", passthrough)
+        return y, parts, part, passthrough, pass_part
 
     def _texture_weights(self, unit, weights):
         """A texture kernel's weights [rows, ..., 4]: a `global.texture-weight` image, or
@@ -394,7 +428,7 @@ class MatrixOps(Core):
                      *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
         return self._deliver_image(op, y, out)
 
-    def _dwpw_buffer(self, x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out):
+    def _dwpw_buffer(self, x, dw, bd, pw, pw_bias, g, acts, residual, in_place, out, shuffle=None):
         op = "conv2d_depthwise_pointwise"
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         k4 = shapes.ceil_div(k, 4)
@@ -410,13 +444,17 @@ class MatrixOps(Core):
         wp = np.zeros((k4 * 4, c4 * 4), np.float32)
         wp[:k, :c] = pw[:, :, 0, 0]
         w_var = self._const(wp.reshape(k4, 4, c4 * 4).transpose(0, 2, 1))  # float4s [K4][4 C4]
-        unit = self._unit("conv_direct")
+        shuffle_args = ()
+        if shuffle is not None:
+            dst, parts, part, passthrough, pass_part = shuffle
+            shuffle_args = (parts * k, parts, part, passthrough or wd_var, pass_part if passthrough is not None else -1)
+        unit = self._unit("conv_direct", {"DDWPW_SHUFFLE": 1} if shuffle is not None else None)
         px = unit.defines.get("DDWPW_PX", _setting(unit, DCONV_DEFAULTS, "DCONV_PX"))  # the kernel's default
         grid, local = self._dwpw_launch(unit, px, _setting(unit, DCONV_DEFAULTS, "DDWPW_OB"),
                                         _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c4)
         self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd4), w_var, bias_var or wd_var,
                      res_var or wd_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
-                     g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
+                     g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], *shuffle_args, grid=grid, local=local)
         return dst
 
     def _conv_on_images(self, g):

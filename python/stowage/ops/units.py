@@ -71,6 +71,7 @@ _SHORT = {
     "DDWPW_OB": "dob",
     "DDWPW_PX": "dpx",
     "DDWPW_SHARE": "share",
+    "DDWPW_SHUFFLE": "sh",
     "GAP_LOCAL": "gap",
     "PL_LOCAL": "pl",
     "PL_ROWS": "plr",

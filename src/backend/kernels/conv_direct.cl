@@ -30,6 +30,12 @@
 //   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DDWPW_PX)
 //   rounded up to l0, N * P rounded up to l1, ceil(K4 / (DDWPW_OB * DDWPW_SHARE)) *
 //   slices * DDWPW_SHARE]; C, H, W are the depthwise input's, P, Q the output's.
+//   A unit built with DDWPW_SHUFFLE 1 takes five more arguments after act_b (y_channels,
+//   y_cs, y_c0, pass, pass_c0) and writes output channel k as channel k y_cs + y_c0 of
+//   a y of y_channels channels (no residual), and, where pass_c0 >= 0, channel k of
+//   pass (of the output's shape) as channel k y_cs + pass_c0: a channel shuffle of the
+//   Concat of its output with the other parts (ShuffleNet's units), written where the
+//   kernel writes its own values, with no kernel of its own.
 //
 // Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
 // output's shape), activation. res may be y itself (a residual updated in place):
@@ -69,6 +75,14 @@
 #endif
 #ifndef DDWPW_PX
 #define DDWPW_PX DCONV_PX
+#endif
+#ifndef DDWPW_SHUFFLE
+#define DDWPW_SHUFFLE 0
+#endif
+#if DDWPW_SHUFFLE
+#define DDWPW_SHUFFLE_PARAMS , int y_channels, int y_cs, int y_c0, __global const float *pass, int pass_c0
+#else
+#define DDWPW_SHUFFLE_PARAMS
 #endif
 #define DDWPW_OUTPUTS (DDWPW_OB * DDWPW_PX)
 #ifndef DCONV_MAX_GROUP
@@ -180,7 +194,8 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
                                          __global const float* res, __global float* y, int N, int C, int H, int W,
                                          int K, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                          int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
-                                         float dw_act_b, int flags, int act, float act_a, float act_b) {
+                                         float dw_act_b, int flags, int act, float act_a,
+                                         float act_b DDWPW_SHUFFLE_PARAMS) {
   __local float4 partial[DCONV_MAX_GROUP * DDWPW_OUTPUTS];
 #if DDWPW_SHARE > 1
   __local float4 shared_mid[DCONV_MAX_GROUP * DDWPW_PX];
@@ -311,8 +326,18 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
       const int j = o * DDWPW_PX + i, q = q0 + i;
       if (!stowage_slice_finishes(j, slice, slices) || ob0 + o >= K4 || q >= Q) continue;
       const float4 v = stowage_slices_sum(partial, acc[o][i], j, DDWPW_OUTPUTS, slices, slice_items, ts);
+#if DDWPW_SHUFFLE
+      const int pix = p * Q + q;
+      stowage_direct_store4(y, bias, res, v, (ob0 + o) * 4, K, (img * y_channels + y_c0) * PQ + pix, y_cs * PQ, flags,
+                            act, act_a, act_b);
+      for (int l = 0; l < 4 && pass_c0 >= 0 && (ob0 + o) * 4 + l < K; ++l) {
+        const int k = (ob0 + o) * 4 + l;
+        y[(img * y_channels + k * y_cs + pass_c0) * PQ + pix] = pass[(img * K + k) * PQ + pix];
+      }
+#else
       stowage_direct_store4(y, bias, res, v, (ob0 + o) * 4, K, img * K * PQ + p * Q + q, PQ, flags, act, act_a,
                             act_b);
+#endif
     }
   }
 }

@@ -174,13 +174,17 @@ def _concat_fold(ctx, node, *values):
 @register("Concat", versions=(4, 11, 13), fold=_concat_fold, types=ALL_TYPES, texture=True,
           fuses="planned: producers write into their slices, no copy (parts no producer writes are copied in); "
                 "over channels, of Convs of one input and stride: one convolution; with the Reshape, Transpose and "
-                "Reshape that shuffle its channels (ShuffleNet): one kernel")
+                "Reshape that shuffle its channels (ShuffleNet): written by the fused depthwise + pointwise kernels "
+                "making its parts, else one kernel")
 def concat(ctx, node):
     node.check_attrs(("axis",))
     names = [n for n in node.inputs if n]
     values = [ctx.values[n] for n in names]
     axis = _concat_axis(node, len(ctx.shape(values[0])))
     shuffled = ctx.group is not None and ctx.group.shuffled
+    written = ctx.planned_shuffle(node.index) if shuffled else None
+    if written is not None:  # the parts' kernels wrote the shuffle (Importer.plan_shuffles)
+        return {ctx.group.output: written}
     if shuffled and not ctx.ob.texture and all(
             isinstance(v, Var) and ctx.shape(v) == ctx.shape(values[0]) and ctx.dtype(v) == ctx.dtype(values[0])
             and len(ctx.shape(v)) == 4 for v in values):

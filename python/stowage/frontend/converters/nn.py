@@ -239,7 +239,7 @@ def conv(ctx, node):
             x, as_float32(weight), as_float32(bias), as_float32(pw_weight), as_float32(pw_bias),
             strides=geometry["strides"], pads=geometry["pads"], dilations=geometry["dilations"],
             dw_activation=act, activation=pw_act, residual=residual, in_place=in_place,
-            out=ctx.out_for(group.output),
+            out=ctx.out_for(group.output), shuffle=ctx.shuffle_for(group.output),
         )}
     residual, in_place, act = conv_epilogue(ctx, group)
     pre = {}
