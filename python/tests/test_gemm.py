@@ -231,7 +231,7 @@ def test_the_first_part_of_a_split_reduction_is_summed_in_the_output():
     place (then every part goes to the workspace); the sum reads Y first."""
     w = np.random.default_rng(3).standard_normal((3072, 768)).astype(np.float32) * 0.05
     text = ops_text(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
-    parts = int(re.search(r"stowage_gemm_av[^\n]*grid=\[\d+, \d+, (\d+)\]", text).group(1))
+    parts = int(re.search(r"stowage_gemm_(?:ah\d_)?av[^\n]*grid=\[\d+, \d+, (\d+)\]", text).group(1))
     assert parts > 1 and f"empty([{parts - 1}, 98304]" in text
 
 
@@ -240,7 +240,8 @@ def test_few_tiles_split_the_reduction_and_sum_once():
     few work-groups, so the reduction is split, and one kernel adds the parts."""
     w = np.zeros((3072, 768), np.float32)
     found = launches(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
-    assert [name.split("_k16")[0] for name, _ in found] == ["stowage_gemm_av1_bv1", "stowage_gemm_split_sum_av1_bv1"]
+    assert [name.split("_k16")[0] for name, _ in found] == ["stowage_gemm_ah2_av1_bv1",
+                                                             "stowage_gemm_split_sum_ah2_av1_bv1"]
     assert found[0][1][2] > 1  # parts along grid dimension 2
     assert "_m32_n64_" in found[0][0]  # the last of GEMM_CONFIGS
 
