@@ -452,15 +452,12 @@ class Importer:
         plan = self.shuffle_of.get(name)
         if plan is None:
             return None
-        n, c, h, w = plan.shape
         if plan.out is None:
             plan.out = self.ob.shuffle_buffer(plan.shape, len(plan.names))
         part = plan.names.index(name)
-        passthrough = None
+        passthrough = None  # computed at run time, before this part (plan_shuffles)
         if part == plan.copier and plan.passthrough is not None:
-            passthrough = self.values.get(plan.names[plan.passthrough])
-            if not isinstance(passthrough, Var):
-                return None
+            passthrough = self.values[plan.names[plan.passthrough]]
         plan.written.add(part)
         return plan.out, len(plan.names), part, passthrough, plan.passthrough if passthrough is not None else -1
 
@@ -469,8 +466,8 @@ class Importer:
         plan = self.shuffles.get(index)
         if plan is None or plan.out is None:
             return None
-        expected = set(range(len(plan.names))) - ({plan.passthrough} if plan.passthrough is not None else set())
-        return plan.out if plan.written == expected and plan.copier in plan.written else None
+        expected = set(range(len(plan.names))) - {plan.passthrough}
+        return plan.out if plan.written == expected else None
 
     def planned_concat(self, index):
         """The tensor a planned Concat (or a member of a planned family) gives, or None;
