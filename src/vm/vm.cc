@@ -129,6 +129,7 @@ Expected<std::unique_ptr<VirtualMachine>> VirtualMachine::create(std::shared_ptr
   }
   try {
     impl->upload_constants();
+    impl->plan_frames();
   } catch (const StowageError& e) {
     return Error(e.kind(), fmt::format("uploading the constants: {}", e.what()));
   }
@@ -248,13 +249,28 @@ Value VirtualMachine::Impl::run(uint32_t function, std::vector<Value>& args) {
     ~DepthGuard() { --d; }
   } guard{depth};
 
-  std::vector<Value> regs(f.num_registers);
+  // The function's kept frame, unless it is running already (recursion).
+  Frame& frame = frames[function];
+  const bool kept = !frame.active;
+  std::vector<Value> fresh;
+  if (!kept) fresh.resize(f.num_registers);
+  std::vector<Value>& regs = kept ? frame.regs : fresh;
+  struct FrameGuard {
+    Frame* frame;
+    ~FrameGuard() {
+      if (frame == nullptr) return;
+      for (uint32_t r : frame->transient) frame->regs[r] = Value();
+      frame->active = false;
+    }
+  } frame_guard{kept ? &frame : nullptr};
+  frame.active = true;
   for (size_t i = 0; i < args.size(); ++i) regs[i] = std::move(args[i]);
   Value result;
   bool returned = false;
   auto& fsites = sites[function];
   for (uint32_t pc = 0; pc < f.code.size() && !returned; ++pc) {
     const Instruction& ins = f.code[pc];
+    if (kept && frame.preloaded[pc]) continue;
     try {
       if (!profiling) {
         execute(function, pc, ins, regs, result, returned);

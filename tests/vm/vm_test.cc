@@ -15,6 +15,7 @@ namespace stowage::vm {
 namespace {
 
 using stowage::testing::make_add_mul_executable;
+using stowage::testing::buffer_param;
 using stowage::testing::make_ins;
 
 Tensor int_tensor(const std::vector<int32_t>& values) {
@@ -383,6 +384,69 @@ TEST(VmTest, KillDropsTheReferenceAtOnce) {
   Profile p = vm->profile();
   EXPECT_EQ(p.scopes[0].in_use, 4096u);
   EXPECT_EQ(p.scopes[0].peak, 4096u);
+}
+
+// main(x) = (x + k) + k2 through a kernel taking a scalar: register 5 is loaded once
+// (5), register 6 twice (3, then 4), so only 6's loads run in every invocation.
+Executable make_add_scalar_executable() {
+  Executable exe = make_add_mul_executable();
+  exe.units = {KernelUnit{"scalar_ops",
+                          "__kernel void add_scalar(__global const int* a, __global int* b, int k) {\n"
+                          "  b[get_global_id(0)] = a[get_global_id(0)] + k;\n}\n"}};
+  KernelSignature k;
+  k.name = "add_scalar";
+  k.params = {buffer_param("a", DType::kInt32, true), buffer_param("b", DType::kInt32, false)};
+  KernelParam scalar;
+  scalar.name = "k";
+  scalar.kind = KernelParamKind::kScalar;
+  scalar.dtype = DType::kInt32;
+  k.params.push_back(scalar);
+  exe.kernels = {k};
+  for (int64_t v : {5, 3, 4}) {
+    Constant c;
+    c.kind = ConstantKind::kInt;
+    c.dtype = DType::kInt32;
+    c.int_value = v;
+    exe.constants.push_back(c);  // constants 3, 4, 5
+  }
+  Function& f = exe.functions[0];
+  f.params.resize(1);
+  f.num_registers = 7;
+  const uint64_t i32 = static_cast<uint64_t>(DType::kInt32);
+  const uint64_t u8 = static_cast<uint64_t>(DType::kUInt8);
+  f.code = {
+      make_ins(Opcode::kAllocStorage, {1, 0, 0, u8, 0}),
+      make_ins(Opcode::kAllocTensor, {2, 1, 0, 1, i32}),
+      make_ins(Opcode::kLoadConst, {5, 3}),
+      make_ins(Opcode::kLoadConst, {6, 4}),
+      make_ins(Opcode::kCallKernel, {0, 2, kNoConstant}, {0, 2, 6}),
+      make_ins(Opcode::kAllocTensor, {3, 1, 1024, 1, i32}),
+      make_ins(Opcode::kCallKernel, {0, 2, kNoConstant}, {2, 3, 5}),
+      make_ins(Opcode::kLoadConst, {6, 5}),
+      make_ins(Opcode::kKill, {2}),
+      make_ins(Opcode::kAllocTensor, {4, 1, 2048, 1, i32}),
+      make_ins(Opcode::kCallKernel, {0, 2, kNoConstant}, {3, 4, 6}),
+      make_ins(Opcode::kRet, {4}),
+  };
+  return exe;
+}
+
+TEST(VmTest, ARegisterLoadedOnceIsLoadedWhenTheVmIsMade) {
+  VmOptions options;
+  options.profile = true;
+  auto vm = make_vm(make_add_scalar_executable(), options);
+  for (int run = 0; run < 3; ++run) {
+    Inputs in = make_inputs(run);
+    Value out = vm->invoke("main", {Value::from(int_tensor(in.x))});
+    std::vector<int32_t> want = in.x;
+    for (int32_t& v : want) v += 3 + 5 + 4;
+    EXPECT_EQ(out.as_tensor().to_vector<int32_t>(), want);
+  }
+  std::vector<std::pair<uint32_t, uint64_t>> loads;  // (instruction, times run)
+  for (const InstructionProfile& i : vm->profile().instructions) {
+    if (i.op == Opcode::kLoadConst) loads.emplace_back(i.index, i.count);
+  }
+  EXPECT_EQ(loads, (std::vector<std::pair<uint32_t, uint64_t>>{{3, 3}, {7, 3}}));
 }
 
 TEST(VmTest, DLPackRoundTrip) {
