@@ -26,7 +26,8 @@ def pinned(config):
 
 
 # Every GEMM cut into as many parts of its reduction as it has steps.
-SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0}}
+SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0,
+                    "GEMM_NORM_SPLIT_BELOW": 1 << 20}}
 
 
 class Case:
@@ -160,6 +161,10 @@ def cases(rng):
         norm_case("norm_ahead2_one_step", rng, 37, 12, 29, tuning=ahead(None)),
         norm_case("norm_ahead2_two_steps", rng, 37, 32, 29, tuning=ahead(None)),
         norm_case("norm_ahead2_five_steps", rng, 70, 77, 36, tuning=ahead(None)),
+        # split: each part sums its rows' terms, the sum normalizes (a part per step)
+        norm_case("norm_split_two_parts", rng, 37, 32, 29, tuning=SPLIT),
+        norm_case("norm_split_five_parts_odd", rng, 70, 77, 36, tuning=SPLIT),
+        norm_case("norm_split_ahead2", rng, 37, 45, 70, tuning=ahead(SPLIT)),
         # GEMV: a few rows by constant weights
         gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
         gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),
@@ -638,19 +643,27 @@ def test_a_split_reduction_into_its_own_residual_keeps_every_part_in_the_workspa
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_a_normalized_a_is_never_split_and_needs_a_bias():
-    """A GEMM that normalizes A's rows sees whole rows: BERT's [128, 3072] x [3072, 768],
-    split on the GPU target otherwise, runs as one part; the column sums come shaped
-    as a bias, which it must have."""
+def test_a_normalized_a_splits_only_below_its_own_bound_and_needs_a_bias():
+    """A GEMM that normalizes A's rows splits its reduction only where its tiles are
+    fewer than GEMM_NORM_SPLIT_BELOW (the GPU target's 128): ConvNeXt-T's last stage,
+    [49, 768] x [768, 3072] (96 tiles), runs in parts whose row sums the sum kernel
+    adds before it normalizes; BERT's [128, 3072] x [3072, 768] (48 tiles of 32 x 64,
+    split were it not normalized) runs as one part on the generic target, which never
+    splits one. The column sums come shaped as a bias, which it must have."""
+    def view(rows, k, n):
+        w, ones = np.zeros((k, n), np.float32), np.ones(n, np.float32)
+        return lambda ops, x: ops.matmul_views(x, ((rows, k), (k, 1)), ops.constant(w), ((k, n), (n, 1)), bias=ones,
+                                               a_norm=(ones, 1e-5))
+
+    (name, grid), (sum_name, _) = launches(view(49, 768, 3072), [(49, 768)], target="opencl-gpu")
+    assert "_an1" in name and grid[2] > 1 and sum_name.startswith("stowage_gemm_split_sum") and "_an1" in sum_name
+    assert f"empty([{grid[2]}, 49, 3]" in ops_text(view(49, 768, 3072), [(49, 768)], target="opencl-gpu")
+    (name, grid), = launches(view(196, 384, 1536), [(196, 384)], target="opencl-gpu")  # 168 tiles
+    assert "_an1" in name and grid[2] == 1
+    (name, grid), = launches(view(128, 3072, 768), [(128, 3072)], tuning={"launch": {"GEMM_GROUPS": 256}})
+    assert "_an1" in name and grid[2] == 1
     w = np.zeros((3072, 768), np.float32)
     ones = np.ones(768, np.float32)
-
-    def view(ops, x):
-        return ops.matmul_views(x, ((128, 3072), (3072, 1)), ops.constant(w), ((3072, 768), (768, 1)), bias=ones,
-                                a_norm=(ones, 1e-5))
-
-    (name, grid), = launches(view, [(128, 3072)], target="opencl-gpu")
-    assert "_an1" in name and grid[2] == 1
     with pytest.raises(sw.StowageError, match="a_norm"):
         ops_text(lambda ops, x: ops.matmul_views(x, ((128, 3072), (3072, 1)), ops.constant(w),
                                                  ((3072, 768), (768, 1)), a_norm=(ones, 1e-5)), [(128, 3072)])

@@ -1186,7 +1186,8 @@ class MatrixOps(Core):
         built with STOWAGE_IN_AFFINE). ``sym``: Y's row stride (n where Y is a matrix
         of its own). ``a_norm`` (colsum, eps): A's rows normalized over k (the unit
         built with STOWAGE_A_NORM; colsum laid out as the bias, which must be given;
-        never split). The tiles, vector loads and split-K follow the shape
+        split only below GEMM_NORM_SPLIT_BELOW tiles, the parts' row sums then in a
+        workspace of their own that the sum reads). The tiles, vector loads and split-K follow the shape
         (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
         sym = n if sym is None else sym
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
@@ -1212,7 +1213,6 @@ class MatrixOps(Core):
             if bias is None or in_affine is not None:
                 raise InvalidInputError("gemm: a normalized A takes a bias and no input map")
             defines.update(STOWAGE_A_NORM=1)
-            norm_args = (a_norm[0], float(a_norm[1]))
         unit = self._unit("gemm", defines)
         tm, tn, local = _tiling(unit, GEMM_DEFAULTS, "GEMM_")
         tk = _setting(unit, GEMM_DEFAULTS, "GEMM_TILE_K")
@@ -1224,7 +1224,9 @@ class MatrixOps(Core):
         # The first part's sums go to Y itself unless Y shares storage with the residual
         # the sum reads (a residual updated in place).
         y_first = int(res is None or self._base(res) != self._base(y))
-        if contiguous and a_norm is None:  # the partial sums' workspace and their sum take Y as [batches, M, N]
+        # A normalized A splits only where its tiles are fewer than GEMM_NORM_SPLIT_BELOW:
+        # its sum also normalizes, which costs more than the split gains elsewhere.
+        if contiguous and (a_norm is None or tiles < self.launch["GEMM_NORM_SPLIT_BELOW"]):
             parts = _k_split(tiles, k, tk, dict(self.launch, SPLIT_K_GROUPS=self.launch["GEMM_GROUPS"]), total * 4,
                              self.workspace_limit, first_in_output=bool(y_first))
         steps = max(shapes.ceil_div(k, tk), 1)
@@ -1233,6 +1235,11 @@ class MatrixOps(Core):
         grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], batches * parts)
         workspace, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (
             self._new_buffer((parts - y_first, total)), (1.0, 0, 0, 0.0, 0.0))
+        sum_norm_args = ()
+        if a_norm is not None:  # each part's (sum, sum of squares, shift) per row
+            stats = y if parts == 1 else self._new_buffer((batches * parts, m, 3))
+            norm_args = (a_norm[0], float(a_norm[1]), stats)
+            sum_norm_args = (*norm_args, k)
         for base in launches:
             self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, workspace, m, n, k, sam, sak, sbk, sbn,
                          sym, *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
@@ -1241,7 +1248,8 @@ class MatrixOps(Core):
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total, 256)
             self._launch(unit, "stowage_gemm_split_sum", workspace, bias or a, res or a, y, parts, y_first, total, m,
-                         n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, grid=sum_grid, local=sum_local)
+                         n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
+                         local=sum_local)
 
     def _gemm_tiles(self, m, n, batches):
         """The tiling defines of a GEMM of ``batches`` [m, n] outputs: the first of

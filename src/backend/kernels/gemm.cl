@@ -50,8 +50,14 @@
 // mean_m and inv_m = 1 / sqrt(variance_m + norm_eps) from the A tiles in local memory
 // as they pass (sums of A[m][k] - A[m][0], which keeps a large mean from cancelling
 // the variance), colsum[n] = sum_k B[k][n] (colsum_z like bias_z; the caller passes it
-// beside a bias). Two more arguments after the others: colsum, norm_eps. One part
-// (no split-K): the work-group must see whole rows.
+// beside a bias). Three more arguments after the others: colsum, norm_eps and
+// norm_stats. Split-K: each part sums its own terms of the rows (shifted by A[m][0],
+// read from A, so every part shifts alike) and writes them, without the norm, as the
+// other parts' sums are written; the work-groups of column tile 0 also write each
+// row's (sum, sum of squares, shift) of their part at
+// norm_stats[((z parts + p) M + m) 3 ..]; stowage_gemm_split_sum (the unit's, with
+// colsum, norm_eps, norm_stats and K after its own arguments) adds both up and
+// normalizes before the epilogue.
 //
 // stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of part p's sum at e
 //   + bias + res[e]) for e < total = batches * M * N, part 0's in y[e] (y_first 1) or
@@ -82,9 +88,11 @@
 #endif
 
 #if STOWAGE_A_NORM
-#define GEMM_NORM_PARAMS , __global const float *colsum, float norm_eps
+#define GEMM_NORM_PARAMS , __global const float *colsum, float norm_eps, __global float *norm_stats
+#define GEMM_NORM_SUM_PARAMS , __global const float *colsum, float norm_eps, __global const float *norm_stats, int K
 #else
 #define GEMM_NORM_PARAMS
+#define GEMM_NORM_SUM_PARAMS
 #endif
 
 #ifndef GEMM_TILE_M
@@ -330,7 +338,9 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
   // Row norm_row's sums over the terms norm_part, norm_part + GEMM_NORM_GROUPS, ...
   // of each step, less the row's first value.
   const int norm_row = tid % GEMM_TILE_M, norm_part = tid / GEMM_TILE_M;
-  const float norm_shift = GEMM_AT(a_tile[0], GEMM_ROW_A, 0, norm_row);
+  const float norm_shift = parts == 1              ? GEMM_AT(a_tile[0], GEMM_ROW_A, 0, norm_row)
+                           : m0 + norm_row < M ? az[(m0 + norm_row) * sam]
+                                               : 0.0f;
   float norm_s1 = 0.0f, norm_s2 = 0.0f;
 #endif
   int buf = 0;
@@ -403,8 +413,15 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       s1 += norm_sums[g * GEMM_TILE_M + r];
       s2 += norm_sums[(GEMM_NORM_GROUPS + g) * GEMM_TILE_M + r];
     }
+    const float shift = norm_sums[2 * GEMM_NORM_GROUPS * GEMM_TILE_M + r];
+    if (parts > 1 && tx == 0 && get_group_id(0) == 0 && m0 + r < M) {  // this part's sums, once per row
+      __global float* st = norm_stats + ((long)(z * parts + part) * M + m0 + r) * 3;
+      st[0] = s1;
+      st[1] = s2;
+      st[2] = shift;
+    }
     const float d = s1 / (float)K;
-    norm_mean[i] = norm_sums[2 * GEMM_NORM_GROUPS * GEMM_TILE_M + r] + d;
+    norm_mean[i] = shift + d;
     norm_inv[i] = rsqrt(fmax(s2 / (float)K - d * d, 0.0f) + norm_eps);
   }
 #endif
@@ -435,7 +452,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
       const int idx = y_off + m * sym + n;
       float4 v = acc[i][j];
 #if STOWAGE_A_NORM
-      v = norm_inv[i] * (v - norm_mean[i] * norm_c[j]);
+      if (parts == 1) v = norm_inv[i] * (v - norm_mean[i] * norm_c[j]);
 #endif
       GEMM_EPILOGUE_ONE(v.x, m, n, idx);
       if (n + 1 < N) GEMM_EPILOGUE_ONE(v.y, m, n + 1, idx + 1);
@@ -457,13 +474,26 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
 __kernel void stowage_gemm_split_sum(__global const float* partial, __global const float* bias,
                                      __global const float* res, __global float* y, int parts, int y_first,
                                      int total, int M, int N, int nz2, int bias_z1, int bias_z2, int sbias_m,
-                                     int sbias_n, float alpha, int flags, int act, float act_a, float act_b) {
+                                     int sbias_n, float alpha, int flags, int act, float act_a,
+                                     float act_b GEMM_NORM_SUM_PARAMS) {
   const int e = get_global_id(0);
   if (e >= total) return;
   float v = y_first ? y[e] : 0.0f;
   for (int p = y_first; p < parts; ++p) v += partial[(p - y_first) * total + e];
   const int n = e % N, row = e / N, m = row % M, z = row / M, z1 = z / nz2, z2 = z - z1 * nz2;
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
+#if STOWAGE_A_NORM
+  // The row's sums over every part, in part order.
+  const __global float* st = norm_stats + ((long)z * parts * M + m) * 3;
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int p = 0; p < parts; ++p) {
+    s1 += st[(long)p * M * 3];
+    s2 += st[(long)p * M * 3 + 1];
+  }
+  const float d = s1 / (float)K;
+  const float inv = rsqrt(fmax(s2 / (float)K - d * d, 0.0f) + norm_eps);
+  v = inv * (v - (st[2] + d) * colsum[bias_z1 * z1 + bias_z2 * z2 + n]);
+#endif
   GEMM_EPILOGUE_ONE(v, m, n, e);
   y[e] = stowage_activate(v, act, act_a, act_b);
 }
