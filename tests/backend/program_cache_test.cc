@@ -113,7 +113,9 @@ TEST_F(ProgramCacheFiles, ASecondContextLoadsTheFileItWrote) {
 }
 
 // Damage anywhere in a file (the header, the key, the binary, its length) makes
-// it unused: the unit is built from source and the file replaced.
+// it unused: the unit is built from source and the file replaced by one the next
+// use loads. (Not compared byte for byte: PoCL's binary also holds the work-group
+// functions its own cache had compiled, which tests running beside it change.)
 TEST_F(ProgramCacheFiles, ADamagedFileIsRebuiltAndReplaced) {
   KernelUnit unit{"u", kSourceA};
   use(unit);
@@ -125,7 +127,11 @@ TEST_F(ProgramCacheFiles, ADamagedFileIsRebuiltAndReplaced) {
     ProgramCacheStats stats = use(unit);
     EXPECT_EQ(stats.refused_from_disk, 1u) << "byte " << at;
     EXPECT_EQ(stats.built_from_source, 1u) << "byte " << at;
-    EXPECT_EQ(read_file(file_of(unit)), good) << "byte " << at;
+    const std::string replaced = read_file(file_of(unit));
+    EXPECT_EQ(replaced.substr(0, 72), good.substr(0, 72)) << "byte " << at;  // magic, version and key
+    ProgramCacheStats again = use(unit);
+    EXPECT_EQ(again.loaded_from_disk, 1u) << "byte " << at;
+    EXPECT_EQ(again.built_from_source, 0u) << "byte " << at;
   }
   write_file(file_of(unit), good.substr(0, good.size() - 1));  // truncated
   EXPECT_EQ(use(unit).refused_from_disk, 1u);
