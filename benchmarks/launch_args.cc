@@ -181,12 +181,14 @@ int run(const std::string& device_spec, int invocations, int rounds) {
     // Weights are read-only and lie apart: whether such arguments cost less as
     // sub-buffers beside an SVM pointer for the output, and whether naming the SVM
     // pointers a kernel uses (CL_KERNEL_EXEC_INFO_SVM_PTRS) changes a launch's cost.
-    rows.push_back({"1 SVM pointer, 3 sub-buffers none overlapping", "buffers", [&disjoint, svm, range_of](cl_kernel k, int j) {
-                      check(clSetKernelArgSVMPointer(k, 0, static_cast<char*>(svm) + range_of(j, 0) * 65536),
-                            "clSetKernelArgSVMPointer");
-                      for (cl_uint a = 1; a < 4; ++a) set_mem(k, a, disjoint[range_of(j, a)].get());
-                    }});
-    rows.push_back({"4 SVM pointers, named in CL_KERNEL_EXEC_INFO_SVM_PTRS", "buffers", [svm, range_of](cl_kernel k, int j) {
+    auto svm_and_disjoint = [&disjoint, svm, range_of](cl_kernel k, int j) {
+      check(clSetKernelArgSVMPointer(k, 0, static_cast<char*>(svm) + range_of(j, 0) * 65536),
+            "clSetKernelArgSVMPointer");
+      for (cl_uint a = 1; a < 4; ++a) set_mem(k, a, disjoint[range_of(j, a)].get());
+    };
+    rows.push_back({"1 SVM pointer, 3 sub-buffers none overlapping", "buffers", svm_and_disjoint});
+    rows.push_back({"4 SVM pointers, named in CL_KERNEL_EXEC_INFO_SVM_PTRS", "buffers",
+                    [svm, range_of](cl_kernel k, int j) {
                       void* used[4];
                       for (cl_uint a = 0; a < 4; ++a) {
                         used[a] = static_cast<char*>(svm) + range_of(j, a) * 65536;

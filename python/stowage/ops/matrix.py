@@ -1187,8 +1187,8 @@ class MatrixOps(Core):
         of its own). ``a_norm`` (colsum, eps): A's rows normalized over k (the unit
         built with STOWAGE_A_NORM; colsum laid out as the bias, which must be given;
         split only below GEMM_NORM_SPLIT_BELOW tiles, the parts' row sums then in a
-        workspace of their own that the sum reads). The tiles, vector loads and split-K follow the shape
-        (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
+        workspace of their own that the sum reads). The tiles, vector loads and
+        split-K follow the shape (_gemm_tiles, _gemm_vectors, GEMM_GROUPS)."""
         sym = n if sym is None else sym
         levels = [tuple(lv) + (0,) * (6 - len(lv)) for lv in levels if lv[0] != 1]
         while len(levels) < 2:
