@@ -415,6 +415,43 @@ def test_layer_norm_before_a_transposing_matmul_keeps_its_transpose_a_view(devic
     assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm"], kernels
 
 
+def packed_projection_model(perm, s=7, e=16):
+    """nn.MultiheadAttention's packed input projection as torchvision's ViT exports it:
+    x [1, S, E] normalized, transposed to [S, 1, E], times W [E, 3 E] plus its bias,
+    reshaped to [S, 1, 3, E] and moved by a Transpose of `perm` (after an Unsqueeze),
+    then squeezed."""
+    moved = [[1, s, 1, 3, e][p] for p in perm]
+    squeeze = moved.index(1)
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "be"], ["n"], axis=-1, epsilon=1e-5),
+             helper.make_node("Transpose", ["n"], ["nt"], perm=[1, 0, 2]),
+             helper.make_node("MatMul", ["nt", "w"], ["p"]),
+             helper.make_node("Add", ["bias", "p"], ["pb"]),
+             helper.make_node("Reshape", ["pb", "shape"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "zero"], ["u"]),
+             helper.make_node("Transpose", ["u"], ["t"], perm=perm),
+             helper.make_node("Squeeze", ["t", "axis"], ["y"])]
+    inits = [("g", rng.uniform(0.5, 1.5, e).astype(np.float32)), ("be", rand(e)), ("w", rand(e, 3 * e)),
+             ("bias", rand(3 * e)), ("shape", np.array([s, 1, 3, e], np.int64)), ("zero", np.array([0], np.int64)),
+             ("axis", np.array([squeeze], np.int64))]
+    return make_model(nodes, [("x", (1, s, e))], inits, opset=20), {"x": (rand(1, s, e) + 3.0).astype(np.float32)}
+
+
+def test_a_packed_projection_writes_query_key_and_value_apart_in_its_gemm(device):
+    """ViT's [S, 3 E] projection moved to [3, S, E] is one GEMM batched over the three
+    blocks of columns, the normalization inside: no copy for the Transpose."""
+    model, feeds = packed_projection_model([3, 1, 2, 0, 4])
+    kernels = check(model, feeds, device, False)
+    assert len(kernels) == 1 and "_an1" in kernels[0], kernels
+
+
+def test_a_packed_projection_moved_otherwise_is_copied_after_its_gemm(device):
+    """A Transpose that puts the tokens innermost splits no block of columns: the
+    GEMM (the normalization inside), then the Transpose as a copy."""
+    model, feeds = packed_projection_model([0, 2, 3, 4, 1])
+    kernels = check(model, feeds, device, False)
+    assert [k.split("_")[1] for k in kernels] == ["gemm", "copy"] and "_an1" in kernels[0], kernels
+
+
 # ---- attention ------------------------------------------------------------------------------
 
 

@@ -9,6 +9,10 @@ elementwise Add, Sub, Mul or Div absorb an activation too, and so does a MatMul;
 (a linear layer) first absorbs the Add of a constant bias of one value per column
 after it, then an Add of a tensor computed at run time (the residual): its
 converter emits them one by one when the shapes turn out not to fit its epilogue.
+One whose A is a LayerNormalization it reads (below) absorbs, after its bias, the
+view nodes up to a Transpose as a MatMul without a bias does (nn.MultiheadAttention's
+packed query, key and value projection, moved apart): its converter writes each
+block of columns the view moves as a batch of its own.
 An activation is an op the registry marks as one (Clip with constant bounds), or one
 written out of several nodes as exporters write them (written_activation): x *
 sigmoid(x) (SiLU), x * HardSigmoid(x) with alpha 1/6 (hardswish, the TorchScript
@@ -210,7 +214,13 @@ def absorb_matmul_bias(graph, group, out, is_static, absorbed):
             group.add, group.residual = add, other
             group.nodes.append(add)
             return add.outputs[0]
-    return absorb_written_back(graph, group, out, is_static, absorbed)
+    made = absorb_written_back(graph, group, out, is_static, absorbed)
+    if made == out and any(n.op_type == "LayerNormalization" for n in group.operands.get(0, ())):
+        # A normalized A (a pre-norm transformer's projection) also writes through
+        # the view nodes up to a Transpose after its bias, as the query, key and value
+        # of nn.MultiheadAttention's packed projection are moved apart.
+        made = absorb_matmul_output(graph, group, out, is_static, absorbed)
+    return made
 
 
 def absorb_gemm_residual(graph, group, out, is_static, absorbed):

@@ -441,6 +441,8 @@ def matmul(ctx, node):
         if views[i] is None:  # no strided view: the chain's nodes, each an op of its own
             ctx.values.update(emit_each(ctx, chain))
     after = [n for n in group.nodes if n.index > node.index]
+    if group.output_view is not None and group.linear_bias is not None and group.add is None:
+        return matmul_then_each(ctx, group, views.get(0))
     if group.output_view is not None and group.linear_bias is not None:
         return matmul_written_back(ctx, group, views.get(0))
     if not any(views.values()) and group.output_view is None:
@@ -570,7 +572,9 @@ def matmul_normalized(ctx, group):
 
     chain = group.operands.get(0)
     norms = [n for n in chain or () if n.op_type == "LayerNormalization"]
-    if len(norms) != 1 or len(chain) > 2 or 1 in group.operands or group.output_view:
+    # An output view only after a bias with no residual (fusion.py's absorb_matmul_bias).
+    viewed = group.output_view and (group.linear_bias is None or group.add is not None)
+    if len(norms) != 1 or len(chain) > 2 or 1 in group.operands or viewed:
         return None
     ln, node = norms[0], group.main
     transpose = next((n for n in chain if n is not ln), None)
@@ -605,8 +609,80 @@ def matmul_normalized(ctx, group):
     folded = as_float32(gamma[:, None] * weight)
     epilogue["bias"] = as_float32(beta @ weight + epilogue.get("bias", np.zeros(n)))
     colsum = as_float32(folded.astype(np.float64).sum(axis=0))  # of the weights the GEMM reads
-    return {group.output: ctx.ob.matmul_views(x, (shape, strides), ctx.ob.constant(folded), ((k, n), (n, 1)),
-                                              a_norm=(colsum, float(ln.attr("epsilon", 1e-5))), **epilogue)}
+    eps = float(ln.attr("epsilon", 1e-5))
+    written = matmul_normalized_written(ctx, group, x, (shape, strides), folded, colsum, eps, epilogue) \
+        if group.output_view else None
+    if written is not None:
+        return written
+    y = ctx.ob.matmul_views(x, (shape, strides), ctx.ob.constant(folded), ((k, n), (n, 1)), a_norm=(colsum, eps),
+                            **epilogue)
+    if not group.output_view:
+        return {group.output: y}
+    # The view moves no blocks of columns: the product, then its view nodes one by one
+    # (the activation ran in the epilogue: it commutes with them).
+    made = group.output_view[-1].outputs[0]
+    y = emit_each(ctx, group.output_view, {group.linear_bias.outputs[0]: y})[made]
+    return {group.output if group.act is not None else made: y}
+
+
+def matmul_normalized_written(ctx, group, x, a_view, weight, colsum, eps, epilogue):
+    """matmul_normalized's GEMM written through the group's output view (nn.
+    MultiheadAttention's packed projection: [tokens, 3 E] moved to [3, tokens, E]):
+    where the view moves blocks of columns apart, each block is a batch of the GEMM,
+    B's columns, the bias and colsum split alike; None where A's rows are no single
+    stride or the view is no such split."""
+    (shape, strides), (k, n) = a_view, weight.shape
+    rows = row_stride(shape[:-1], strides[:-1])
+    split = column_split_view(ctx, group.output_view, tuple(shape[:-1]) + (n,))
+    if rows is None or split is None:
+        return None
+    (count, row_step), (parts, y_shape, y_strides) = rows, split
+    width = n // parts
+    b_view = ((parts, k, width), (width, n, 1))
+    split_rows = dict(epilogue, bias=epilogue["bias"].reshape(parts, width))
+    y = ctx.ob.matmul_views(x, ((1, count, k), (0, row_step, strides[-1])), ctx.ob.constant(weight), b_view,
+                            a_norm=(colsum.reshape(parts, width), eps), y_view=(y_shape, y_strides), **split_rows)
+    return {group.output: y}
+
+
+def row_stride(dims, strides):
+    """(rows, stride) where dims at strides (extents of 1 aside) make one run of rows
+    at a single stride; None where they do not."""
+    kept = [(d, s) for d, s in zip(dims, strides) if d != 1]
+    if not kept:
+        return 1, 0
+    for (_, outer), (extent, inner) in zip(kept, kept[1:]):
+        if outer != inner * extent:
+            return None
+    return int(np.prod([d for d, _ in kept], dtype=np.int64)), kept[-1][1]
+
+
+# The most blocks a product's columns are split into to write them through a view.
+COLUMN_SPLIT_LIMIT = 16
+
+
+def column_split_view(ctx, chain, product):
+    """(parts, shape, strides) where the value `chain` makes of a product [..., N]
+    (its leading extents rows of one run) is the product's N columns in `parts`
+    blocks, each written as a matrix of its own: block p's element (r, c) at p
+    strides[0] + r strides[1] + c strides[2] of a tensor of that shape, strides[2]
+    1; the fewest blocks that make it so, at most COLUMN_SPLIT_LIMIT, or None."""
+    n = product[-1]
+    size = int(np.prod(product, dtype=np.int64))
+    if size > VIEW_TRACE_LIMIT or size == 0:
+        return None
+    made, _ = trace_view(ctx, chain, chain[0].inputs[0], np.arange(size, dtype=np.int64).reshape(product))
+    offset = np.empty(size, np.int64)
+    offset[made.reshape(-1)] = np.arange(size, dtype=np.int64)
+    offset = offset.reshape(-1, n)
+    for parts in range(1, min(n, COLUMN_SPLIT_LIMIT) + 1):
+        if n % parts:
+            continue
+        blocks = offset.reshape(offset.shape[0], parts, n // parts).transpose(1, 0, 2)
+        strides = affine_strides(blocks)
+        if strides is not None and strides[2] == 1:
+            return parts, tuple(made.shape), strides
+    return None
 
 
 def matmul_siblings(ctx, group):
@@ -670,6 +746,27 @@ def matmul_of_views(ctx, group, a_view, b_view, alpha):
     if act is not None:  # the activation ran in the epilogue
         return {group.output: y}
     return emit_each(ctx, [n for n in group.nodes if n.index > group.output_view[-1].index], {made: y})
+
+
+def matmul_then_each(ctx, group, a_view):
+    """A linear MatMul group with its bias and an output view that no GEMM writes
+    through (matmul_normalized_written's did not fit): the product with its bias and
+    activation (which commutes with the view), then the view nodes one by one; else
+    each node after the product."""
+    node = group.main
+    a = a_view[0] if a_view is not None else operand(ctx, node, 0)
+    a = ctx.ob.constant(a) if isinstance(a, np.ndarray) else a
+    a_shape, a_strides = (a_view[1], a_view[2]) if a_view is not None else (ctx.shape(a), None)
+    weight = as_float32(ctx.static(node, 1))
+    epilogue = matmul_epilogue(ctx, group, a_shape, weight.shape)
+    y = ctx.ob.matmul_views(a, (a_shape, a_strides or contiguous_strides(a_shape)), ctx.ob.constant(weight),
+                            (weight.shape, contiguous_strides(weight.shape)),
+                            alpha=a_view[3] if a_view is not None else 1.0, **(epilogue or {}))
+    if epilogue is None:
+        return emit_each(ctx, [m for m in group.nodes if m.index > node.index], {node.outputs[0]: y})
+    made = group.output_view[-1].outputs[0]
+    y = emit_each(ctx, group.output_view, {group.linear_bias.outputs[0]: y})[made]
+    return {group.output if group.act is not None else made: y}
 
 
 def matmul_written_back(ctx, group, a_view):
