@@ -388,6 +388,10 @@ __kernel __attribute__((reqd_work_group_size(16, ATTN_ROWS_Y, 1))) void stowage_
     float s[ATTN_RPI][ATTN_KEYS_X];
     for (int r = 0; r < ATTN_RPI; ++r)
       for (int c = 0; c < ATTN_KEYS_X; ++c) s[r][c] = 0.0f;
+    // The block's keys past L score nothing (-inf below) and weigh nothing: a short
+    // last block (L = 197: 5 of 64 keys) skips their products, the same for the
+    // whole work-group, and adds nothing it would not have added as zeros.
+    const int keys_here = min(ATTN_TILE_KEYS, L - j0);
 #pragma unroll 4
     for (int d4 = 0; d4 < ATTN_HEAD / 4; ++d4) {
       float4 qv[ATTN_RPI], kv[ATTN_KEYS_X];
@@ -395,7 +399,9 @@ __kernel __attribute__((reqd_work_group_size(16, ATTN_ROWS_Y, 1))) void stowage_
       for (int c = 0; c < ATTN_KEYS_X; ++c) kv[c] = kv_tile[tx + 16 * c][d4];
       for (int r = 0; r < ATTN_RPI; ++r)
         for (int c = 0; c < ATTN_KEYS_X; ++c)
-          s[r][c] = fma(qv[r].w, kv[c].w, fma(qv[r].z, kv[c].z, fma(qv[r].y, kv[c].y, fma(qv[r].x, kv[c].x, s[r][c]))));
+          if (16 * c < keys_here)
+            s[r][c] =
+                fma(qv[r].w, kv[c].w, fma(qv[r].z, kv[c].z, fma(qv[r].y, kv[c].y, fma(qv[r].x, kv[c].x, s[r][c]))));
     }
     for (int r = 0; r < ATTN_RPI; ++r) {
       const int i = i0 + ty + ATTN_ROWS_Y * r;
@@ -432,7 +438,7 @@ __kernel __attribute__((reqd_work_group_size(16, ATTN_ROWS_Y, 1))) void stowage_
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the values and probabilities are in
 #pragma unroll 4
-    for (int j4 = 0; j4 < ATTN_TILE_KEYS / 4; ++j4) {
+    for (int j4 = 0; j4 < (keys_here + 3) / 4; ++j4) {
       const float4 v0 = kv_tile[4 * j4][tx], v1 = kv_tile[4 * j4 + 1][tx];
       const float4 v2 = kv_tile[4 * j4 + 2][tx], v3 = kv_tile[4 * j4 + 3][tx];
       for (int r = 0; r < ATTN_RPI; ++r) {
