@@ -668,12 +668,10 @@ def column_split_view(ctx, chain, product):
     strides[0] + r strides[1] + c strides[2] of a tensor of that shape, strides[2]
     1; the fewest blocks that make it so, at most COLUMN_SPLIT_LIMIT, or None."""
     n = product[-1]
-    size = int(np.prod(product, dtype=np.int64))
-    if size > VIEW_TRACE_LIMIT or size == 0:
+    written = written_offsets(ctx, chain, product)
+    if written is None:
         return None
-    made, _ = trace_view(ctx, chain, chain[0].inputs[0], np.arange(size, dtype=np.int64).reshape(product))
-    offset = np.empty(size, np.int64)
-    offset[made.reshape(-1)] = np.arange(size, dtype=np.int64)
+    shape, offset = written
     offset = offset.reshape(-1, n)
     for parts in range(1, min(n, COLUMN_SPLIT_LIMIT) + 1):
         if n % parts:
@@ -681,7 +679,7 @@ def column_split_view(ctx, chain, product):
         blocks = offset.reshape(offset.shape[0], parts, n // parts).transpose(1, 0, 2)
         strides = affine_strides(blocks)
         if strides is not None and strides[2] == 1:
-            return parts, tuple(made.shape), strides
+            return parts, shape, strides
     return None
 
 
@@ -959,16 +957,24 @@ def output_view(ctx, chain, product):
     the tensor of that shape holds the value `chain` (view nodes up to a Transpose)
     makes of it; None where that is no strided view or moves both N's and M's
     elements apart (the product is written with its rows or its columns contiguous)."""
+    written = written_offsets(ctx, chain, product)
+    strides = affine_strides(written[1]) if written is not None else None
+    if strides is None or 1 not in strides[-2:]:
+        return None
+    return written[0], strides
+
+
+def written_offsets(ctx, chain, product):
+    """(shape, offsets): the shape of the value `chain` makes of a product of shape
+    `product`, and where each of the product's elements lies in it (an array shaped
+    as the product); None for a product too large to trace or empty."""
     size = int(np.prod(product, dtype=np.int64))
     if size > VIEW_TRACE_LIMIT or size == 0:
         return None
     made, _ = trace_view(ctx, chain, chain[0].inputs[0], np.arange(size, dtype=np.int64).reshape(product))
     offset = np.empty(size, np.int64)
     offset[made.reshape(-1)] = np.arange(size, dtype=np.int64)
-    strides = affine_strides(offset.reshape(product))
-    if strides is None or 1 not in strides[-2:]:
-        return None
-    return tuple(made.shape), strides
+    return tuple(made.shape), offset.reshape(product)
 
 
 
