@@ -415,7 +415,7 @@ def test_layer_norm_before_a_transposing_matmul_keeps_its_transpose_a_view(devic
     assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm"], kernels
 
 
-def packed_projection_model(perm, s=7, e=16):
+def packed_projection_model(perm, s=7, e=16, bias_shape=None):
     """nn.MultiheadAttention's packed input projection as torchvision's ViT exports it:
     x [1, S, E] normalized, transposed to [S, 1, E], times W [E, 3 E] plus its bias,
     reshaped to [S, 1, 3, E] and moved by a Transpose of `perm` (after an Unsqueeze),
@@ -431,7 +431,8 @@ def packed_projection_model(perm, s=7, e=16):
              helper.make_node("Transpose", ["u"], ["t"], perm=perm),
              helper.make_node("Squeeze", ["t", "axis"], ["y"])]
     inits = [("g", rng.uniform(0.5, 1.5, e).astype(np.float32)), ("be", rand(e)), ("w", rand(e, 3 * e)),
-             ("bias", rand(3 * e)), ("shape", np.array([s, 1, 3, e], np.int64)), ("zero", np.array([0], np.int64)),
+             ("bias", rand(*(bias_shape or (3 * e,)))), ("shape", np.array([s, 1, 3, e], np.int64)),
+             ("zero", np.array([0], np.int64)),
              ("axis", np.array([squeeze], np.int64))]
     return make_model(nodes, [("x", (1, s, e))], inits, opset=20), {"x": (rand(1, s, e) + 3.0).astype(np.float32)}
 
@@ -450,6 +451,14 @@ def test_a_packed_projection_moved_otherwise_is_copied_after_its_gemm(device):
     model, feeds = packed_projection_model([0, 2, 3, 4, 1])
     kernels = check(model, feeds, device, False)
     assert [k.split("_")[1] for k in kernels] == ["gemm", "copy"] and "_an1" in kernels[0], kernels
+
+
+def test_a_packed_projection_whose_bias_adds_a_dimension_runs_node_by_node(device):
+    """A bias of more dimensions than the product fits no epilogue: the normalization,
+    the product, the Add and the view nodes each run on their own, and still match."""
+    model, feeds = packed_projection_model([3, 1, 2, 0, 4], bias_shape=(1, 1, 1, 48))
+    kernels = check(model, feeds, device, False)
+    assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm", "binary", "copy"], kernels
 
 
 # ---- attention ------------------------------------------------------------------------------
