@@ -618,8 +618,13 @@ def matmul_normalized(ctx, group):
                             **epilogue)
     if not group.output_view:
         return {group.output: y}
-    # The view moves no blocks of columns: the product, then its view nodes one by one
-    # (the activation ran in the epilogue: it commutes with them).
+    return view_nodes_after(ctx, group, y)  # the view moves no blocks of columns
+
+
+def view_nodes_after(ctx, group, y):
+    """A linear MatMul group's value from its product with bias and activation `y`:
+    the output view's nodes one by one (the activation, in the epilogue, commutes
+    with them)."""
     made = group.output_view[-1].outputs[0]
     y = emit_each(ctx, group.output_view, {group.linear_bias.outputs[0]: y})[made]
     return {group.output if group.act is not None else made: y}
@@ -762,9 +767,7 @@ def matmul_then_each(ctx, group, a_view):
                             alpha=a_view[3] if a_view is not None else 1.0, **(epilogue or {}))
     if epilogue is None:
         return emit_each(ctx, [m for m in group.nodes if m.index > node.index], {node.outputs[0]: y})
-    made = group.output_view[-1].outputs[0]
-    y = emit_each(ctx, group.output_view, {group.linear_bias.outputs[0]: y})[made]
-    return {group.output if group.act is not None else made: y}
+    return view_nodes_after(ctx, group, y)
 
 
 def matmul_written_back(ctx, group, a_view):
