@@ -3,6 +3,8 @@ against ONNX Runtime: axes as attribute and as input, keepdims, negative and emp
 axes, integer inputs, texture mode for 4-D inputs, ReduceMean as a global average
 pool (alone and fused with a classifier's linear layer), and the refusals."""
 
+import re
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -195,6 +197,22 @@ def test_normalizations_over_long_rows_and_far_apart_values(device):
     check(norm_model("LpNormalization", [("x", x)], 13, axis=1, p=2), {"x": x}, device)
     inputs = [("x", x), ("scale", rand(40)), ("bias", rand(40))]
     check(norm_model("InstanceNormalization", inputs, 13), dict(inputs), device)
+
+
+@pytest.mark.parametrize("shape", [(1, 96, 9, 13), (2, 40, 7, 7), (1, 200, 15, 20), (1, 20, 3, 3)])
+def test_layer_norm_over_channels_shares_each_row(shape, device):
+    """ConvNeXt's LayerNorm2d (Transpose, LayerNormalization over the last axis,
+    Transpose back) normalizes over the channels of the NCHW tensor in place of its
+    transposes: one launch, each pixel's channels read by several work-items (more
+    pixels than a work-group takes, fewer, and a pixel count that fills none)."""
+    x = rand(*shape) * 3 + 2
+    c = shape[1]
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("LayerNormalization", ["t", "scale", "bias"], ["n"], axis=-1, epsilon=1e-6),
+             helper.make_node("Transpose", ["n"], ["y"], perm=[0, 3, 1, 2])]
+    model = model_of(nodes, [("x", x)], [("y", "float32")], [("scale", rand(c)), ("bias", rand(c))], 17)
+    module, _ = check(model, {"x": x}, device)
+    assert re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text()) == ["stowage_normalize_strided"]
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

@@ -399,6 +399,64 @@ __kernel void stowage_normalize_rows(__global const float* x, __global const flo
   }
 }
 
+// stowage_normalize_strided: stowage_normalize for rows whose values lie far apart
+// (inner > 1: a LayerNormalization over the channels of an NCHW tensor). A
+// work-group of [lx, ly] work-items (lx * ly <= STRIDED_MAX_GROUP, ly a power of two)
+// takes lx neighbouring rows of one outer index, ly work-items a row: work-item
+// (i, s) reads values s, s + ly, ... of row o * inner + g * lx + i, so that
+// neighbouring work-items read neighbouring addresses, and the ly partial sums of a
+// row are combined in a fixed tree order. Where a work-item per row (the _rows
+// kernel) walks a row of n values alone, ly work-items share it: n / ly loads each
+// instead of n, and as many more work-items in flight.
+// Launch: local = [lx, ly, 1], grid = [ceil(inner / lx) * lx, ly, outer].
+#define STRIDED_MAX_GROUP 256
+
+// The sum over s of p[s * lx + i] (ly values, a power of two), for every i at once;
+// every work-item of the work-group calls it, and p may be written again after it.
+static float strided_sum(__local float* p, float v, int i, int s, int lx, int ly) {
+  p[s * lx + i] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = ly / 2; step > 0; step >>= 1) {
+    if (s < step) p[s * lx + i] += p[(s + step) * lx + i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float total = p[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+__kernel void stowage_normalize_strided(__global const float* x, __global const float* scale,
+                                        __global const float* bias, __global float* y, __global float* mean_out,
+                                        __global float* inv_out, int n, int inner, int period, int div, float eps,
+                                        int mode, int flags) {
+  __local float partial[STRIDED_MAX_GROUP];
+  const int i = get_local_id(0), s = get_local_id(1), lx = get_local_size(0), ly = get_local_size(1);
+  if (lx * ly > STRIDED_MAX_GROUP) return;  // a launch too large (the whole work-group) writes nothing
+  const int col = get_group_id(0) * lx + i, o = get_group_id(2);
+  // No values for the work-items past the last row: a bound, not a branch around the
+  // loops (with the branch, PoCL 3.1 wrote out of bounds where inner % lx != 0).
+  const int live_n = col < inner ? n : 0;
+  const int base = o * n * inner + col, row = o * inner + col;
+  float sum = 0.0f;
+  if (mode == 0 || mode == 4)  // the barriers run in every mode and work-item
+    for (int j = s; j < live_n; j += ly) sum += x[base + j * inner];
+  sum = strided_sum(partial, sum, i, s, lx, ly);
+  const float mean = (mode == 0 || mode == 4) ? sum / (float)n : 0.0f;
+  float acc = 0.0f;
+  for (int j = s; j < live_n; j += ly) {
+    const float d = x[base + j * inner] - mean;
+    acc += mode == 2 ? fabs(d) : d * d;
+  }
+  const float inv = norm_inv(strided_sum(partial, acc, i, s, lx, ly), n, eps, mode);
+  const int first = (row % period) * n;
+  for (int j = s; j < live_n; j += ly)
+    y[base + j * inner] = norm_value(x[base + j * inner], mean, inv, scale, bias, (first + j) / div, flags);
+  if (live_n > 0 && (flags & 4) && s == 0) {
+    mean_out[row] = mean;
+    inv_out[row] = inv;
+  }
+}
+
 __kernel void stowage_lrn(__global const float* x, __global float* y, int count, int C, int inner, int size,
                           float alpha, float beta, float bias) {
   const int e = get_global_id(0);
