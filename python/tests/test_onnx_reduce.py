@@ -199,12 +199,16 @@ def test_normalizations_over_long_rows_and_far_apart_values(device):
     check(norm_model("InstanceNormalization", inputs, 13), dict(inputs), device)
 
 
-@pytest.mark.parametrize("shape", [(1, 96, 9, 13), (2, 40, 7, 7), (1, 200, 15, 20), (1, 20, 3, 3)])
-def test_layer_norm_over_channels_shares_each_row(shape, device):
+@pytest.mark.parametrize("shape, kernel", [((1, 96, 32, 33), "stowage_normalize_strided"),
+                                           ((2, 40, 23, 23), "stowage_normalize_strided"),
+                                           ((1, 200, 31, 35), "stowage_normalize_strided"),
+                                           ((1, 40, 7, 7), "stowage_normalize")])
+def test_layer_norm_over_channels_shares_each_row(shape, kernel, device):
     """ConvNeXt's LayerNorm2d (Transpose, LayerNormalization over the last axis,
     Transpose back) normalizes over the channels of the NCHW tensor in place of its
-    transposes: one launch, each pixel's channels read by several work-items (more
-    pixels than a work-group takes, fewer, and a pixel count that fills none)."""
+    transposes, in one launch: with many pixels each pixel's channels are read by
+    several work-items (pixel counts that fill no work-group, two images), with few
+    by a work-group of its own."""
     x = rand(*shape) * 3 + 2
     c = shape[1]
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
@@ -212,7 +216,7 @@ def test_layer_norm_over_channels_shares_each_row(shape, device):
              helper.make_node("Transpose", ["n"], ["y"], perm=[0, 3, 1, 2])]
     model = model_of(nodes, [("x", x)], [("y", "float32")], [("scale", rand(c)), ("bias", rand(c))], 17)
     module, _ = check(model, {"x": x}, device)
-    assert re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text()) == ["stowage_normalize_strided"]
+    assert re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module.text()) == [kernel]
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

@@ -44,13 +44,16 @@ SOFTMAX_MODES = {"softmax": 0, "log_softmax": 1, "hardmax": 2}
 # most THIN_MAX_N values, or at least THIN_MIN_ROWS rows of values THIN_MIN_INNER or
 # more elements apart.
 THIN_MAX_N, THIN_MIN_INNER, THIN_MIN_ROWS = 16, 32, 1024
-# A normalization whose rows' values lie at least STRIDED_MIN_INNER apart (over the
-# channels of an NCHW tensor) runs stowage_normalize_strided: STRIDED_GROUP
+# A normalization of at least THIN_MIN_ROWS rows whose values lie at least
+# STRIDED_MIN_INNER apart (over the channels of an NCHW tensor) runs
+# stowage_normalize_strided: STRIDED_GROUP
 # work-items a work-group, neighbouring rows across it (at least STRIDED_MIN_INNER, a
 # sector of 32 bytes, so that every load is used whole) and each row shared by as
 # many work-items as give each about STRIDED_VALUES values: ConvNeXt's
 # normalizations over 96 to 384 channels at 56x56 to 14x14 pixels read 12 values a
-# work-item, in 25 to 98 work-groups, where a work-item per row read all 96 to 384.
+# work-item, where a work-item per row read all 96 to 384. Fewer rows keep a
+# work-group per row: at 28x28 and 14x14 pixels (49 and 25 strided work-groups) the
+# strided kernel was no faster (docs/performance.md).
 STRIDED_MIN_INNER, STRIDED_GROUP, STRIDED_VALUES = 8, 256, 12
 
 
@@ -285,7 +288,7 @@ class ReduceOps(Core):
         mean = self._new_buffer((max(rows, 1),) if stats else (1,))
         inv = self._new_buffer((max(rows, 1),) if stats else (1,))
         tensors = (x, unused if scale is None else scale, unused if bias is None else bias, dst, mean, inv)
-        if n > THIN_MAX_N and inner >= STRIDED_MIN_INNER:
+        if n > THIN_MAX_N and inner >= STRIDED_MIN_INNER and rows >= THIN_MIN_ROWS:
             lx, ly = strided_group(n, inner)
             self._launch(self._row_unit(), "stowage_normalize_strided", *tensors, n, inner, period, div, float(eps),
                          mode, flags, grid=(shapes.round_up(inner, lx), ly, outer), local=(lx, ly, 1))
