@@ -43,6 +43,18 @@ __kernel void scalars36(__global float* y, __global const float* a, __global con
                 s34 + s35;
   y[i] = a[i] + b[i] * c[i] + (float)s;
 }
+__kernel void optional(__global float* y, __global const float* a, __global const float* b, __global const float* c) {
+  const int i = get_global_id(0);
+  y[i] = (a ? a[i] : 0.0f) + (b ? b[i] : 1.0f) * (c ? c[i] : 1.0f);
+}
+__kernel void vectors36(__global float* y, __global const float* a, __global const float* b, __global const float* c,
+                        int16 s0, int16 s1, int4 s2) {
+  const int i = get_global_id(0) + get_global_id(1) * get_global_size(0);
+  const int16 s16 = s0 + s1;
+  const int s = s16.s0 + s16.s1 + s16.s2 + s16.s3 + s16.s4 + s16.s5 + s16.s6 + s16.s7 + s16.s8 + s16.s9 + s16.sa +
+                s16.sb + s16.sc + s16.sd + s16.se + s16.sf + s2.x + s2.y + s2.z + s2.w;
+  y[i] = a[i] + b[i] * c[i] + (float)s;
+}
 __kernel void images1(__global float* y, read_only image2d_t a, __global const float* b, __global const float* c) {
   const int i = get_global_id(0);
   y[i] = read_imagef(a, smp, (int2)(i & 127, i >> 7)).x + b[i] * c[i];
@@ -198,6 +210,26 @@ int run(const std::string& device_spec, int invocations, int rounds) {
                             "clSetKernelExecInfo");
                     }});
     rows.push_back({"4 SVM pointers, 36 int scalars", "scalars36", svm_and_scalars});
+    // The same 36 values in two int16s and an int4: whether a launch pays per argument
+    // or per byte of its arguments.
+    rows.push_back({"4 SVM pointers, 36 ints as 2 int16 and 1 int4", "vectors36", [svm, range_of](cl_kernel k, int j) {
+                      for (cl_uint a = 0; a < 4; ++a) {
+                        check(clSetKernelArgSVMPointer(k, a, static_cast<char*>(svm) + range_of(j, a) * 65536),
+                              "clSetKernelArgSVMPointer");
+                      }
+                      cl_int values[36];
+                      for (int v = 0; v < 36; ++v) values[v] = v + j;
+                      check(clSetKernelArg(k, 4, 16 * sizeof(cl_int), values), "clSetKernelArg");
+                      check(clSetKernelArg(k, 5, 16 * sizeof(cl_int), values + 16), "clSetKernelArg");
+                      check(clSetKernelArg(k, 6, 4 * sizeof(cl_int), values + 32), "clSetKernelArg");
+                    }});
+    // An unused operand (a GEMM's residual or workspace, which the launches fill with
+    // a placeholder tensor today) passed as a null pointer instead.
+    rows.push_back({"1 SVM pointer, 3 null pointers", "optional", [svm, range_of](cl_kernel k, int j) {
+                      check(clSetKernelArgSVMPointer(k, 0, static_cast<char*>(svm) + range_of(j, 0) * 65536),
+                            "clSetKernelArgSVMPointer");
+                      for (cl_uint a = 1; a < 4; ++a) check(clSetKernelArg(k, a, sizeof(cl_mem), nullptr), "clSetKernelArg");
+                    }});
     rows.push_back({"4 SVM pointers, 36 int scalars, 2-D work-groups of 16 x 8", "scalars36", svm_and_scalars, true});
   }
   std::vector<opencl::MemHandle> images;
