@@ -223,6 +223,14 @@ int run(const std::string& device_spec, int invocations, int rounds) {
                       check(clSetKernelArg(k, 5, 16 * sizeof(cl_int), values + 16), "clSetKernelArg");
                       check(clSetKernelArg(k, 6, 4 * sizeof(cl_int), values + 32), "clSetKernelArg");
                     }});
+    // A launch's placeholders are tensors it already passes: whether the driver's cost
+    // is per argument or per distinct pointer.
+    rows.push_back({"4 SVM pointers, all the same", "optional", [svm, range_of](cl_kernel k, int j) {
+                      for (cl_uint a = 0; a < 4; ++a) {
+                        check(clSetKernelArgSVMPointer(k, a, static_cast<char*>(svm) + range_of(j, 0) * 65536),
+                              "clSetKernelArgSVMPointer");
+                      }
+                    }});
     // An unused operand (a GEMM's residual or workspace, which the launches fill with
     // a placeholder tensor today) passed as a null pointer instead.
     rows.push_back({"1 SVM pointer, 3 null pointers", "optional", [svm, range_of](cl_kernel k, int j) {
