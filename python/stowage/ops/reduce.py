@@ -46,12 +46,11 @@ SOFTMAX_MODES = {"softmax": 0, "log_softmax": 1, "hardmax": 2}
 THIN_MAX_N, THIN_MIN_INNER, THIN_MIN_ROWS = 16, 32, 1024
 # A normalization of at least THIN_MIN_ROWS rows whose values lie at least
 # STRIDED_MIN_INNER apart (over the channels of an NCHW tensor) runs
-# stowage_normalize_strided: STRIDED_GROUP
-# work-items a work-group, neighbouring rows across it (at least STRIDED_MIN_INNER, a
-# sector of 32 bytes, so that every load is used whole) and each row shared by as
-# many work-items as give each about STRIDED_VALUES values: ConvNeXt's
-# normalizations over 96 to 384 channels at 56x56 to 14x14 pixels read 12 values a
-# work-item, where a work-item per row read all 96 to 384. Fewer rows keep a
+# stowage_normalize_strided: STRIDED_GROUP work-items a work-group, neighbouring rows
+# across it (at least STRIDED_MIN_INNER, a sector of 32 bytes, so that every load is
+# used whole) and each row shared by as many work-items as give each about
+# STRIDED_VALUES values: ConvNeXt's normalizations over 96 channels at 56x56 read 12
+# values a work-item, where a work-item per row read all 96. Fewer rows keep a
 # work-group per row: at 28x28 and 14x14 pixels (49 and 25 strided work-groups) the
 # strided kernel was no faster (docs/performance.md).
 STRIDED_MIN_INNER, STRIDED_GROUP, STRIDED_VALUES = 8, 256, 12
@@ -64,6 +63,8 @@ def strided_group(n, inner):
     lx = 32 if inner >= 1024 else 16 if inner >= 256 else STRIDED_MIN_INNER
     ly = min(STRIDED_GROUP // lx, shapes.pow2_at_least(max(1, -(-n // STRIDED_VALUES))))
     return lx, ly
+
+
 # stowage_normalize modes
 _MEAN_VAR, _RMS, _L1, _L2, _MEAN_STD = 0, 1, 2, 3, 4
 
