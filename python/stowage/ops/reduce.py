@@ -61,7 +61,7 @@ def strided_group(n, inner):
     of neighbouring addresses (32 where inner allows, fewer for fewer rows, so that
     more work-groups share the rows), ly (a power of two) work-items a row."""
     lx = 32 if inner >= 1024 else 16 if inner >= 256 else STRIDED_MIN_INNER
-    ly = min(STRIDED_GROUP // lx, shapes.pow2_at_least(max(1, -(-n // STRIDED_VALUES))))
+    ly = min(STRIDED_GROUP // lx, shapes.pow2_at_least(max(1, shapes.ceil_div(n, STRIDED_VALUES))))
     return lx, ly
 
 
