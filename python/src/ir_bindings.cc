@@ -32,12 +32,15 @@ DType dtype_arg(std::string_view op, std::string_view arg, const std::string& na
                      fmt::format("{}: argument '{}': '{}' is not a dtype (one of {})", op, arg, name, known));
 }
 
-// call_kernel / call arguments: names of variables, or int and float literals.
+// call_kernel / call arguments: names of variables, int and float literals, or None
+// (null, for a kernel's buffer parameter the launch leaves unread).
 std::vector<Arg> args_from(std::string_view op, const py::list& items) {
   std::vector<Arg> args;
   for (size_t i = 0; i < items.size(); ++i) {
     py::handle item = items[i];
-    if (py::isinstance<py::str>(item)) {
+    if (item.is_none()) {
+      args.push_back(Arg::null());
+    } else if (py::isinstance<py::str>(item)) {
       args.push_back(Arg::variable(item.cast<std::string>()));
     } else if (py::isinstance<py::bool_>(item) || py::isinstance<py::int_>(item)) {
       try {
@@ -50,7 +53,7 @@ std::vector<Arg> args_from(std::string_view op, const py::list& items) {
       args.push_back(Arg::floating(item.cast<double>()));
     } else {
       throw StowageError(ErrorKind::kInvalidInput,
-                         fmt::format("{}: argument 'args[{}]': expected a variable, int or float, got {}", op, i,
+                         fmt::format("{}: argument 'args[{}]': expected a variable, int, float or None, got {}", op, i,
                                      py::str(py::type::of(item).attr("__name__")).cast<std::string>()));
     }
   }

@@ -107,7 +107,9 @@ class Function:
     def _args(self, op, args):
         out = []
         for i, a in enumerate(args):
-            if isinstance(a, (Var, str)):
+            if a is None:  # null: a kernel's buffer parameter the launch leaves unread
+                out.append(None)
+            elif isinstance(a, (Var, str)):
                 out.append(self._name_of(op, f"args[{i}]", a))
             elif isinstance(a, (bool, int, float)):
                 out.append(a)
@@ -116,7 +118,7 @@ class Function:
             elif isinstance(a, numbers.Real):  # numpy floats
                 out.append(float(a))
             else:
-                _checks.fail(op, f"args[{i}]", f"expected a Var, int or float, got {type(a).__name__}")
+                _checks.fail(op, f"args[{i}]", f"expected a Var, int, float or None, got {type(a).__name__}")
         return out
 
     @staticmethod
@@ -206,8 +208,9 @@ class Function:
 
     def call_kernel(self, kernel, *args, grid, local=None):
         """Launches ``kernel`` on tensors and scalars (Python ints and floats are
-        literals); ``grid`` has 1 to 3 extents, ``local`` is None (the driver
-        chooses) or like ``grid``."""
+        literals); None passes a null pointer to a buffer parameter the launch
+        leaves unread (the kernel's other arguments must say so). ``grid`` has 1 to
+        3 extents, ``local`` is None (the driver chooses) or like ``grid``."""
         self._emit("call_kernel", None, kernel=kernel, args=args, grid=grid, local=local)
 
     def empty(self, shape, dtype, scope="global", name=None):

@@ -134,7 +134,7 @@ def test_python_argument_errors_name_op_and_argument():
     expect(sw.InvalidInputError, "alloc_tensor: argument 'offset': 18446744073709551616 does not fit in int64",
            f.alloc_tensor, s, 2**64, (4,), "int32")
     expect(sw.InvalidInputError, "copy_tensor: argument 'src': expected a Var, got int", f.copy_tensor, 3, x)
-    expect(sw.InvalidInputError, "call_kernel: argument 'args[0]': expected a Var, int or float, got list",
+    expect(sw.InvalidInputError, "call_kernel: argument 'args[0]': expected a Var, int, float or None, got list",
            f.call_kernel, "compute_add_in_vtcm", [1], grid=(1,))
     expect(sw.InvalidInputError, "param: argument 'type': 'str' is not a scalar type (int, float, bool)",
            f.param, "q", "str")
@@ -269,3 +269,40 @@ def test_docs_list_every_op_of_the_table():
 
     doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
     assert [op for op in builder.OPS if f"\n| {op} | `" not in doc] == []
+
+
+def test_none_passes_a_null_buffer_that_the_kernel_leaves_unread(device):
+    bb = sw.Builder()
+    bb.add_kernels("__kernel void twice(__global const float* x, __global const float* bias, __global float* y, "
+                   "int use_bias) { size_t i = get_global_id(0); y[i] = 2.0f * x[i] + (use_bias ? bias[i] : 0.0f); }")
+    with bb.function("main") as f:
+        x = f.param("x", (64,), "float32")
+        y = f.empty((64,), "float32", name="y")
+        f.call_kernel("twice", x, None, y, 0, grid=(64,))
+        f.ret(y)
+    with bb.function("inner") as g:
+        v = g.param("v", (64,), "float32")
+        g.ret(v)
+    with bb.function("caller") as h:
+        w = h.param("w", (64,), "float32")
+        expect(sw.VerifyError, "call: argument 'args[0]': null is only for a kernel's buffer parameter",
+               h.call, "inner", None)
+        h.ret(w)
+    module = bb.module()
+    assert "call_kernel(twice, [x, null, y, 0], grid=[64])" in str(module)
+    x_np = np.arange(64, dtype=np.float32) - 20.0
+    machine = sw.VirtualMachine(sw.compile(module, target="opencl"), device=device)
+    np.testing.assert_array_equal(np.asarray(machine.invoke("main", x_np)), 2.0 * x_np)
+
+
+def test_none_for_a_scalar_parameter_is_refused_with_its_name():
+    bb = sw.Builder()
+    bb.add_kernels("__kernel void k(__global float* y, int n) { y[get_global_id(0)] = n; }")
+    with bb.function("main") as f:
+        y = f.param("y", (4,), "float32")
+        f.call_kernel("k", y, None, grid=(4,))
+        f.ret(y)
+    with pytest.raises(sw.VerifyError) as e:
+        sw.compile(bb.module(), target="opencl")
+    assert "parameter 'n' of kernel 'k' is a scalar, but argument 2 (null) is null, which only a buffer parameter " \
+           "takes" in str(e.value)

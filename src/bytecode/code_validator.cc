@@ -63,6 +63,10 @@ class FunctionValidator {
   // Word (relative to this instruction) of scalar slot `slot`, and of list entry `k`.
   size_t slot_word(const Instruction& ins, size_t slot) const;
   size_t list_word(const Instruction& ins, size_t k) const;
+  // Whether list entry `k` is call_kernel's null (kNullRegister), not a register.
+  static bool is_null_arg(const Instruction& ins, size_t k) {
+    return ins.op == Opcode::kCallKernel && ins.list[k] == kNullRegister;
+  }
   const ScopeRequirement* find_scope(std::string_view name) const;
 
   Error error_at(size_t word_in_instruction, std::string_view message) const;
@@ -204,6 +208,7 @@ Status FunctionValidator::check_indices(const Instruction& ins) const {
     OperandKind kind = info.operands[i];
     if (kind == OperandKind::kRegList) {
       for (size_t k = 0; k < ins.list.size(); ++k) {
+        if (is_null_arg(ins, k)) continue;  // check_call_kernel checks its parameter
         STOWAGE_TRY(check_index(ins, kind, list_word(ins, k), ins.list[k]));
       }
       continue;
@@ -229,7 +234,9 @@ Status FunctionValidator::check_reads(const Instruction& ins) const {
   for (size_t i = 0; i < info.num_operands; ++i) {
     OperandKind kind = info.operands[i];
     if (kind == OperandKind::kRegList) {
-      for (size_t k = 0; k < ins.list.size(); ++k) STOWAGE_TRY(check_read(list_word(ins, k), ins.list[k]));
+      for (size_t k = 0; k < ins.list.size(); ++k) {
+        if (!is_null_arg(ins, k)) STOWAGE_TRY(check_read(list_word(ins, k), ins.list[k]));
+      }
       continue;
     }
     if (kind == OperandKind::kReg) {
@@ -527,6 +534,22 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
     return error_at(list_word(ins, 0) - 1, fmt::format("{} arguments passed, kernel '{}' takes {}{}", ins.list.size(),
                                                        kernel.name, listed,
                                                        listed == kernel.params.size() ? "" : " (image offsets aside)"));
+  }
+  for (size_t i = 0, slot = 0; i < kernel.params.size(); ++i) {
+    const KernelParam& param = kernel.params[i];
+    if (param.is_image_offset()) continue;
+    if (ins.list[slot] == kNullRegister && exe_.minor_version < 7) {
+      return error_at(list_word(ins, slot), fmt::format("argument {} is null, which needs version 1.7; the file "
+                                                        "declares 1.{}",
+                                                        slot, exe_.minor_version));
+    }
+    if (ins.list[slot] == kNullRegister && !param.is_buffer()) {
+      return error_at(list_word(ins, slot), fmt::format("argument {} is null, but parameter '{}' of kernel '{}' is a "
+                                                        "{}; only a buffer parameter takes null",
+                                                        slot, param.name, kernel.name,
+                                                        kernel_param_kind_name(param.kind)));
+    }
+    ++slot;
   }
   return Status::ok();
 }

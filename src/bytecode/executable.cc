@@ -124,6 +124,14 @@ bool places_off_origin(const Executable& exe, const Function& f) {
 }  // namespace
 
 uint16_t Executable::required_minor_version() const {
+  for (const Function& f : functions) {
+    for (const Instruction& ins : f.code) {
+      if (ins.op != Opcode::kCallKernel) continue;
+      for (uint32_t r : ins.list) {
+        if (r == kNullRegister) return 7;
+      }
+    }
+  }
   for (const KernelSignature& k : kernels) {
     for (const KernelParam& p : k.params) {
       if (p.is_image_offset()) return 6;

@@ -174,6 +174,9 @@ void FunctionBuilder::check_call_arg(const Function& callee, size_t index, const
     fail("call", fmt::format("argument '{}': '{}' is {} but parameter '{}' of '{}' is {}", arg_name, arg.var,
                              describe(type), param.name, callee.name, describe(param.type)));
   }
+  if (arg.kind == Arg::Kind::kNull) {
+    fail("call", fmt::format("argument '{}': null is only for a kernel's buffer parameter", arg_name));
+  }
   Type::Kind literal = arg.kind == Arg::Kind::kInt ? Type::Kind::kInt : Type::Kind::kFloat;
   if (param.type.kind == literal) return;
   fail("call", fmt::format("argument '{}': {} literal but parameter '{}' of '{}' is {}", arg_name,

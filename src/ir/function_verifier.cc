@@ -67,6 +67,7 @@ std::string FunctionVerifier::describe_arg(const Arg& arg, size_t index) const {
   switch (arg.kind) {
     case Arg::Kind::kInt: return fmt::format("argument {} (the integer {})", index + 1, arg.int_value);
     case Arg::Kind::kFloat: return fmt::format("argument {} (the float {})", index + 1, print_arg(arg));
+    case Arg::Kind::kNull: return fmt::format("argument {} (null)", index + 1);
     case Arg::Kind::kVar: break;
   }
   return fmt::format("argument {} ('{}')", index + 1, arg.var);
@@ -339,6 +340,7 @@ Type FunctionVerifier::arg_type(const Arg& arg) const {
   switch (arg.kind) {
     case Arg::Kind::kInt: return Type::of(Type::Kind::kInt);
     case Arg::Kind::kFloat: return Type::of(Type::Kind::kFloat);
+    case Arg::Kind::kNull: return Type::of(Type::Kind::kObject);  // refused before it is compared
     case Arg::Kind::kVar: break;
   }
   return lookup(arg.var)->type;
@@ -352,6 +354,9 @@ Status FunctionVerifier::check_call(const Binding& b) {
                        callee->params.size() == 1 ? "" : "s", b.args.size());
   }
   for (size_t i = 0; i < b.args.size(); ++i) {
+    if (b.args[i].kind == Arg::Kind::kNull) {
+      return broken_rule("{} is null, which only a kernel's buffer parameter takes", describe_arg(b.args[i], i));
+    }
     if (b.args[i].kind == Arg::Kind::kVar && lookup(b.args[i].var)->is_constant) {
       return broken_rule("{} is a constant, which cannot be passed to a function (it could write its parameter); "
                          "copy_tensor it into a tensor first",

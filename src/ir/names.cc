@@ -12,9 +12,9 @@ namespace {
 bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-constexpr std::array<std::string_view, 15> kReservedWords = {
-    "fn",    "kernels", "return", "Tensor", "Storage", "Shape", "Tuple", "Object",
-    "int",   "float",   "bool",   "true",   "false",   "inf",   "nan"};
+constexpr std::array<std::string_view, 16> kReservedWords = {
+    "fn",  "kernels", "return", "Tensor", "Storage", "Shape", "Tuple", "Object",
+    "int", "float",   "bool",   "true",   "false",   "inf",   "nan",   "null"};
 
 }  // namespace
 

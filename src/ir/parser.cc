@@ -345,6 +345,8 @@ class Parser {
       arg = Arg::floating(std::numeric_limits<double>::infinity());
     } else if (at_word("nan")) {
       arg = Arg::floating(std::numeric_limits<double>::quiet_NaN());
+    } else if (at_word("null")) {
+      arg = Arg::null();
     } else if (at(TokenKind::kMinus)) {
       advance();
       if (!at_word("inf")) fail_expected("'inf' or a digit after '-'");
@@ -352,7 +354,7 @@ class Parser {
     } else if (at(TokenKind::kIdent)) {
       arg = Arg::variable(std::string(tok_.text));
     } else {
-      fail_expected("a variable or a literal in the argument list");
+      fail_expected("a variable, a literal or null in the argument list");
     }
     advance();
     arg.loc = loc;

@@ -136,6 +136,7 @@ std::string print_arg(const Arg& arg) {
     case Arg::Kind::kVar: return arg.var;
     case Arg::Kind::kInt: return fmt::format("{}", arg.int_value);
     case Arg::Kind::kFloat: return print_float(arg.float_value);
+    case Arg::Kind::kNull: return "null";
   }
   return arg.var;
 }

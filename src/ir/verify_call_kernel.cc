@@ -120,6 +120,13 @@ Status FunctionVerifier::check_kernel_arg(const KernelSignature& kernel, const K
   if (param.kind == KernelParamKind::kLocal) {
     return broken_rule("{} is a local buffer, which call_kernel does not support yet", describe_param(kernel, param));
   }
+  if (arg.kind == Arg::Kind::kNull) {
+    // A null pointer: the kernel must leave the parameter unread, as its other
+    // arguments say (a flag, a count of 0); only the kernel's author knows that.
+    if (param.is_buffer()) return Status::ok();
+    return broken_rule("{} is a {}, but {} is null, which only a buffer parameter takes",
+                       describe_param(kernel, param), kernel_param_kind_name(param.kind), describe_arg(arg, index));
+  }
   if (param.kind == KernelParamKind::kScalar) return check_scalar_arg(kernel, param, arg, index);
   if (param.is_image_offset()) {  // only a signature made without the kernel reader has one elsewhere
     return broken_rule("{} is an image offset that does not follow an image parameter", describe_param(kernel, param));

@@ -21,6 +21,7 @@ struct BoundArg {
   const void* svm = nullptr;  // set as an SVM pointer instead of `mem`
   std::weak_ptr<StorageObject> owner;  // buffers and images: who keeps `mem` alive
   uint64_t scalar_bits = 0;
+  bool null = false;  // a buffer parameter given a null pointer (kNullRegister)
 };
 
 // What one instruction keeps between executions.

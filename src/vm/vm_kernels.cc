@@ -50,6 +50,20 @@ void set_mem_arg(SiteState& site, const KernelParam& param, size_t i, cl_mem mem
   bound.mem = mem;
   bound.svm = nullptr;
   bound.owner = owner;
+  bound.null = false;
+}
+
+// A null pointer as buffer argument `i` (kNullRegister: the launch leaves it unread).
+// NVIDIA's driver costs a launch about 1 us for each SVM pointer it is given, and
+// nothing for a null one (docs/vm_overhead.md).
+void set_null_arg(SiteState& site, const KernelParam& param, size_t i) {
+  BoundArg& bound = site.bound[i];
+  if (bound.set && bound.null) return;
+  cl_int status = clSetKernelArg(site.kernel, static_cast<cl_uint>(i), sizeof(cl_mem), nullptr);
+  if (status != CL_SUCCESS) throw_cl(status, fmt::format("clSetKernelArg({}, '{}', null)", i, param.name));
+  bound = BoundArg{};
+  bound.set = true;
+  bound.null = true;
 }
 
 // A tensor's bytes from `offset` of `storage` as buffer argument `i`: a pointer
@@ -69,6 +83,7 @@ void set_buffer_arg(SiteState& site, const KernelParam& param, size_t i,
   bound.mem = nullptr;
   bound.svm = pointer;
   bound.owner = storage;
+  bound.null = false;
 }
 
 void set_scalar_arg(SiteState& site, const KernelParam& param, size_t i, size_t size, uint64_t bits) {
@@ -132,13 +147,17 @@ void check_image_aliasing(const KernelSignature& sig, const Instruction& ins, co
   size_t slot = 0;
   for (size_t i = 0; i < sig.params.size(); ++i) {
     if (sig.params[i].is_image_offset()) continue;
-    const Value& v = regs[ins.list[slot++]];
-    if (!sig.params[i].is_image() || v.kind != Value::Kind::kTensor || !v.tensor->in_image()) continue;
+    const uint32_t reg = ins.list[slot++];
+    if (!sig.params[i].is_image() || reg == kNullRegister) continue;
+    const Value& v = regs[reg];
+    if (v.kind != Value::Kind::kTensor || !v.tensor->in_image()) continue;
     const StorageObject* storage = v.tensor->storage.get();
     for (size_t j = i + 1, other = slot; j < sig.params.size(); ++j) {
       if (sig.params[j].is_image_offset()) continue;
-      const Value& w = regs[ins.list[other++]];
+      const uint32_t other_reg = ins.list[other++];
       if (!sig.params[j].is_image() || sig.params[j].writes() == sig.params[i].writes()) continue;
+      if (other_reg == kNullRegister) continue;
+      const Value& w = regs[other_reg];
       if (w.kind != Value::Kind::kTensor || w.tensor->storage.get() != storage) continue;
       throw_runtime(fmt::format("kernel '{}' parameters {} '{}' and {} '{}': one image storage is bound to a {} and a "
                                 "{} parameter; one kernel cannot read and write the same image",
@@ -240,6 +259,16 @@ void VirtualMachine::Impl::call_kernel(SiteState& site, const Instruction& ins, 
   for (size_t i = 0, slot = 0; i < sig.params.size(); ++i) {
     const KernelParam& param = sig.params[i];
     if (param.is_image_offset()) continue;
+    if (ins.list[slot] == kNullRegister) {
+      // The validator lets a null register stand only for a buffer parameter.
+      if (!param.is_buffer()) {
+        throw_runtime(fmt::format("kernel '{}' argument {} '{}': null is only for a buffer parameter", sig.name, i,
+                                  param.name));
+      }
+      set_null_arg(site, param, i);
+      ++slot;
+      continue;
+    }
     const Value& v = regs[ins.list[slot]];
     if (v.kind == Value::Kind::kTensor && v.tensor->is_discontiguous()) {
       bind_discontiguous(site, sig, ins, i, slot, *v.tensor);

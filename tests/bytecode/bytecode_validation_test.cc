@@ -107,8 +107,9 @@ INSTANTIATE_TEST_SUITE_P(
                  1, 1, "register 17 out of range (function has 9 registers)"},
         CodeCase{"ReadRegisterOutOfRange", [](Executable& e) { e.functions[0].code[2].ops[CopyTensor::kSrc] = 9; }, 2,
                  1, "register 9 out of range (function has 9 registers)"},
-        CodeCase{"ListRegisterOutOfRange", [](Executable& e) { e.functions[0].code[6].list[2] = 0xFFFFFFFF; }, 6, 7,
-                 "register 4294967295 out of range (function has 9 registers)"},
+        // 0xFFFFFFFF (kNullRegister) is a null buffer argument in call_kernel's list.
+        CodeCase{"ListRegisterOutOfRange", [](Executable& e) { e.functions[0].code[6].list[2] = 0xFFFFFFFE; }, 6, 7,
+                 "register 4294967294 out of range (function has 9 registers)"},
         CodeCase{"ConstantIndexOutOfRange", [](Executable& e) { e.functions[0].code[1].ops[AllocTensor::kShape] = 3; },
                  1, 5, "constant 3 out of range (executable has 3 constants)"},
         CodeCase{"OptionalConstantOutOfRange",

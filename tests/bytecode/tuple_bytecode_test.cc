@@ -84,10 +84,10 @@ TEST(TupleBytecode, ATupleOfOneIsValid) {
 // runtimes of 1.3 refuse these files.
 TEST(TupleBytecode, OlderReadersRefuseItByItsVersion) {
   std::vector<uint8_t> file = write_bytecode(make_tuple_executable());
-  ASSERT_EQ(bytecode::kMinorVersion, 6);
-  put_le<uint16_t>(file, HeaderField::kMinor, 7);
+  ASSERT_EQ(bytecode::kMinorVersion, 7);
+  put_le<uint16_t>(file, HeaderField::kMinor, 8);
   reseal(file);
-  EXPECT_EQ(refusal(file), "bytecode: header at byte 10: version 1.7 is newer than this runtime's 1.6");
+  EXPECT_EQ(refusal(file), "bytecode: header at byte 10: version 1.8 is newer than this runtime's 1.7");
 }
 
 TEST(TupleBytecode, ATupleResultNeedsVersion14) {

@@ -396,7 +396,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"fn f(x: int) -> int {\n  call_kernel(k, [-x], grid=[1])\n",
                   "t.stir:2:20: error: expected 'inf' or a digit after '-', found 'x'"},
         ErrorCase{"fn f(x: int) -> int {\n  call_kernel(k, [x,], grid=[1])\n",
-                  "t.stir:2:21: error: expected a variable or a literal in the argument list, found ']'"},
+                  "t.stir:2:21: error: expected a variable, a literal or null in the argument list, found ']'"},
         ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x 0, [4], int8)\n",
                   "t.stir:2:22: error: expected ',' between the operands of alloc_tensor, found '0'"},
         ErrorCase{"fn f(x: int) -> int {\n  t = alloc_tensor(x, 1.5, [4], int8)\n",

@@ -40,8 +40,9 @@ inline constexpr uint16_t kMajorVersion = 1;
 // kConstantData, opcode load_tensor_constant). 3: section kMemoryLayout. 4: tuple
 // results (ValueKind kTuple in a function's result, opcode ret_tuple). 5: section
 // kMemoryPlan. 6: tensors at 2D offsets in image storages (image offset kernel
-// parameters, alloc_tensor's image offset y << 32 | x).
-inline constexpr uint16_t kMinorVersion = 6;
+// parameters, alloc_tensor's image offset y << 32 | x). 7: null buffer arguments
+// (kNullRegister in call_kernel's list).
+inline constexpr uint16_t kMinorVersion = 7;
 
 inline constexpr uint32_t kHeaderSize = 64;
 

@@ -32,6 +32,9 @@ enum class OperandKind : uint8_t {
 };
 
 inline constexpr uint32_t kNoConstant = 0xFFFFFFFFu;
+// In call_kernel's list only (version 1.7): no register; the kernel's buffer
+// parameter in that place gets a null pointer (an operand the launch leaves unread).
+inline constexpr uint32_t kNullRegister = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxListLength = 4096;
 inline constexpr uint32_t kMaxOperands = 8;
 
@@ -47,7 +50,8 @@ inline constexpr uint32_t kMaxOperands = 8;
   X(kKill, 2, "kill", kReg)                                                                \
   /* copy_tensor(src, dst) */                                                              \
   X(kCopyTensor, 3, "copy_tensor", kReg, kReg)                                             \
-  /* call_kernel(kernel, args..., global size shape, local size shape or none) */          \
+  /* call_kernel(kernel, args..., global size shape, local size shape or none); an arg  */ \
+  /* may be kNullRegister where the kernel's parameter is a buffer                      */ \
   X(kCallKernel, 4, "call_kernel", kKernel, kConst, kOptConst, kRegList)                   \
   /* dst = call(function, args...) */                                                      \
   X(kCall, 5, "call", kDef, kFunc, kRegList)                                               \

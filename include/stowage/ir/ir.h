@@ -81,9 +81,11 @@ const OpInfo& op_info(Op op);
 const char* op_name(Op op);
 std::optional<Op> parse_op(std::string_view name);
 
-// An argument of call_kernel / call: a variable or a scalar literal.
+// An argument of call_kernel / call: a variable or a scalar literal; or, for a
+// kernel's buffer parameter that the launch leaves unread, null (a null pointer:
+// the host's driver need not make any memory resident for it).
 struct Arg {
-  enum class Kind : uint8_t { kVar, kInt, kFloat };
+  enum class Kind : uint8_t { kVar, kInt, kFloat, kNull };
   Kind kind = Kind::kVar;
   std::string var;
   int64_t int_value = 0;
@@ -105,6 +107,11 @@ struct Arg {
     Arg a;
     a.kind = Kind::kFloat;
     a.float_value = v;
+    return a;
+  }
+  static Arg null() {
+    Arg a;
+    a.kind = Kind::kNull;
     return a;
   }
   friend bool operator==(const Arg& a, const Arg& b) {

@@ -13,7 +13,7 @@ bool is_identifier(std::string_view name);
 
 // A word the text form gives a meaning of its own: fn, kernels, return, the type
 // names (Tensor, Storage, Shape, Tuple, Object, int, float, bool), the dtype
-// names, true, false, inf, nan.
+// names, true, false, inf, nan, null.
 bool is_reserved_word(std::string_view name);
 
 // Ok when `name` can name something; else why not, e.g. "'1x' is not a valid name

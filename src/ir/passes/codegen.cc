@@ -205,7 +205,8 @@ class FunctionLowering {
 
  private:
 
-  // Registers for call arguments; literals are loaded into fresh registers.
+  // Registers for call arguments; literals are loaded into fresh registers, null is
+  // kNullRegister.
   Expected<std::vector<uint32_t>> arg_registers(const Binding& b, const std::vector<DType>& literal_types) {
     std::vector<uint32_t> regs;
     for (size_t i = 0; i < b.args.size(); ++i) {
@@ -213,6 +214,10 @@ class FunctionLowering {
       if (a.kind == Arg::Kind::kVar) {
         STOWAGE_TRY_ASSIGN(uint32_t r, reg_of(a.var, &b));
         regs.push_back(r);
+        continue;
+      }
+      if (a.kind == Arg::Kind::kNull) {  // call_kernel only (the verifier's rule)
+        regs.push_back(kNullRegister);
         continue;
       }
       DType dtype = i < literal_types.size() ? literal_types[i]
