@@ -452,8 +452,8 @@ class MatrixOps(Core):
         px = unit.defines.get("DDWPW_PX", _setting(unit, DCONV_DEFAULTS, "DCONV_PX"))  # the kernel's default
         grid, local = self._dwpw_launch(unit, px, _setting(unit, DCONV_DEFAULTS, "DDWPW_OB"),
                                         _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c4)
-        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd4), w_var, bias_var or wd_var,
-                     res_var or wd_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
+        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd4), w_var, bias_var,
+                     res_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
                      g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], *shuffle_args, grid=grid, local=local)
         return dst
 
@@ -555,7 +555,7 @@ class MatrixOps(Core):
                 parts = (grid[0] // local[0]) * (grid[1] // local[1])
                 sums = (self._new_buffer((n, k, parts)),)
                 self._channel_sums[dst.name] = (sums[0], parts)
-            self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var or w_var, res_var or w_var, dst,
+            self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var, res_var, dst,
                          n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
                          flags, *act, *sums, grid=grid, local=local)
             return dst
@@ -588,14 +588,14 @@ class MatrixOps(Core):
         geometry = (n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group)
         sum_unit, unit = unit, self._unit("conv", in_unit)  # the sum reads partial sums: no input map
         if k_split == 1:
-            self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var or w_t, res_var or w_t, dst, *geometry, 1, flags,
+            self._launch(unit, "stowage_conv2d", x_buf, w_t, bias_var, res_var, dst, *geometry, 1, flags,
                          *act, *in_args, grid=grid, local=local)
             return dst
         partial = self._new_buffer((k_split, k, n * p * q))
-        self._launch(unit, "stowage_conv2d", x_buf, w_t, w_t, w_t, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
+        self._launch(unit, "stowage_conv2d", x_buf, w_t, None, None, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
                      *in_args, grid=grid, local=local)
         sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
-        self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var or w_t, res_var or w_t, dst, k_split, k,
+        self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var, res_var, dst, k_split, k,
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
 
@@ -668,7 +668,7 @@ class MatrixOps(Core):
                 self._gemm_launch(u_var, v_buf, None, None, m_buf, m=k, n=ts, k=c, sam=1, sak=k, sbk=ts, sbn=1,
                                   sbias=(0, 0), levels=[(36, c * k, c * ts, k * ts, 0)], alpha=1.0, flags=0,
                                   act=(0, 0.0, 0.0))
-                self._launch(unit, "stowage_winograd_output", m_buf, bias_var or u_var, res_var or u_var, dst, k, p,
+                self._launch(unit, "stowage_winograd_output", m_buf, bias_var, res_var, dst, k, p,
                              q, th, tw, t0, tiles, ts, flags, *act, grid=(shapes.round_up(tiles, 64), k),
                              local=(64, 1))
         finally:
@@ -687,7 +687,7 @@ class MatrixOps(Core):
         px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
         grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,
                                           unit.defines.get("DCONV_MAX_GROUP", 128), self.launch)
-        self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, bias_var or w_var, res_var or w_var, dst, n, c,
+        self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, bias_var, res_var, dst, n, c,
                      g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
                      flags, *act, *in_args, grid=grid, local=local)
 
@@ -733,7 +733,7 @@ class MatrixOps(Core):
                               alpha=1.0, flags=EPI_BIAS if bias is not None else 0, act=(0, 0.0, 0.0))
             return dst
         grid, local = shapes.launch_3d(extents[2], extents[1], n * k * extents[0])
-        self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var or w_var, dst, n, c, *xs[2:], k, *extents,
+        self._launch(unit, "stowage_conv3d", x_var, w_var, bias_var, dst, n, c, *xs[2:], k, *extents,
                      *geometry, group, int(bias is not None), grid=grid, local=local)
         return dst
 
@@ -817,10 +817,10 @@ class MatrixOps(Core):
                               levels=[(n, 0, c * plane, k * taps * plane, 0),
                                       (group, cg * kg * taps, cg * plane, kg * taps * plane, 0)],
                               alpha=1.0, flags=0, act=(0, 0.0, 0.0))
-            self._launch(unit, "stowage_conv_transpose_cols", cols, bias_var or cols, dst, n, k, *three(xs[2:], 1),
+            self._launch(unit, "stowage_conv_transpose_cols", cols, bias_var, dst, n, k, *three(xs[2:], 1),
                          o0, o1, o2, *geometry, int(bias is not None), grid=grid, local=local)
             return dst
-        self._launch(unit, "stowage_conv_transpose", x_var, w_var, bias_var or w_var, dst, n, c,
+        self._launch(unit, "stowage_conv_transpose", x_var, w_var, bias_var, dst, n, c,
                      *three(xs[2:], 1), k, o0, o1, o2, *geometry, group, int(bias is not None), grid=grid, local=local)
         return dst
 
@@ -880,7 +880,7 @@ class MatrixOps(Core):
             unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
             wide = unit.defines.get("ATTN_LOCAL", 64)
             flags |= (2 if is_causal else 0) | (8 if kv_lengths is not None else 0)
-            self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var or q_buf, lengths, y, batch, hq,
+            self._launch(unit, "stowage_attention_fused", q_buf, k_buf, v_buf, mask_var, lengths, y, batch, hq,
                          s, length, d, dv, group, *strides, mask_len, past, int(window[0]), int(window[1]),
                          float(scale), float(softcap), flags, grid=(wide * batch * hq * s,), local=(wide,))
         else:
@@ -958,9 +958,9 @@ class MatrixOps(Core):
         flags |= (2 if options.get("causal") else 0) | (8 if options.get("kv_lengths") else 0)
         unit = self._unit("attention", {"STOWAGE_T": code} if code else None)
         tile, per_item = unit.defines.get("ATTN_TILE_Q", 32), unit.defines.get("ATTN_RPI", 2)
-        lengths = options.get("lengths") or self.constant(np.zeros(1, np.int64))
+        lengths = options.get("lengths")
         window = options.get("window", (-1, -1))
-        self._launch(unit, "stowage_attention_tiled", q, k, v, mask_var or q, lengths, y[0], hq, s, length, d, dv,
+        self._launch(unit, "stowage_attention_tiled", q, k, v, mask_var, lengths, y[0], hq, s, length, d, dv,
                      hq // hkv, *q_view[1], *k_view[1], *v_view[1], *y[1], *strides, mask_len,
                      int(options.get("offset", 0)), int(window[0]), int(window[1]), float(options["scale"]),
                      float(options.get("softcap", 0.0)), flags,
@@ -975,9 +975,9 @@ class MatrixOps(Core):
                 and dv <= tuned.get("ATTN_LOCAL", 64) * tuned.get("ATTN_DV_ITEMS", 4))
 
     def _attention_lengths(self, op, kv_lengths, batch, past_key):
-        """The int64 lengths of the valid keys (a placeholder when not given)."""
+        """The int64 lengths of the valid keys (None, a null argument, when not given)."""
         if kv_lengths is None:
-            return self.constant(np.zeros(1, np.int64))
+            return None
         if past_key is not None:
             raise InvalidInputError(f"{op}: kv_lengths (nonpad_kv_seqlen) cannot be combined with a past cache")
         if self.shape_of(kv_lengths) != (batch,):
@@ -1104,7 +1104,6 @@ class MatrixOps(Core):
     def _attention_probs(self, op, scores, probs, qk_out, mask, lengths, use_lengths, shape, offset, scale, is_causal,
                          softcap, qk_mode, window):
         mask_var, strides, mask_len, code, flags = self._attention_mask(op, mask, shape)
-        mask_var = mask_var or scores
         batch, heads, s, length = shape
         if is_causal:
             flags |= 2
@@ -1121,7 +1120,7 @@ class MatrixOps(Core):
             kernel, grid, local = "stowage_attention_probs_wide", (wide * rows,), (wide,)
         else:
             kernel, (grid, local) = "stowage_attention_probs", shapes.launch_1d(rows, 64)
-        self._launch(unit, kernel, scores, mask_var, lengths, probs, qk_out or probs, batch, heads, s, length, *strides,
+        self._launch(unit, kernel, scores, mask_var, lengths, probs, qk_out, batch, heads, s, length, *strides,
                      mask_len, offset, int(window[0]), int(window[1]), float(scale), float(softcap), int(qk_mode or 0),
                      flags, grid=grid, local=local)
 
@@ -1233,21 +1232,23 @@ class MatrixOps(Core):
         k_len = shapes.ceil_div(steps, parts) * tk
         parts = shapes.ceil_div(steps, k_len // tk)
         grid = (shapes.ceil_div(n, tn) * local[0], shapes.ceil_div(m, tm) * local[1], batches * parts)
-        workspace, epilogue = (y, (alpha, flags, *act)) if parts == 1 else (
+        # Operands a launch leaves unread are null (None): the host's driver then has no
+        # memory to make resident for them (docs/vm_overhead.md).
+        workspace, epilogue = (None, (alpha, flags, *act)) if parts == 1 else (
             self._new_buffer((parts - y_first, total)), (1.0, 0, 0, 0.0, 0.0))
         sum_norm_args = ()
         if a_norm is not None:  # each part's (sum, sum of squares, shift) per row
-            stats = y if parts == 1 else self._new_buffer((batches * parts, m, 3))
+            stats = None if parts == 1 else self._new_buffer((batches * parts, m, 3))
             norm_args = (a_norm[0], float(a_norm[1]), stats)
             sum_norm_args = (*norm_args, k)
         for base in launches:
-            self._launch(unit, "stowage_gemm", a, b, bias or a, res or a, y, workspace, m, n, k, sam, sak, sbk, sbn,
+            self._launch(unit, "stowage_gemm", a, b, bias, res, y, workspace, m, n, k, sam, sak, sbk, sbn,
                          sym, *sbias, l2[0], l1[1], l2[1], l1[2], l2[2], l1[3], l2[3], l1[4], l2[4], *base,
                          float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, y_first, *in_args,
                          *norm_args, grid=grid, local=local)
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total, 256)
-            self._launch(unit, "stowage_gemm_split_sum", workspace, bias or a, res or a, y, parts, y_first, total, m,
+            self._launch(unit, "stowage_gemm_split_sum", workspace, bias, res, y, parts, y_first, total, m,
                          n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
                          local=sum_local)
 
@@ -1366,7 +1367,7 @@ class MatrixOps(Core):
         shapes.check_elements(op, (j, c))
         shapes.check_elements(op, (n, j))
         w_var = self._const(np.ascontiguousarray(w))
-        flags, bias_var = 0, w_var
+        flags, bias_var = 0, None
         if bias is not None:
             flags, bias_var = EPI_BIAS, self._const(np.asarray(bias, np.float32).reshape(j))
         dst = self._dest(op, out, (n, j))
@@ -1401,7 +1402,7 @@ class MatrixOps(Core):
         unit = self._unit("gemm", {"GEMV_MAX_M": m})
         local, rows = unit.defines.get("GEMV_LOCAL", 128), unit.defines.get("GEMV_ROWS", 4)
         w_var = self._const(wp)
-        flags, bias_var = 0, w_var
+        flags, bias_var = 0, None
         if bias is not None:
             flags, bias_var = EPI_BIAS, self._const(np.ascontiguousarray(bias, np.float32))
         dst = self._new_buffer((m, n))
