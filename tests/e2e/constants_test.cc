@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "npy.h"
+#include "opencl_target.h"
 #include "process.h"
 #include "source_files.h"
 #include "stowage/bytecode/file.h"
@@ -21,10 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const TargetDesc& opencl() {
-  static const TargetDesc target = TargetDesc::load("opencl").value_or_throw();
-  return target;
-}
+const TargetDesc& opencl() { return testing::opencl_target(); }
 
 std::shared_ptr<const Executable> compile_example(const std::string& name) {
   auto compiled = ir::compile_text(testing::read_source_file("examples/" + name), name, opencl()).value_or_throw();

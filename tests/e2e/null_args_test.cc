@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "opencl_target.h"
 #include "bytecode/bytecode_test_util.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/ir/compiler.h"
@@ -15,10 +16,7 @@
 namespace stowage {
 namespace {
 
-const TargetDesc& opencl() {
-  static const TargetDesc target = TargetDesc::load("opencl").value_or_throw();
-  return target;
-}
+const TargetDesc& opencl() { return testing::opencl_target(); }
 
 // y = 2 x (+ bias where use_bias): bias is read only where use_bias says so.
 constexpr const char* kKernels = R"(kernels ops """

@@ -2,6 +2,7 @@
 // concatenation's producers write into), planned, compiled and run.
 #include <gtest/gtest.h>
 
+#include "opencl_target.h"
 #include "stowage/bytecode/file.h"
 #include "stowage/ir/compiler.h"
 #include "stowage/ir/parser.h"
@@ -11,10 +12,7 @@
 namespace stowage {
 namespace {
 
-const TargetDesc& opencl() {
-  static const TargetDesc target = TargetDesc::load("opencl").value_or_throw();
-  return target;
-}
+const TargetDesc& opencl() { return testing::opencl_target(); }
 
 constexpr const char* kKernels = R"(kernels ops """
 __kernel void scale(__global const float* x, __global float* y, float k) {
