@@ -285,10 +285,10 @@ class ReduceOps(Core):
         rows = outer * inner
         dst = self._new_buffer(self.shape_of(x))
         flags = (1 if scale is not None else 0) | (2 if bias is not None else 0) | (4 if stats else 0)
-        unused = self._const(np.zeros(1, np.float32))  # an absent scale or bias
-        mean = self._new_buffer((max(rows, 1),) if stats else (1,))
-        inv = self._new_buffer((max(rows, 1),) if stats else (1,))
-        tensors = (x, unused if scale is None else scale, unused if bias is None else bias, dst, mean, inv)
+        # An absent scale or bias, and the statistics when not asked for, are null: unread.
+        mean = self._new_buffer((max(rows, 1),)) if stats else None
+        inv = self._new_buffer((max(rows, 1),)) if stats else None
+        tensors = (x, scale, bias, dst, mean, inv)
         if n > THIN_MAX_N and inner >= STRIDED_MIN_INNER and rows >= THIN_MIN_ROWS:
             lx, ly = strided_group(n, inner)
             self._launch(self._row_unit(), "stowage_normalize_strided", *tensors, n, inner, period, div, float(eps),
