@@ -176,8 +176,8 @@ class SamplingOps(Core):
             y, present = numpy_causal_conv(x, weight, bias, past_state, silu)
             return self._const(y), self._const(present)
         x_var, w_var = self._buffer(name, "input", x), self._buffer(name, "weight", weight)
-        bias_var = x_var if bias is None else self._buffer(name, "bias", bias)
-        past_var = x_var if past_state is None else self._buffer(name, "past_state", past_state)
+        bias_var = None if bias is None else self._buffer(name, "bias", bias)  # None: null, unread
+        past_var = None if past_state is None else self._buffer(name, "past_state", past_state)
         unit = self._unit("sequence")
         y = present = None
         if output:
@@ -209,9 +209,9 @@ class SamplingOps(Core):
             y, present = numpy_linear_attention(q, k, v, past_state, decay, beta, q_heads, kv_heads, scale)
             return self._const(y), self._const(present)
         q_var, k_var, v_var = (self._buffer(name, arg, a) for arg, a in (("query", q), ("key", k), ("value", v)))
-        decay_var = q_var if decay is None else self._buffer(name, "decay", decay)
-        beta_var = q_var if beta is None else self._buffer(name, "beta", beta)
-        past_var = q_var if past_state is None else self._buffer(name, "past_state", past_state)
+        decay_var = None if decay is None else self._buffer(name, "decay", decay)  # None: null, unread
+        beta_var = None if beta is None else self._buffer(name, "beta", beta)
+        past_var = None if past_state is None else self._buffer(name, "past_state", past_state)
         y = self._new_buffer((b, steps, q_heads * dv))
         present = self._new_buffer((b, kv_heads, dk, dv))
         # The kernel's decay layout: 0 none, 1 one a head, 2 one a key dimension (the same when dk = 1).

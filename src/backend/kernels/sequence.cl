@@ -6,7 +6,7 @@
 //   act SiLU when silu != 0. Launch: grid = [length, channels, batch] rounded up.
 // stowage_causal_state: present[b, c, i] = p[b, c, length + i], i < k - 1 (the
 //   padded sequence's last k - 1 values). Launch: grid = [k - 1, channels, batch].
-//   Without a past, `past` is any buffer and has_past 0.
+//   Without a past, `past` is null and has_past 0 (likewise an absent bias, decay or beta).
 // stowage_linear_attention: the recurrence of ONNX's LinearAttention, walked over T
 //   by one work-item per (j, kv head, batch), j < d_v: the work-item owns column j
 //   of its head's state S (d_k x d_v, kept in `state`, which is the present_state
