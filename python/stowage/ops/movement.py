@@ -310,9 +310,11 @@ class MovementOps(Core):
         if filter != "nearest" and x_var.dtype != "float32":
             raise InvalidInputError(f"{op}: {filter} interpolation of {x_var.dtype} data (only nearest takes it)")
         scales = self._data(op, "scales", scales)
-        roi = scales if roi is None else self._data(op, "roi", roi)
+        if roi is None and roi_at >= 0:
+            raise InvalidInputError(f"{op}: roi_at {roi_at} without a roi")
+        roi = None if roi is None else self._data(op, "roi", roi)  # None: null, unread (roi_at < 0)
         for name, v in (("scales", scales), ("roi", roi)):
-            if v.dtype != "float32":
+            if v is not None and v.dtype != "float32":
                 raise InvalidInputError(f"{op}: argument '{name}': '{v.name}' is {v.dtype}; float32 is expected")
         out_extent = int(out_extent)
         if out_extent < 0 or (shape[axis] == 0 and out_extent):
