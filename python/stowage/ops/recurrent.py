@@ -224,11 +224,11 @@ class RecurrentOps:
             if value is not None:
                 optional[name] = self._buffer(op, name, value)
                 flags |= flag
-        pick = lambda name: optional.get(name, xw)  # noqa: E731
+        pick = optional.get  # an input whose flag is clear is null (None): unread
         if sequence_lens is not None:
             lens, flags = self._lengths(op, sequence_lens), flags | _LENS
         else:
-            lens = self.constant(np.zeros(1, np.int32))  # an int buffer, unread
+            lens = None
         y = self._new_buffer(y_shape) if outputs[0] else None
         yh = self._new_buffer(state_shape)
         yc = self._new_buffer(state_shape) if cell == "lstm" else None
@@ -237,15 +237,14 @@ class RecurrentOps:
         head = (xw, self._recurrence_transposed(op, r), pick("bias"), lens, pick("h0"))
         tail = (scratch, steps, batch, hidden, dirs, int(direction == "reverse"),
                 *_strides(layout, steps, batch, hidden, dirs), flags, 0.0 if clip is None else float(clip))
-        y_arg = scratch if y is None else y
         local = min(_LOCAL, shapes.pow2_at_least(hidden))
         launch = {"grid": (local, batch, dirs), "local": (local, 1, 1)}
         unit = self._unit("recurrent")
         if cell == "lstm":
-            self._launch(unit, "stowage_lstm_sequence", *head, pick("c0"), pick("peep"), acts_var, y_arg, yh, yc,
+            self._launch(unit, "stowage_lstm_sequence", *head, pick("c0"), pick("peep"), acts_var, y, yh, yc,
                          *tail, **launch)
         else:
-            self._launch(unit, f"stowage_{cell}_sequence", *head, acts_var, y_arg, yh, *tail, **launch)
+            self._launch(unit, f"stowage_{cell}_sequence", *head, acts_var, y, yh, *tail, **launch)
         return y, (yh if outputs[1] else None), (yc if outputs[2] else None)
 
     def _input_projection(self, op, x, w, rows, size, width):
