@@ -218,7 +218,7 @@ class RecurrentOps:
         xw = self._input_projection(op, x, w, steps * batch, size, width)
         flags = (_CLIP if clip is not None else 0) | (_LINEAR_BEFORE_RESET if linear_before_reset else 0) | (
             _INPUT_FORGET if input_forget else 0) | (_WRITE_Y if outputs[0] else 0)
-        optional = {}  # the optional inputs given; the kernels read any buffer in place of the others
+        optional = {}  # the optional inputs given; the others are null
         for name, value, flag in (("bias", bias, _BIAS), ("h0", initial_h, _H0), ("c0", initial_c, _C0),
                                   ("peep", peepholes, _PEEPHOLES)):
             if value is not None:

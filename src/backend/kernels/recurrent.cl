@@ -19,7 +19,7 @@
 // rt: R transposed, (dirs, H, G * H); bias: (dirs, 2 * G * H) = Wb then Rb; peep: (dirs, 3 * H)
 // (i, o, f); acts: (dirs, 3, 3) = per activation (f, g, h) its code (the epilogue's,
 // or RNN_ACT_AFFINE, RNN_ACT_SCALED_TANH), alpha and beta. Inputs a kernel does not
-// read (no bias...) are any buffer with their flag clear.
+// read (no bias...) are null with their flag clear.
 
 #include <stowage/epilogue.cl.h>
 
