@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "errors.h"
 #include "stowage/ir/builder.h"
+#include "stowage/ir/names.h"
 #include "stowage/ir/parser.h"
 #include "stowage/ir/printer.h"
 
@@ -205,6 +206,9 @@ void bind_module(py::module_& m) {
 }
 
 void bind_builders(py::module_& m) {
+  m.def("is_reserved_word", [](std::string_view name) { return ir::is_reserved_word(name); }, py::arg("name"),
+        "Whether the text form gives `name` a meaning of its own (include/stowage/ir/names.h), so that it cannot "
+        "name a variable.");
   m.def(
       "op_table",
       [] {

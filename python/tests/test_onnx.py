@@ -190,6 +190,13 @@ def test_binary(op, a_shape, b_shape, device):
     check(model, {"a": rand(*a_shape), "b": b}, device)
 
 
+def test_inputs_named_like_words_of_the_text_form_import(device):
+    """ONNX names that the IR reserves (null, float, return) get an IR name of their own."""
+    node = helper.make_node("Add", ["null", "float"], ["return"])
+    model = make_model([node], [("null", (2, 3)), ("float", (2, 3))], ("return", None))
+    check(model, {"null": rand(2, 3), "float": rand(2, 3)}, device)
+
+
 @pytest.mark.parametrize("op,attrs,inits", [
     ("Relu", {}, []),
     ("Clip", {}, [("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.7, np.float32))]),

@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from .. import _stowage
 from .._checks import integer
 from ..builder import Builder
 from ..errors import InvalidInputError, StowageError, UnsupportedError
@@ -145,8 +146,9 @@ def malformed_is_invalid(read):
 
 
 def ir_name(name):
-    """An ONNX name as an IR identifier: letters, digits, '_' and '.', not starting with a digit."""
+    """An ONNX name as an IR identifier: letters, digits, '_' and '.', not starting with a
+    digit, and not a word of the text form (``return``, ``float``, ``null``...)."""
     clean = re.sub(r"[^A-Za-z0-9_.]", "_", name)
-    if not clean or not (clean[0].isalpha() or clean[0] == "_"):
+    if not clean or not (clean[0].isalpha() or clean[0] == "_") or _stowage.is_reserved_word(clean):
         clean = "_" + clean
     return clean
