@@ -140,8 +140,10 @@ def test_squeeze_excitation_of_many_channels(c, r, hw, texture, device):
     assert ("stowage_excite" in kernels) == (r <= 1024)
 
 
-@pytest.mark.parametrize("c,r,hw", [(12, 8, (9, 11)), (16, 8, (40, 37)), (40, 300, (6, 7))],
-                         ids=["one_work_group_a_plane", "parts_of_a_plane", "more_hidden_values_than_work_items"])
+@pytest.mark.parametrize("c,r,hw", [(12, 8, (9, 11)), (16, 8, (40, 37)), (40, 300, (6, 7)), (203, 50, (7, 7)),
+                                    (672, 168, (7, 7))],
+                         ids=["one_work_group_a_plane", "parts_of_a_plane", "more_hidden_values_than_work_items",
+                              "eight_sums_of_a_channel_walk_and_its_rest", "mobilenet_v3_large_672x168"])
 def test_a_depthwise_convolution_sums_its_channels_for_the_squeeze_after_it(c, r, hw, device):
     """MobileNetV3's and EfficientNet's blocks: the depthwise Conv before a
     squeeze-and-excitation adds up each channel as it writes it (in parts, a work-group

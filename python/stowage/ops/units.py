@@ -79,6 +79,7 @@ _SHORT = {
     "SE_BLOCK": "seb",
     "SE_MAX_HIDDEN": "seh",
     "SE_MAX_CHANNELS": "sec",
+    "SE_MIN_LANES": "sel",
     "DW_SUMS": "dws",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
