@@ -304,5 +304,5 @@ def test_none_for_a_scalar_parameter_is_refused_with_its_name():
         f.ret(y)
     with pytest.raises(sw.VerifyError) as e:
         sw.compile(bb.module(), target="opencl")
-    assert "parameter 'n' of kernel 'k' is a scalar, but argument 2 (null) is null, which only a buffer parameter " \
+    assert "parameter 'n' of kernel 'k' is a scalar, but argument 2 is null, which only a buffer parameter " \
            "takes" in str(e.value)

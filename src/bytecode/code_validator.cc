@@ -541,12 +541,12 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
     if (ins.list[slot] == kNullRegister && exe_.minor_version < 7) {
       return error_at(list_word(ins, slot), fmt::format("argument {} is null, which needs version 1.7; the file "
                                                         "declares 1.{}",
-                                                        slot, exe_.minor_version));
+                                                        slot + 1, exe_.minor_version));
     }
     if (ins.list[slot] == kNullRegister && !param.is_buffer()) {
       return error_at(list_word(ins, slot), fmt::format("argument {} is null, but parameter '{}' of kernel '{}' is a "
                                                         "{}; only a buffer parameter takes null",
-                                                        slot, param.name, kernel.name,
+                                                        slot + 1, param.name, kernel.name,
                                                         kernel_param_kind_name(param.kind)));
     }
     ++slot;

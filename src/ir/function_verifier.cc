@@ -67,7 +67,7 @@ std::string FunctionVerifier::describe_arg(const Arg& arg, size_t index) const {
   switch (arg.kind) {
     case Arg::Kind::kInt: return fmt::format("argument {} (the integer {})", index + 1, arg.int_value);
     case Arg::Kind::kFloat: return fmt::format("argument {} (the float {})", index + 1, print_arg(arg));
-    case Arg::Kind::kNull: return fmt::format("argument {} (null)", index + 1);
+    case Arg::Kind::kNull: return fmt::format("argument {}", index + 1);  // the message says it is null
     case Arg::Kind::kVar: break;
   }
   return fmt::format("argument {} ('{}')", index + 1, arg.var);

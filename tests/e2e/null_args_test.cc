@@ -87,10 +87,10 @@ TEST(NullArgs, NullIsOnlyForBufferParameters) {
   EXPECT_EQ(compile_error("  call_kernel(twice, [x, null, x, 0], grid=[64])\n"), "ok");
   EXPECT_EQ(compile_error("  call_kernel(twice, [x, x, x, null], grid=[64])\n"),
             "v.stir:11:3: error: function 'main', binding 'call_kernel(twice, [x, x, x, null], grid=[64])': "
-            "parameter 'use_bias' of kernel 'twice' is a scalar, but argument 4 (null) is null, which only a buffer "
+            "parameter 'use_bias' of kernel 'twice' is a scalar, but argument 4 is null, which only a buffer "
             "parameter takes");
   EXPECT_EQ(compile_error("  y = call(f, [null])\n"),
-            "v.stir:11:3: error: function 'main', binding 'y = call(f, [null])': argument 1 (null) is null, which only "
+            "v.stir:11:3: error: function 'main', binding 'y = call(f, [null])': argument 1 is null, which only "
             "a kernel's buffer parameter takes");
   EXPECT_EQ(compile_error("  null = empty([64], float32, scope=\"global\")\n"),
             "v.stir:11:3: error: 'null' is a reserved word and cannot name a variable");
@@ -117,13 +117,13 @@ TEST(NullArgs, TheLoaderRefusesNullWhereNoBufferParameterIs) {
   testing::put_le<uint16_t>(file, bytecode::HeaderField::kMinor, 6);
   testing::reseal(file);
   EXPECT_EQ(testing::refusal_message(file),
-            where(file, exe, 6) + "argument 1 is null, which needs version 1.7; the file declares 1.6");
+            where(file, exe, 6) + "argument 2 is null, which needs version 1.7; the file declares 1.6");
 
   Executable scalar = exe;
   scalar.functions[0].code[launch].list[3] = kNullRegister;
   file = write_bytecode(scalar);
   EXPECT_EQ(testing::refusal_message(file),
-            where(file, scalar, 8) + "argument 3 is null, but parameter 'use_bias' of kernel 'twice' is a scalar; "
+            where(file, scalar, 8) + "argument 4 is null, but parameter 'use_bias' of kernel 'twice' is a scalar; "
                                      "only a buffer parameter takes null");
 
   Executable returned = exe;
