@@ -535,21 +535,23 @@ Status FunctionValidator::check_call_kernel(const Instruction& ins) const {
                                                        kernel.name, listed,
                                                        listed == kernel.params.size() ? "" : " (image offsets aside)"));
   }
+  // A null argument (kNullRegister): version 1.7, and only where the parameter is a buffer.
   for (size_t i = 0, slot = 0; i < kernel.params.size(); ++i) {
     const KernelParam& param = kernel.params[i];
     if (param.is_image_offset()) continue;
-    if (ins.list[slot] == kNullRegister && exe_.minor_version < 7) {
-      return error_at(list_word(ins, slot), fmt::format("argument {} is null, which needs version 1.7; the file "
-                                                        "declares 1.{}",
-                                                        slot + 1, exe_.minor_version));
+    const size_t k = slot++;
+    if (ins.list[k] != kNullRegister) continue;
+    if (exe_.minor_version < 7) {
+      return error_at(list_word(ins, k), fmt::format("argument {} is null, which needs version 1.7; the file "
+                                                     "declares 1.{}",
+                                                     k + 1, exe_.minor_version));
     }
-    if (ins.list[slot] == kNullRegister && !param.is_buffer()) {
-      return error_at(list_word(ins, slot), fmt::format("argument {} is null, but parameter '{}' of kernel '{}' is a "
-                                                        "{}; only a buffer parameter takes null",
-                                                        slot + 1, param.name, kernel.name,
-                                                        kernel_param_kind_name(param.kind)));
+    if (!param.is_buffer()) {
+      return error_at(list_word(ins, k), fmt::format("argument {} is null, but parameter '{}' of kernel '{}' is a {}; "
+                                                     "only a buffer parameter takes null",
+                                                     k + 1, param.name, kernel.name,
+                                                     kernel_param_kind_name(param.kind)));
     }
-    ++slot;
   }
   return Status::ok();
 }

@@ -243,27 +243,35 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_sque
   }
 }
 
+// The sum over i = first, first + step, ... below end of w[i * stride + at] * v[i], in 16
+// sums of every 16th term (16 loads of w in flight at once, where one chain of
+// dependent loads ran MobileNetV3-large's 672 x 168 blocks in 62 us), added in a
+// fixed order.
+inline float stowage_se_dot(__global const float* w, int stride, int at, __local const float* v, int first,
+                            int step, int end) {
+  float a[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) a[i] = 0.0f;
+  int k = first;
+  for (; k + 15 * step < end; k += 16 * step) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) a[i] = fma(w[(k + i * step) * stride + at], v[k + i * step], a[i]);
+  }
+  for (; k < end; k += step) a[0] = fma(w[k * stride + at], v[k], a[0]);  // a constant index: registers
+  return (((a[0] + a[8]) + (a[4] + a[12])) + ((a[2] + a[10]) + (a[6] + a[14]))) +
+         (((a[1] + a[9]) + (a[5] + a[13])) + ((a[3] + a[11]) + (a[7] + a[15])));
+}
+
 // The scales of channels c0 .. c0 + SE_BLOCK - 1 of image n from its hidden values
 // (in local memory; every work-item of the work-group calls it).
 inline void stowage_excite_block(__local const float* hidden, __local float* part, __global const float* w2t,
                                  __global const float* b2, __global float* s, int n, int c0, int C, int R, int act2,
                                  float act2_a, float act2_b) {
   const int t = get_local_id(0), parts = SE_LOCAL / SE_BLOCK, k = t % SE_BLOCK, q = t / SE_BLOCK, c = c0 + k;
-  float v = 0.0f;
-  if (c < C) {  // 8 sums of every 8th hidden value: 8 loads of w2t in flight, added in a fixed order
-    float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    int r = q;
-    for (; r + 7 * parts < R; r += 8 * parts) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) a[i] = fma(w2t[(r + i * parts) * C + c], hidden[r + i * parts], a[i]);
-    }
-    for (; r < R; r += parts) a[0] = fma(w2t[r * C + c], hidden[r], a[0]);
-    v = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  }
-  part[t] = v;
+  part[t] = c < C ? stowage_se_dot(w2t, C, c, hidden, q, parts, R) : 0.0f;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (q == 0 && c < C) {
-    v = b2[c];
+    float v = b2[c];
     for (int j = 0; j < parts; ++j) v += part[j * SE_BLOCK + k];
     s[n * C + c] = stowage_activate_code(v, act2, act2_a, act2_b);
   }
@@ -306,33 +314,14 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_exci
   // Hidden values `rows` at a time, each summed by `lanes` (at least SE_MIN_LANES)
   // work-items over every lanes-th channel (neighbouring work-items, neighbouring
   // hidden values: neighbouring weights), their parts then added in order: a work-item
-  // walks C R / SE_LOCAL channels, not C. It keeps 16 sums of every 16th of its
-  // channels, so that 16 loads of w1t are in flight at once (one chain of dependent
-  // loads ran MobileNetV3-large's 672 x 168 in 62 us), added in a fixed order.
+  // walks C R / SE_LOCAL channels, not C (stowage_se_dot).
   const int rows = min(R, SE_LOCAL / SE_MIN_LANES), lanes = SE_LOCAL / rows, row = t % rows, lane = t / rows;
   for (int r0 = 0; r0 < R; r0 += rows) {
     const int r = r0 + row;
-    float v = 0.0f;
-    if (lane < lanes && r < R) {
-      float a[16];
-#pragma unroll
-      for (int i = 0; i < 16; ++i) a[i] = 0.0f;
-      int c = lane;
-      for (; c + 15 * lanes < C; c += 16 * lanes) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) a[i] = fma(w1t[(c + i * lanes) * R + r], mean[c + i * lanes], a[i]);
-      }
-      for (; c < C; c += lanes) a[0] = fma(w1t[c * R + r], mean[c], a[0]);  // a constant index: registers
-#pragma unroll
-      for (int i = 8; i > 0; i /= 2)
-#pragma unroll
-        for (int j = 0; j < i; ++j) a[j] += a[j + i];
-      v = a[0];
-    }
-    part[t] = v;
+    part[t] = (lane < lanes && r < R) ? stowage_se_dot(w1t, R, r, mean, lane, lanes, C) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lane == 0 && r < R) {
-      v = b1[r];
+      float v = b1[r];
       for (int j = 0; j < lanes; ++j) v += part[j * rows + row];
       hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
     }
