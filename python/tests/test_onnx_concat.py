@@ -70,7 +70,7 @@ def test_in_texture_mode_a_channel_concat_is_row_bands_of_one_image_with_no_copy
         helper.make_node("Relu", ["c"], ["y"]),
     ]
     model = conv_model(nodes, (1, 2, 5, 5), {"w1": rand(4, 2, 3, 3), "w2": rand(5, 2, 3, 3)}, ["y"])
-    launched = [re.sub(r"(_(mg|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
+    launched = [re.sub(r"(_(mg|res|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
     assert launched == ["stowage_nchw_to_image", "stowage_conv2d_image", "stowage_conv2d_image",
                         "stowage_unary_image", "stowage_image_to_nchw"]
     vm = check(model, rand(1, 2, 5, 5), device, target, texture=True)
@@ -94,7 +94,7 @@ def test_in_texture_mode_a_dense_block_writes_every_feature_once_into_one_image(
     weights = {"w0": rand(8, 3, 3, 3), "p0": rand(4, 8, 1, 1, seed=4), "wa": rand(8, 4, 3, 3, seed=1),
                "p1": rand(4, 16, 1, 1, seed=5), "wb": rand(8, 4, 3, 3, seed=2)}
     model = conv_model(nodes, (1, 3, 4, 4), weights, ["y"])
-    launched = [re.sub(r"(_(mg|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
+    launched = [re.sub(r"(_(mg|res|wbuf|share)\d+)+$", "", k) for k in kernels(model, target, texture=True)]
     assert [k for k in launched if COPY_KERNELS.search(k)] == []
     assert launched.count("stowage_conv2d_image") == 5
     assert len(launched) == 7  # the five convs, the input to an image and the output back

@@ -239,6 +239,14 @@ def test_conv2d_image(stride, weight_buffer):
     run_case("conv_texture", "stowage_conv2d_image", args, grid, local, defines)
 
 
+def test_conv2d_image_without_a_residual():
+    # TCONV_RESIDUAL 0: no res and res_off parameters (an image cannot be null); bias only.
+    k = 8
+    args = [act_image(), Weight((2, C4 * 4, 3, 3, 4)), Buffer((2, 4)), act_image(k, out=True), N, C, H, W, k, H, W,
+            3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0.0, 0.0]
+    run_case("conv_texture", "stowage_conv2d_image", args, [2, up(N * H, 4), 1], [2, 4, 1], {"TCONV_RESIDUAL": 0})
+
+
 def test_conv2d_image_with_an_input_map():
     # The input map (STOWAGE_IN_AFFINE) runs on read pixels only: the padding stays zero.
     k = 8

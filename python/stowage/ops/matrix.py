@@ -409,11 +409,9 @@ class MatrixOps(Core):
         if pw_bias is not None:
             bias4[:k] = np.asarray(pw_bias, np.float32).reshape(k)
             flags |= EPI_BIAS
-        res_img = x_img
-        if residual is not None:
-            res_img = self._image(op, "residual", residual)
-            flags |= EPI_RESIDUAL
-        unit = self._unit("conv_texture")
+        res_args = self._texture_residual(op, residual)
+        flags |= EPI_RESIDUAL if res_args else 0
+        unit = self._unit("conv_texture", None if res_args else {"TCONV_RESIDUAL": 0})
         wdp = np.zeros((c4 * 4, r, s), np.float32)
         wdp[:c] = dw[:, 0]
         wd_img = self._texture_weights(unit, wdp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4))
@@ -423,8 +421,9 @@ class MatrixOps(Core):
         y = self._image_out(out, (n, k, p, q))
         grid, local = self._dwpw_launch(unit, *(_setting(unit, TCONV_DEFAULTS, name)
                                                 for name in ("TCONV_PX", "TDWPW_OB", "TDWPW_SHARE")), g, c4)
-        self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img, self._const(bias4),
-                     res_img, y, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1],
+        self._launch(unit, "stowage_conv2d_dwpw_image", x_img, wd_img, self._const(bd4), w_img,
+                     self._const(bias4) if flags & EPI_BIAS else None, *res_args, y, n, c, g["h"], g["w"], k, p, q,
+                     r, s, *g["strides"], g["pads"][0], g["pads"][1],
                      *g["dilations"], *acts[0], flags, *acts[1], grid=grid, local=local)
         return self._deliver_image(op, y, out)
 
@@ -471,6 +470,12 @@ class MatrixOps(Core):
         cg, kg = c // group, k // group
         return cg % 4 == 0 and kg % 4 == 0 and cg * g["r"] * g["s"] <= max_w
 
+    def _texture_residual(self, op, residual):
+        """The residual arguments of a texture convolution: its image, or none (the
+        unit then built with TCONV_RESIDUAL 0: an image cannot be null, and each image
+        argument costs a launch host time, docs/vm_overhead.md)."""
+        return () if residual is None else (self._image(op, "residual", residual),)
+
     def _conv2d_image(self, x, w, b, g, act, residual, out, pre=None):
         op = "conv2d"
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
@@ -482,13 +487,13 @@ class MatrixOps(Core):
         if b is not None:
             bias4[:k] = b
             flags |= EPI_BIAS
-        res_img = x_img
-        if residual is not None:
-            res_img = self._image(op, "residual", residual)
-            flags |= EPI_RESIDUAL
+        res_args = self._texture_residual(op, residual)
+        flags |= EPI_RESIDUAL if res_args else 0
+        bias_var = self._const(bias4) if flags & EPI_BIAS else None
         y = self._image_out(out, (n, k, p, q))
         in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
-        unit = self._unit("conv_texture", self._input_affine_defines(in_args))
+        unit = self._unit("conv_texture", dict(self._input_affine_defines(in_args) or {},
+                                               **({} if res_args else {"TCONV_RESIDUAL": 0})))
         px = _setting(unit, TCONV_DEFAULTS, "TCONV_PX")
         geometry = (h, wd, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"])
         if group == c == k:
@@ -496,7 +501,7 @@ class MatrixOps(Core):
             wp[:c] = w[:, 0]
             w_img = self._texture_weights(unit, wp.reshape(c4, 4, r, s).transpose(0, 2, 3, 1).reshape(c4, 1, r, s, 4))
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), n * p, c4, limit=64)
-            self._launch(unit, "stowage_conv2d_depthwise_image", x_img, w_img, self._const(bias4), res_img, y, n, c,
+            self._launch(unit, "stowage_conv2d_depthwise_image", x_img, w_img, bias_var, *res_args, y, n, c,
                          *geometry, flags, *act, grid=grid, local=local)
         else:
             cg, kg = c // group, k // group
@@ -509,7 +514,7 @@ class MatrixOps(Core):
             grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob),
                                               cgp // 4, unit.defines.get("TCONV_MAX_GROUP", 128), self.launch,
                                               taps=r * s)
-            self._launch(unit, "stowage_conv2d_image", x_img, w_img, self._const(bias4), res_img, y, n, c, h, wd, k,
+            self._launch(unit, "stowage_conv2d_image", x_img, w_img, bias_var, *res_args, y, n, c, h, wd, k,
                          p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group, flags, *act,
                          *in_args, grid=grid, local=local)
         return self._deliver_image(op, y, out)

@@ -64,6 +64,7 @@ _SHORT = {
     "TDWPW_OB": "dob",
     "TDWPW_SHARE": "share",
     "TCONV_WEIGHT_BUFFER": "wbuf",
+    "TCONV_RESIDUAL": "res",
     "TCONV_MAX_GROUP": "mg",
     "TDWPW_MAX_GROUP": "dmg",
     "DCONV_PX": "px",

@@ -13,7 +13,8 @@
 //   `global.texture-weight` image [K4, Cgp, R, S, 4] (height K4, width Cgp R S;
 //   Cgp = C4 * 4 for one group, else C / groups): the pixel at row kb, column
 //   (ci * R + r) * S + s holds w[4 kb .. 4 kb + 3][ci][r][s], zeros where the
-//   channel does not exist. bias: K4 float4s (zero-padded). A work-item computes
+//   channel does not exist. bias: K4 float4s (zero-padded; read only under
+//   STOWAGE_EPI_BIAS, so null without one). A work-item computes
 //   TCONV_PX neighbouring pixels of one output row for TCONV_OB blocks of 4
 //   output channels of one group, over the input blocks of its slice: the
 //   local[2] slices of a work-group take every local[2]-th input block and add
@@ -49,8 +50,10 @@
 // argument adds about 2 us to a launch's host time (docs/vm_overhead.md).
 //
 // All end in the epilogue of <stowage/epilogue.cl.h> (res: an image of the output's
-// shape; pass x when there is none: an image cannot be read and written by one
-// launch, so a residual is never updated in place here).
+// shape; an image cannot be read and written by one launch, so a residual is never
+// updated in place here). A unit built with TCONV_RESIDUAL 0 has no res and res_off
+// parameters and adds no residual: an image cannot be null, and each image argument
+// costs NVIDIA's host about 2 us a launch, so a launch without a residual passes none.
 //
 // A unit built with STOWAGE_IN_AFFINE 1 gives stowage_conv2d_image six more
 // arguments after act_b (in_scale, in_shift: buffers of floats; in_batch, in_act,
@@ -77,6 +80,19 @@ inline float4 stowage_in_lanes(__global const float* v, int base, int c0, int C)
 #else
 #define TCONV_IN_PARAMS
 #define TCONV_IN(v) (v)
+#endif
+
+#ifndef TCONV_RESIDUAL
+#define TCONV_RESIDUAL 1
+#endif
+#if TCONV_RESIDUAL
+#define TCONV_RES_PARAMS read_only image2d_t res, stowage_image_offset res_off,
+// v plus the residual at pixel (q, row) of the output, where the flags ask for it.
+#define TCONV_ADD_RES(v, q, row) \
+  if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off)
+#else
+#define TCONV_RES_PARAMS
+#define TCONV_ADD_RES(v, q, row)
 #endif
 
 #ifndef TCONV_WEIGHT_BUFFER
@@ -112,8 +128,7 @@ inline float4 stowage_in_lanes(__global const float* v, int base, int c0, int C)
 #endif
 
 __kernel void stowage_conv2d_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS w,
-                                   __global const float4* bias, read_only image2d_t res,
-                                   stowage_image_offset res_off, write_only image2d_t y,
+                                   __global const float4* bias, TCONV_RES_PARAMS write_only image2d_t y,
                                    stowage_image_offset y_off, int N, int C, int H, int W, int K, int P, int Q, int R,
                                    int S, int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
                                    int groups, int flags, int act, float act_a, float act_b TCONV_IN_PARAMS) {
@@ -208,15 +223,14 @@ __kernel void stowage_conv2d_image(read_only image2d_t x, stowage_image_offset x
       float4 v = stowage_slices_sum(partial, acc[o][i], j, TCONV_OUTPUTS, slices, items, t);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
-      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+      TCONV_ADD_RES(v, q, row);
       write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
     }
   }
 }
 
 __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS w,
-                                             __global const float4* bias, read_only image2d_t res,
-                                             stowage_image_offset res_off, write_only image2d_t y,
+                                             __global const float4* bias, TCONV_RES_PARAMS write_only image2d_t y,
                                              stowage_image_offset y_off, int N, int C, int H, int W, int P, int Q,
                                              int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                              int dil_h, int dil_w, int flags, int act, float act_a, float act_b) {
@@ -248,15 +262,14 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, stowage_imag
     const int q = q0 + i;
     if (q >= Q) break;
     float4 v = acc[i] + bv;
-    if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+    TCONV_ADD_RES(v, q, row);
     write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), cb, C));
   }
 }
 
 __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS wd,
                                         __global const float4* bd, STOWAGE_WEIGHTS w, __global const float4* bias,
-                                        read_only image2d_t res, stowage_image_offset res_off,
-                                        write_only image2d_t y, stowage_image_offset y_off, int N, int C, int H,
+                                        TCONV_RES_PARAMS write_only image2d_t y, stowage_image_offset y_off, int N, int C, int H,
                                         int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
                                         int pad_top, int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
                                         float dw_act_b, int flags, int act, float act_a, float act_b) {
@@ -395,7 +408,7 @@ __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, stowage_image_off
       float4 v = stowage_slices_sum(partial, acc[o][i], j, TDWPW_OUTPUTS, slices, slice_items, ts);
       if (flags & STOWAGE_EPI_BIAS) v += bias[ob];
       const int row = (img * K4 + ob) * P + p;
-      if (flags & STOWAGE_EPI_RESIDUAL) v += read_imagef(res, kStowageSampler, (int2)(q, row) + res_off);
+      TCONV_ADD_RES(v, q, row);
       write_imagef(y, (int2)(q, row) + y_off, stowage_mask_channels(stowage_activate4(v, act, act_a, act_b), ob, K));
     }
   }
