@@ -435,25 +435,30 @@ class MatrixOps(Core):
         c4 = shapes.ceil_div(c, 4)
         wdp = np.zeros((c4 * 4, r * s), np.float32)
         wdp[:c] = dw.reshape(c, r * s)
-        wd_var = self._const(wdp.reshape(c4, 4, r * s).transpose(0, 2, 1))  # float4s [C4][R S]
         bd4 = np.zeros(c4 * 4, np.float32)
         bd4[:c] = bd
         bias = None if pw_bias is None else np.asarray(pw_bias, np.float32).reshape(k)
-        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, bias, residual, in_place, out, (n, k, p, q))
+        _, res_var, dst, flags = self._buffer_epilogue(op, x_buf, None, residual, in_place, out, (n, k, p, q))
         wp = np.zeros((k4 * 4, c4 * 4), np.float32)
         wp[:k, :c] = pw[:, :, 0, 0]
-        w_var = self._const(wp.reshape(k4, 4, c4 * 4).transpose(0, 2, 1))  # float4s [K4][4 C4]
+        # One buffer of the launch's constants (conv_direct.cl): depthwise float4s [C4][R S],
+        # bd, pointwise float4s [K4][4 C4], the biases (zero-padded to float4s).
+        params = [wdp.reshape(c4, 4, r * s).transpose(0, 2, 1), bd4, wp.reshape(k4, 4, c4 * 4).transpose(0, 2, 1)]
+        if bias is not None:
+            params.append(np.pad(bias, (0, k4 * 4 - k)))
+            flags |= EPI_BIAS
+        params_var = self._const(np.concatenate([part.ravel() for part in params]))
         shuffle_args = ()
         if shuffle is not None:
             dst, parts, part, passthrough, pass_part = shuffle
-            shuffle_args = (parts * k, parts, part, passthrough or wd_var, pass_part if passthrough is not None else -1)
+            shuffle_args = (parts * k, parts, part, passthrough, pass_part if passthrough is not None else -1)
         unit = self._unit("conv_direct", {"DDWPW_SHUFFLE": 1} if shuffle is not None else None)
         px = unit.defines.get("DDWPW_PX", _setting(unit, DCONV_DEFAULTS, "DCONV_PX"))  # the kernel's default
         grid, local = self._dwpw_launch(unit, px, _setting(unit, DCONV_DEFAULTS, "DDWPW_OB"),
                                         _setting(unit, DCONV_DEFAULTS, "DDWPW_SHARE"), g, c4)
-        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, wd_var, self._const(bd4), w_var, bias_var,
-                     res_var, dst, n, c, g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0],
-                     g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1], *shuffle_args, grid=grid, local=local)
+        self._launch(unit, "stowage_conv2d_dwpw_direct", x_buf, params_var, res_var, dst, n, c, g["h"], g["w"], k,
+                     p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], *acts[0], flags, *acts[1],
+                     *shuffle_args, grid=grid, local=local)
         return dst
 
     def _conv_on_images(self, g):
@@ -544,12 +549,16 @@ class MatrixOps(Core):
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
         group = g["group"]
         x_buf = self._buffer(op, "x", x)
-        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, b, residual, in_place, out, (n, k, p, q))
         in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
         in_unit = self._input_affine_defines(in_args)
         cg, kg = c // group, k // group
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
+        winograd = cg != 1 and not runtime and not in_args and self._winograd_conv(g)
+        # The direct convolution takes its biases after its weights, in one constant.
+        direct = cg != 1 and not runtime and not winograd and not isinstance(b, Var) and self._direct_conv(g)
+        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, None if direct else b, residual, in_place,
+                                                              out, (n, k, p, q))
         if cg == 1:  # depthwise, any multiplier
             w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
             unit = self._unit("conv", {"DW_SUMS": 1} if channel_sums else None)
@@ -567,11 +576,11 @@ class MatrixOps(Core):
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
         tiles = (shapes.ceil_div(n * p * q, tn), shapes.ceil_div(kg, tm))
-        if not runtime and not in_args and self._winograd_conv(g):
-            if self._conv2d_winograd(x_buf, w, bias_var, res_var, dst, g, flags, act):
-                return dst
-        if not runtime and self._direct_conv(g):
-            self._conv2d_direct(x_buf, w, bias_var, res_var, dst, g, flags, act, in_args)
+        if winograd and self._conv2d_winograd(x_buf, w, bias_var, res_var, dst, g, flags, act):
+            return dst
+        if direct:
+            self._conv2d_direct(x_buf, w, b, res_var, dst, g, flags | (EPI_BIAS if b is not None else 0), act,
+                                in_args)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
         if runtime:
@@ -680,19 +689,22 @@ class MatrixOps(Core):
             self.workspace_limit = saved
         return True
 
-    def _conv2d_direct(self, x_buf, w, bias_var, res_var, dst, g, flags, act, in_args=()):
+    def _conv2d_direct(self, x_buf, w, bias, res_var, dst, g, flags, act, in_args=()):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         group = g["group"]
         cg, kg = c // group, k // group
         kg4 = shapes.ceil_div(kg, 4)
         wp = np.zeros((group, kg4 * 4, cg, r, s), np.float32)
         wp[:, :kg] = w.reshape(group, kg, cg, r, s)
-        w_var = self._const(wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2))
+        parts = [wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2).ravel()]
+        if bias is not None:  # after the weights (conv_direct.cl), padded to whole float4s
+            parts.append(np.pad(np.asarray(bias, np.float32).reshape(k), (0, (-k) % 4)))
+        w_var = self._const(np.concatenate(parts))
         unit = self._unit("conv_direct", self._input_affine_defines(in_args))
         px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
         grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,
                                           unit.defines.get("DCONV_MAX_GROUP", 128), self.launch)
-        self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, bias_var, res_var, dst, n, c,
+        self._launch(unit, "stowage_conv2d_direct", x_buf, w_var, res_var, dst, n, c,
                      g["h"], g["w"], k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"], group,
                      flags, *act, *in_args, grid=grid, local=local)
 

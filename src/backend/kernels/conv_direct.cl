@@ -8,7 +8,9 @@
 // stowage_conv2d_direct: any stride, padding, dilation and group count.
 //   Weights: float4s [groups][Kg4][Cg][R][S] (Kg4 = ceil(Kg / 4), Kg = K / groups,
 //   Cg = C / groups): element (g, kb, ci, r, s) holds w[g Kg + 4 kb .. + 3][ci][r][s],
-//   zeros past Kg. A work-item computes DCONV_PX neighbouring pixels of one output
+//   zeros past Kg, and after them, in the same buffer, K biases (read only under
+//   STOWAGE_EPI_BIAS; one pointer argument fewer, docs/vm_overhead.md; padded to a
+//   whole float4 by the caller). A work-item computes DCONV_PX neighbouring pixels of one output
 //   row for DCONV_OB blocks of 4 output channels of one group, over the input
 //   channels of its slice: the local[2] slices of a work-group take every
 //   local[2]-th input channel and add their partial sums through local memory at
@@ -26,7 +28,10 @@
 //   of its DDWPW_PX pixels for a block of 4 input channels (4 planes) and multiplies
 //   them into its DDWPW_OB blocks of 4 pointwise outputs; DDWPW_SHARE work-items of
 //   a work-group that differ only in their output blocks share each step's values
-//   through local memory.
+//   through local memory. Its constants come as one buffer of float4s, params: the
+//   depthwise weights, bd, the pointwise weights, then K4 float4s of biases (read
+//   only under STOWAGE_EPI_BIAS), one after another: each pointer argument costs
+//   NVIDIA's host about 1 us a launch (docs/vm_overhead.md).
 //   Launch: local = [l0, l1, slices * DDWPW_SHARE], grid = [ceil(Q / DDWPW_PX)
 //   rounded up to l0, N * P rounded up to l1, ceil(K4 / (DDWPW_OB * DDWPW_SHARE)) *
 //   slices * DDWPW_SHARE]; C, H, W are the depthwise input's, P, Q the output's.
@@ -104,8 +109,7 @@ inline void stowage_direct_store4(__global float* y, __global const float* bias,
   }
 }
 
-__kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* bias,
-                                    __global const float* res, __global float* y, int N, int C, int H, int W, int K,
+__kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                     int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
                                     int dil_h, int dil_w, int groups, int flags, int act, float act_a,
                                     float act_b DCONV_IN_PARAMS) {
@@ -116,6 +120,8 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   const bool active = q0 < Q && np < N * P;  // the others only join the barrier
   const int Cg = C / groups, Kg = K / groups, Kg4 = (Kg + 3) / 4;
   const int steps = (Kg4 + DCONV_OB - 1) / DCONV_OB;
+  // The K biases follow the weights in the same buffer (above).
+  const __global float* bias = (const __global float*)(w + groups * Kg4 * Cg * R * S);
   const int g = blk / steps, ob0 = (blk - g * steps) * DCONV_OB;
   const int img = np / P, p = np - img * P;
   const int RS = R * S, HW = H * W, PQ = P * Q;
@@ -189,8 +195,7 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   }
 }
 
-__kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float4* wd, __global const float4* bd,
-                                         __global const float4* w, __global const float* bias,
+__kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const float4* params,
                                          __global const float* res, __global float* y, int N, int C, int H, int W,
                                          int K, int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                          int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
@@ -206,6 +211,9 @@ __kernel void stowage_conv2d_dwpw_direct(__global const float* x, __global const
   const int q0 = get_global_id(0) * DDWPW_PX, np = get_global_id(1), blk = get_group_id(2);
   const bool active = q0 < Q && np < N * P;  // the others only join the barriers
   const int C4 = (C + 3) / 4, K4 = (K + 3) / 4;
+  // The launch's constants, one after another (params, above).
+  const __global float4 *wd = params, *bd = wd + C4 * R * S, *w = bd + C4;
+  const __global float* bias = (const __global float*)(w + K4 * 4 * C4);
   const int ob0 = (blk * DDWPW_SHARE + share) * DDWPW_OB;
   const int img = np / P, p = np - img * P;
   const int HW = H * W, PQ = P * Q, RS = R * S;

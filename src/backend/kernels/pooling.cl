@@ -27,6 +27,9 @@
 //     added in a fixed order), and their part of the first 1x1 convolution:
 //     p[n][blk][r] = sum over its channels c of w1[r][c] mean_c, p [N, blocks, R].
 //     Launch: local = [SE_LOCAL, 1], grid = [SE_LOCAL, N * blocks], blocks = ceil(C / slots).
+//   The constants of a launch come as one buffer, params (a pointer argument costs
+//   NVIDIA's host about 1 us a launch, docs/vm_overhead.md): b1, w2t, b2 in that
+//   order for stowage_excite, w1t, b1, w2t, b2 for stowage_excite_sums.
 //   stowage_excite: a work-group adds the parts of every hidden value of an image,
 //     act1(b1[r] + sum over blk of p[n][blk][r]) (R <= SE_MAX_HIDDEN), then writes the
 //     scales of a block of SE_BLOCK channels, SE_LOCAL / SE_BLOCK work-items each.
@@ -278,9 +281,9 @@ inline void stowage_excite_block(__local const float* hidden, __local float* par
 }
 
 __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_excite(
-    __global const float* p, __global const float* b1, __global const float* w2t, __global const float* b2,
-    __global float* s, int C, int R, int blocks, int act1, float act1_a, float act1_b, int act2, float act2_a,
-    float act2_b) {
+    __global const float* p, __global const float* params, __global float* s, int C, int R, int blocks, int act1,
+    float act1_a, float act1_b, int act2, float act2_a, float act2_b) {
+  const __global float *b1 = params, *w2t = b1 + R, *b2 = w2t + R * C;
   __local float hidden[SE_MAX_HIDDEN];
   __local float part[SE_LOCAL];
   const int t = get_local_id(0), scale_blocks = (C + SE_BLOCK - 1) / SE_BLOCK;
@@ -296,9 +299,9 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_exci
 }
 
 __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_excite_sums(
-    __global const float* sums, __global const float* w1t, __global const float* b1, __global const float* w2t,
-    __global const float* b2, __global float* s, int C, int R, int G, float inv_hw, int act1, float act1_a,
-    float act1_b, int act2, float act2_a, float act2_b) {
+    __global const float* sums, __global const float* params, __global float* s, int C, int R, int G, float inv_hw,
+    int act1, float act1_a, float act1_b, int act2, float act2_a, float act2_b) {
+  const __global float *w1t = params, *b1 = w1t + C * R, *w2t = b1 + R, *b2 = w2t + R * C;
   __local float mean[SE_MAX_CHANNELS];
   __local float hidden[SE_MAX_HIDDEN];
   __local float part[SE_LOCAL];
