@@ -8,10 +8,10 @@
 // stowage_conv2d_direct: any stride, padding, dilation and group count.
 //   Weights: float4s [groups][Kg4][Cg][R][S] (Kg4 = ceil(Kg / 4), Kg = K / groups,
 //   Cg = C / groups): element (g, kb, ci, r, s) holds w[g Kg + 4 kb .. + 3][ci][r][s],
-//   zeros past Kg, and after them, in the same buffer, K biases (read only under
-//   STOWAGE_EPI_BIAS; one pointer argument fewer, docs/vm_overhead.md; padded to a
-//   whole float4 by the caller). A work-item computes DCONV_PX neighbouring pixels of one output
-//   row for DCONV_OB blocks of 4 output channels of one group, over the input
+//   zeros past Kg, and after them, in the same buffer, the K biases (zero-padded to
+//   whole float4s; read only under STOWAGE_EPI_BIAS): one pointer argument fewer a
+//   launch (docs/vm_overhead.md). A work-item computes DCONV_PX neighbouring pixels
+//   of one output row for DCONV_OB blocks of 4 output channels of one group, over the input
 //   channels of its slice: the local[2] slices of a work-group take every
 //   local[2]-th input channel and add their partial sums through local memory at
 //   the end, in a fixed order.
