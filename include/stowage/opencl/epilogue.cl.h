@@ -5,6 +5,9 @@
  * float act_b` and computes, per output value v (the accumulator):
  *   v += bias            when flags & STOWAGE_EPI_BIAS      (one value per output channel)
  *   v += residual        when flags & STOWAGE_EPI_RESIDUAL  (a tensor of the output's shape)
+ * A kernel that says so also takes STOWAGE_EPI_BIAS_AFTER_WEIGHTS: its biases follow
+ * its weights in the weights' buffer, and its bias argument may be null (a pointer
+ * argument costs NVIDIA's host about 1 us a launch, docs/vm_overhead.md).
  *   v  = activation(v)   act: STOWAGE_ACT_NONE, _RELU, _CLIP (min a, max b),
  *                        _HARDSWISH (v * clamp(a v + b, 0, 1)), _SIGMOID,
  *                        _HARDSIGMOID (clamp(a v + b, 0, 1)), _LEAKY_RELU (slope a),
@@ -25,6 +28,7 @@
 
 #define STOWAGE_EPI_BIAS 1
 #define STOWAGE_EPI_RESIDUAL 2
+#define STOWAGE_EPI_BIAS_AFTER_WEIGHTS 4
 
 #define STOWAGE_ACT_NONE 0
 #define STOWAGE_ACT_RELU 1

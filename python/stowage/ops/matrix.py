@@ -12,6 +12,7 @@ from .core import DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, apply_activation, par
 
 EPI_BIAS = 1
 EPI_RESIDUAL = 2
+EPI_BIAS_AFTER_WEIGHTS = 4  # the biases follow the weights in one constant (kernels that take it)
 
 # Defaults of the tiling constants (conv.cl, gemm.cl, conv_texture.cl).
 CONV_DEFAULTS = {"CONV_TILE_M": 64, "CONV_TILE_N": 64, "CONV_TILE_K": 16, "CONV_WPT_M": 8, "CONV_WPT_N": 8,
@@ -555,12 +556,18 @@ class MatrixOps(Core):
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
         winograd = cg != 1 and not runtime and not in_args and self._winograd_conv(g)
-        # The direct convolution takes its biases after its weights, in one constant.
+        # The direct and the depthwise convolutions take constant biases after their
+        # weights, in one constant: one pointer argument fewer a launch.
         direct = cg != 1 and not runtime and not winograd and not isinstance(b, Var) and self._direct_conv(g)
-        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, None if direct else b, residual, in_place,
-                                                              out, (n, k, p, q))
+        packed_dw = cg == 1 and not runtime and b is not None and not isinstance(b, Var)
+        bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, None if direct or packed_dw else b, residual,
+                                                              in_place, out, (n, k, p, q))
         if cg == 1:  # depthwise, any multiplier
-            w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
+            if packed_dw:
+                w_var = self._const(np.concatenate([w.reshape(k * r * s), np.asarray(b, np.float32).reshape(k)]))
+                flags |= EPI_BIAS | EPI_BIAS_AFTER_WEIGHTS
+            else:
+                w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
             unit = self._unit("conv", {"DW_SUMS": 1} if channel_sums else None)
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)

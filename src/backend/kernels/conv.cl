@@ -24,8 +24,9 @@
 // stowage_conv2d_split_sum: grid = [N*P*Q, K], each rounded up to the work-group.
 //
 // stowage_conv2d_depthwise: groups == C (one input channel per group, any
-// multiplier K / C); w[k][r][s]. A work-item computes DW_PX neighbouring pixels of
-// one row of one output channel.
+// multiplier K / C); w[k][r][s], with STOWAGE_EPI_BIAS_AFTER_WEIGHTS the K biases
+// right after them (bias then null). A work-item computes DW_PX neighbouring pixels
+// of one row of one output channel.
 // Launch: grid = [ceil(Q / DW_PX) rounded up to local0, P rounded up to local1, N * K],
 //   local[2] = 1.
 // A unit built with DW_SUMS 1 takes one more argument after act_b, `sums`: each
@@ -360,7 +361,8 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
       }
     }
   }
-  const float bv = (flags & STOWAGE_EPI_BIAS) ? bias[k] : 0.0f;
+  const __global float* biases = (flags & STOWAGE_EPI_BIAS_AFTER_WEIGHTS) ? w + K * R * S : bias;
+  const float bv = (flags & STOWAGE_EPI_BIAS) ? biases[k] : 0.0f;
   const int base = (img * K + k) * P * Q + p * Q;
 #pragma unroll
   for (int i = 0; i < DW_PX; ++i) {
