@@ -62,6 +62,27 @@ def test_conv_with_weights_at_run_time(x_shape, w_shape, attrs, texture, device)
     check(node_model("Conv", feeds, attrs), feeds, device, texture=texture)
 
 
+@pytest.mark.parametrize("bias_at_run_time", [False, True])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ((1, 8, 7, 6), (8, 1, 3, 3), {"group": 8, "pads": [1, 1, 1, 1]}),  # depthwise
+    ((1, 8, 7, 6), (10, 8, 1, 1), {}),  # pointwise, few pixels: opencl-gpu's direct convolution
+    ((1, 8, 7, 6), (12, 4, 3, 3), {"group": 2, "pads": [1, 0, 1, 2]})])
+def test_conv_with_constant_weights_and_a_bias_either_way(x_shape, w_shape, attrs, bias_at_run_time, device):
+    # A constant bias may travel after the weights (one launch argument fewer: the
+    # depthwise and direct kernels); one given at run time must stay an argument.
+    feeds = {"x": rand(*x_shape)}
+    inits = [("w", rand(*w_shape, seed=1))]
+    b = rand(w_shape[0], seed=2)
+    if bias_at_run_time:
+        feeds["b"] = b
+    else:
+        inits.append(("b", b))
+    model = node_model("Conv", feeds, attrs, initializers=inits, inputs=["x", "w", "b"])
+    want = expected(model, feeds)
+    for target in ("opencl", "opencl-gpu"):
+        assert_matches(stowage_outputs(model, feeds, device, target=target)[0][0], want)
+
+
 @pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES[4:])
 def test_conv_1d_with_constant_weights(x_shape, w_shape, attrs, device):
     feeds = {"x": rand(*x_shape)}
