@@ -202,6 +202,12 @@ class Core:
     def _const(self, array, scope="global"):
         return self.builder.constant(np.asarray(array, dtype=np.float32, order="C"), scope=scope)
 
+    def _packed_const(self, *parts):
+        """One float32 constant holding ``parts`` one after another, each flattened: a
+        launch's constants as one pointer argument, which costs NVIDIA's host about 1 us
+        a launch (docs/vm_overhead.md); the kernel finds each part from its shapes."""
+        return self._const(np.concatenate([np.asarray(part, np.float32).ravel() for part in parts]))
+
     def _new_buffer(self, shape, dtype="float32"):
         shapes.check_elements("empty", shape)
         v = self.function.empty(tuple(int(d) for d in shape), dtype)

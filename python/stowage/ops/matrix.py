@@ -448,7 +448,7 @@ class MatrixOps(Core):
         if bias is not None:
             params.append(np.pad(bias, (0, k4 * 4 - k)))
             flags |= EPI_BIAS
-        params_var = self._const(np.concatenate([part.ravel() for part in params]))
+        params_var = self._packed_const(*params)
         shuffle_args = ()
         if shuffle is not None:
             dst, parts, part, passthrough, pass_part = shuffle
@@ -564,7 +564,7 @@ class MatrixOps(Core):
                                                               in_place, out, (n, k, p, q))
         if cg == 1:  # depthwise, any multiplier
             if packed_dw:
-                w_var = self._const(np.concatenate([w.reshape(k * r * s), np.asarray(b, np.float32).reshape(k)]))
+                w_var = self._packed_const(w, b)
                 flags |= EPI_BIAS | EPI_BIAS_AFTER_WEIGHTS
             else:
                 w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
@@ -703,10 +703,10 @@ class MatrixOps(Core):
         kg4 = shapes.ceil_div(kg, 4)
         wp = np.zeros((group, kg4 * 4, cg, r, s), np.float32)
         wp[:, :kg] = w.reshape(group, kg, cg, r, s)
-        parts = [wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2).ravel()]
+        parts = [wp.reshape(group, kg4, 4, cg, r, s).transpose(0, 1, 3, 4, 5, 2)]
         if bias is not None:  # after the weights (conv_direct.cl), padded to whole float4s
             parts.append(np.pad(np.asarray(bias, np.float32).reshape(k), (0, (-k) % 4)))
-        w_var = self._const(np.concatenate(parts))
+        w_var = self._packed_const(*parts)
         unit = self._unit("conv_direct", self._input_affine_defines(in_args))
         px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
         grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,

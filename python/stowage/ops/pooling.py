@@ -209,7 +209,7 @@ class PoolingOps(Core):
         made = self._channel_sums.get(x.name) if isinstance(x, Var) else None
         if made is not None and self.squeeze_takes_sums(c, r):  # pooled as x was made
             sums, parts = made
-            params = self._const(np.concatenate([w1.T.ravel(), b1, w2.T.ravel(), b2]))  # pooling.cl's order
+            params = self._packed_const(w1.T, b1, w2.T, b2)  # pooling.cl's order
             self._launch(unit, "stowage_excite_sums", sums, params, s, c, r, parts, 1.0 / (h * w),
                          *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
             return s
@@ -226,9 +226,8 @@ class PoolingOps(Core):
         else:
             self._launch(unit, "stowage_squeeze", self._buffer(op, "x", x), w1_var, parts, c, h * w, r, lanes,
                          grid=(squeeze_local, n * blocks), local=(squeeze_local, 1))
-        self._launch(unit, "stowage_excite", parts, self._const(np.concatenate([b1, w2.T.ravel(), b2])), s, c, r,
-                     blocks, *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)),
-                     local=(local, 1))
+        self._launch(unit, "stowage_excite", parts, self._packed_const(b1, w2.T, b2), s, c, r, blocks, *acts[0],
+                     *acts[1], grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
         return s
 
 

@@ -109,10 +109,10 @@ inline void stowage_direct_store4(__global float* y, __global const float* bias,
   }
 }
 
-__kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* res, __global float* y, int N, int C, int H, int W, int K,
-                                    int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top, int pad_left,
-                                    int dil_h, int dil_w, int groups, int flags, int act, float act_a,
-                                    float act_b DCONV_IN_PARAMS) {
+__kernel void stowage_conv2d_direct(__global const float* x, __global const float4* w, __global const float* res,
+                                    __global float* y, int N, int C, int H, int W, int K, int P, int Q, int R, int S,
+                                    int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
+                                    int groups, int flags, int act, float act_a, float act_b DCONV_IN_PARAMS) {
   __local float4 partial[DCONV_MAX_GROUP * DCONV_OUTPUTS];
   const int items = get_local_size(0) * get_local_size(1), slices = get_local_size(2);
   const int t = get_local_id(1) * get_local_size(0) + get_local_id(0), slice = get_local_id(2);

@@ -269,10 +269,10 @@ __kernel void stowage_conv2d_depthwise_image(read_only image2d_t x, stowage_imag
 
 __kernel void stowage_conv2d_dwpw_image(read_only image2d_t x, stowage_image_offset x_off, STOWAGE_WEIGHTS wd,
                                         __global const float4* bd, STOWAGE_WEIGHTS w, __global const float4* bias,
-                                        TCONV_RES_PARAMS write_only image2d_t y, stowage_image_offset y_off, int N, int C, int H,
-                                        int W, int K, int P, int Q, int R, int S, int stride_h, int stride_w,
-                                        int pad_top, int pad_left, int dil_h, int dil_w, int dw_act, float dw_act_a,
-                                        float dw_act_b, int flags, int act, float act_a, float act_b) {
+                                        TCONV_RES_PARAMS write_only image2d_t y, stowage_image_offset y_off, int N,
+                                        int C, int H, int W, int K, int P, int Q, int R, int S, int stride_h,
+                                        int stride_w, int pad_top, int pad_left, int dil_h, int dil_w, int dw_act,
+                                        float dw_act_a, float dw_act_b, int flags, int act, float act_a, float act_b) {
   __local float4 partial[TDWPW_MAX_GROUP * TDWPW_OUTPUTS];
 #if TDWPW_SHARE > 1
   __local float4 shared_mid[TDWPW_MAX_GROUP * TCONV_PX];
