@@ -9,8 +9,10 @@ on the device, so that GEMM_CONFIGS and GEMM_GROUPS (stowage.ops.matrix, the tar
 function per shape, and DIR/gemm_sweep.json. `--from` needs only vm-run: it runs each function with
 `--kernel-times --repeat 20` (random inputs) and prints, per shape, the device time
 of its kernels per invocation under each setting, fastest first, with GFLOP/s and
-the kernels it launched. With `--torch` (PyTorch with CUDA importable), each shape is
-also timed in PyTorch in the same run (float32, TF32 off; a linear shape as
+the kernels it launched. With `--check`, each function runs once more on seeded
+inputs (`vm-run --output`) and the table gives the largest error of its output
+against float64 numpy, relative to the largest |output|. With `--torch` (PyTorch
+with CUDA importable), each shape is also timed in PyTorch in the same run (float32, TF32 off; a linear shape as
 `F.linear` with weights [N, K] and as `addmm` with weights [K, N], the faster kept,
 as cuBLAS picks per layout; a batched one as `bmm`), each as a CUDA graph of 50
 calls, the median of 5 replays per call: the row "PyTorch" and, per shape, the
@@ -23,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 from progress_line import Progress
@@ -121,6 +124,27 @@ def time_function(args, path, shape):
     return float(busy.group(1)), kernels
 
 
+def check_function(args, path, shape, scratch):
+    """The largest error of one shape's output against float64 numpy, relative to the
+    largest |output| (the bias is zeros)."""
+    batches, m, k, n, kind = SHAPES[shape]
+    rng = np.random.default_rng(0)
+    dims = [(m, k), (k, n)] if kind == "linear" else [(batches, m, k), (batches, k, n)]
+    inputs = [rng.uniform(-1, 1, d).astype(np.float32) for d in dims]
+    cmd = [args.vm_run, path, "-f", function_name(shape)]
+    for i, value in enumerate(inputs):
+        name = os.path.join(scratch, f"in{i}.npy")
+        np.save(name, value)
+        cmd += ["--input", name]
+    out = os.path.join(scratch, "out.npy")
+    cmd += ["--output", out] + (["--device", args.device] if args.device else [])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
+    want = np.matmul(inputs[0].astype(np.float64), inputs[1].astype(np.float64))
+    return float(np.abs(np.load(out) - want).max() / np.abs(want).max())
+
+
 def time_torch(shape):
     """PyTorch's device us per call of one shape (see the module's docstring)."""
     import torch
@@ -165,26 +189,30 @@ def time_exported(args):
     with open(os.path.join(args.from_dir, "gemm_sweep.json")) as f:
         exported = json.load(f)
     print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
-    print("| shape | setting | device us | GFLOP/s | kernels |")
-    print("| --- | --- | ---: | ---: | --- |")
+    check = "| error / max |y| " if args.check else ""
+    print(f"| shape | setting | device us | GFLOP/s {check}| kernels |")
+    print(f"| --- | --- | ---: | ---: {'| ---: ' if args.check else ''}| --- |")
     shapes = [s for s in SHAPES if not args.shapes or re.search(args.shapes, s)]
-    with Progress(len(shapes) * len(exported["settings"]), "timing") as steps:
+    with tempfile.TemporaryDirectory(prefix="gemm_sweep_") as scratch, \
+            Progress(len(shapes) * len(exported["settings"]), "timing") as steps:
         for shape in shapes:
             batches, m, k, n, _ = SHAPES[shape]
             timed = []
             for setting in exported["settings"]:
                 steps.start(f"{shape}, {setting}")
-                us, kernels = time_function(args, os.path.join(args.from_dir, file_name(setting)), shape)
-                timed.append((us, setting, kernels))
+                path = os.path.join(args.from_dir, file_name(setting))
+                us, kernels = time_function(args, path, shape)
+                error = f"| {check_function(args, path, shape, scratch):.1e} " if args.check else ""
+                timed.append((us, setting, kernels, error))
                 steps.done(f"{shape}, {setting}: {us:.1f} us")
             steps.close()
-            for us, setting, kernels in sorted(timed):
+            for us, setting, kernels, error in sorted(timed):
                 gflops = 2.0 * batches * m * k * n / us / 1e3
-                print(f"| {shape} | {setting} | {us:.1f} | {gflops:.0f} | {', '.join(kernels)} |", flush=True)
+                print(f"| {shape} | {setting} | {us:.1f} | {gflops:.0f} {error}| {', '.join(kernels)} |", flush=True)
             if args.torch:
                 us = time_torch(shape)
                 gflops = 2.0 * batches * m * k * n / us / 1e3
-                print(f"| {shape} | PyTorch | {us:.1f} | {gflops:.0f} | fastest setting / PyTorch "
+                print(f"| {shape} | PyTorch | {us:.1f} | {gflops:.0f} {'| ' if args.check else ''}| fastest setting / PyTorch "
                       f"{min(timed)[0] / us:.2f} |", flush=True)
 
 
@@ -198,6 +226,7 @@ def main():
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--device", default=None)
     parser.add_argument("--torch", action="store_true", help="with --from: time each shape in PyTorch too")
+    parser.add_argument("--check", action="store_true", help="with --from: each output against float64 numpy")
     args = parser.parse_args()
     if bool(args.export) == bool(args.from_dir):
         parser.error("give one of --export DIR and --from DIR")
