@@ -5,8 +5,9 @@ on the device, so that GEMM_CONFIGS and GEMM_GROUPS (stowage.ops.matrix, the tar
     python benchmarks/gemm_sweep.py --export DIR [--target opencl-gpu] [--only REGEX]
     python benchmarks/gemm_sweep.py --from DIR [--vm-run build/src/vm-run] [--device gpu]
 
-`--export` needs the compiler (the Python package): one .stw per setting, holding one
-function per shape, and DIR/gemm_sweep.json. `--from` needs only vm-run: it runs each function with
+`--export` needs the compiler (the Python package, built from this checkout: a stale
+one is refused, see checkout_match.py): one .stw per setting, holding one function per
+shape, and DIR/gemm_sweep.json. `--from` needs only vm-run: it runs each function with
 `--kernel-times --repeat 20` (random inputs) and prints, per shape, the device time
 of its kernels per invocation under each setting, fastest first, with GFLOP/s and
 the kernels it launched. With `--check`, each function runs once more on seeded
@@ -28,6 +29,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+import checkout_match
 from progress_line import Progress
 
 # name -> (batches, M, K, N, kind): "linear" x [M, K] by weights [K, N] with a bias (a
@@ -88,6 +91,7 @@ def export(args):
     import stowage as sw
     from stowage.ops import OpBuilder
 
+    checkout_match.refuse_stale(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), args.target)
     os.makedirs(args.export, exist_ok=True)
     chosen = [s for s in SETTINGS if not args.only or re.search(args.only, s)]
     with Progress(len(chosen), "exporting") as steps:

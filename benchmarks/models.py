@@ -72,6 +72,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import checkout_match  # noqa: E402
 import zoo  # noqa: E402  (the zoo's model definitions, exports and inputs)
 
 try:  # the exported files are timed where only the runtime (vm-run) is built
@@ -873,6 +874,8 @@ def main():
         return 0
     if not args.from_dir and sw is None:
         parser.error("Stowage does not import here (PYTHONPATH=build/python or python/); only --from and --report run")
+    if not args.from_dir:  # compiled here: with the checkout's kernels, or not at all
+        checkout_match.refuse_stale(zoo.REPO, args.target)
     results = Results(args.results)
     if args.from_dir:
         measure_exported(args.nets if args.nets_given else [], args, results)
