@@ -35,6 +35,8 @@ import sys
 import time
 
 import numpy as np
+
+import checkout_match
 from progress_line import Progress
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -482,6 +484,8 @@ def main():
     except ImportError as e:
         print(f"zoo: Stowage does not import here ({e})")
         return 1
+    for target in [args.target] if args.target else ["opencl", "opencl-gpu"]:
+        checkout_match.refuse_stale(REPO, target)
     names = [n for n in args.models.split(",") if n]
     args.exporters = [e for e in args.exporters.split(",") if e]
     unknown = [n for n in names if n not in MODELS] + [e for e in args.exporters if e not in EXPORTERS]
