@@ -1,30 +1,46 @@
-"""Kernel settings of the operator library, timed on whole networks.
+"""Operator-library settings timed on whole networks, alternating, in each net's own sequence.
 
-Each setting (tile sizes and accumulators of the implicit-GEMM kernels, the split-K
-policy, the texture convolution's blocking) is applied to every convolution of a
-net; the table shows each net's time per inference under each setting, its kernel
-launches and its planned activation bytes, so that a target's "kernels" defaults
-(docs/operators.md) can be chosen from measurements.
+A setting is a tuning (stowage.from_onnx's `tuning`: a kernel family's defines such as
+{"gemm": {"GEMM_AHEAD": 1}}, or "launch" policies such as {"launch":
+{"SPLIT_K_MIN_STEPS": 16}}) and a mode (buffers or textures); it applies to every layer
+of a net. The table gives each net's time per inference under each setting in every
+round, their median, its ratio to the net's first setting, the kernel launches and
+the planned activation bytes, so that a target's "kernels" defaults (docs/operators.md)
+can be chosen from measurements and a change's effect read from nets, not layers.
 
-    python benchmarks/tuning_sweep.py --export DIR [--nets resnet18,mobilenet_v2] [--target opencl-gpu] [--only RE]
+    python benchmarks/tuning_sweep.py --export DIR [--nets vit_b_16,convnext_tiny] [--only RE]
+        [--setting 'NAME={"launch": {"SPLIT_K_MIN_STEPS": 16}}' ...] [--target opencl-gpu]
     python benchmarks/tuning_sweep.py --from DIR [--vm-run build/src/vm-run] [--device gpu]
+        [--rounds 3] [--repeat 50] [--reps 5]
 
-`--export` needs the compiler (the Python package); it writes one .stw per net and
-setting, with zeros for weights (so that DIR compresses for a trip to another
-machine; no kernel's speed depends on the values) and DIR/sweep.json. `--from`
-needs only vm-run: it times each file with `vm-run --repeat 20 --reps 5` and
-prints the table, best first per net.
+`--nets` takes what benchmarks/models.py takes (stowage.models' nets, zoo.py's names,
+.onnx files). `--export` needs the compiler (the Python package, built from this
+checkout: a stale one is refused, see checkout_match.py); it writes each net's
+inputs as .npy and, per net and setting, its .stw with zeros for weights (no
+kernel's speed depends on the values), xz-compressed, so that DIR travels to the
+device's machine; DIR/sweep.json lists them. `--setting NAME=JSON` adds a setting
+(a JSON tuning; `"texture": true` in it picks texture mode) after those of the
+built-in list that `--only` selects (none where it matches nothing; all without
+it or a --setting). `--from` needs only vm-run and numpy: it times each file with
+`vm-run --repeat --reps`, every setting of a net in turn, for `--rounds` rounds, so
+that a drift of the machine's pace falls on all settings alike.
 """
 
 import argparse
 import json
+import lzma
 import os
 import re
-import subprocess
+import statistics
 import sys
+import tempfile
 
-import numpy as np
-from progress_line import Progress
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import models as bench  # noqa: E402  (nets, inputs, zero weights and vm-run's timing)
+from progress_line import Progress  # noqa: E402
+
+REPO = os.path.dirname(HERE)
 
 
 def tiles(m, n, wm, wn, k=16):
@@ -60,6 +76,9 @@ GPU = with_split(tiles(64, 64, 4, 4), 512, 2 << 20)
 
 # name -> (texture mode, tuning)
 SETTINGS = {
+    "shipped": (False, None),
+    "split-K from 16 steps": (False, {"launch": {"SPLIT_K_MIN_STEPS": 16}}),
+    "split-K from 16 steps, GEMM groups 512": (False, {"launch": {"SPLIT_K_MIN_STEPS": 16, "GEMM_GROUPS": 512}}),
     "64x64/8x8 split128": (False, with_split(tiles(64, 64, 8, 8), 128)),
     "64x64/4x4 split128": (False, with_split(tiles(64, 64, 4, 4), 128)),
     "64x64/4x4 split512": (False, with_split(tiles(64, 64, 4, 4), 512)),
@@ -93,84 +112,150 @@ SETTINGS = {
 
 
 def file_name(net, setting):
-    return f"{net}." + re.sub(r"[^A-Za-z0-9]+", "_", setting) + ".stw"
+    return f"{net}." + re.sub(r"[^A-Za-z0-9]+", "_", setting).strip("_") + ".stw.xz"
 
 
-def export(args):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import models as bench
+def parse_setting(text):
+    """(name, (texture mode, tuning)) of a --setting NAME=JSON."""
+    name, sep, spec = text.partition("=")
+    if not sep or not name.strip():
+        raise ValueError(f"--setting '{text}': expected NAME=JSON")
+    try:
+        tuning = json.loads(spec)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--setting '{name}': not JSON ({e})") from None
+    if not isinstance(tuning, dict):
+        raise ValueError(f"--setting '{name}': the tuning must be a JSON object")
+    texture = tuning.pop("texture", False)
+    if not isinstance(texture, bool):
+        raise ValueError(f"--setting '{name}': \"texture\" must be true or false")
+    return name.strip(), (texture, tuning or None)
+
+
+def chosen_settings(args):
+    chosen = {}
+    if args.only is not None or not args.setting:
+        chosen = {s: v for s, v in SETTINGS.items() if args.only is None or re.search(args.only, s)}
+    for text in args.setting:
+        name, value = parse_setting(text)
+        if name in chosen:
+            raise ValueError(f"--setting '{name}': a setting of that name is already chosen")
+        chosen[name] = value
+    return chosen
+
+
+def export(args, settings):
+    import checkout_match
     import stowage as sw
-    from stowage import _files, models
 
+    checkout_match.refuse_stale(REPO, args.target)
     os.makedirs(args.export, exist_ok=True)
+    loading = argparse.Namespace(cache=args.cache, export_timeout=args.export_timeout)
     rows = []
-    chosen = [s for s in SETTINGS if not args.only or re.search(args.only, s)]
-    with Progress(len(args.nets) * len(chosen), "exporting") as steps:
-        for net in args.nets:
-            model = bench.zero_weights(getattr(models, net)())
-            for setting in chosen:
-                on_images, tuning = SETTINGS[setting]
-                steps.start(f"{net} {setting}")
-                module = sw.from_onnx(model, texture=on_images, target=args.target, tuning=tuning)
-                exe = sw.compile(module, target=args.target)
-                exe.save(os.path.join(args.export, file_name(net, setting)))
-                rows.append({"net": net, "setting": setting, "planned": bench.activation_figures(exe)[3]})
-                steps.done(f"{net} {setting}")
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
-    _files.write_atomically(os.path.join(args.export, "input.npy"), lambda f: np.save(f, x))
-    _files.write_text(os.path.join(args.export, "sweep.json"),
-                      json.dumps({"command": " ".join(sys.argv), "target": args.target, "rows": rows}, indent=1))
+    with Progress(len(args.nets) * len(settings), "exporting") as steps:
+        for name in args.nets:
+            key, source, what = bench.resolve(name)
+            model, inputs, _ = bench.load_net(source, what, loading)
+            model = bench.zero_weights(model)
+            saved = [bench.save_input(args.export, n, a) for n, a in inputs.items()]
+            for setting, (texture, tuning) in settings.items():
+                steps.start(f"{key} {setting}")
+                exe = sw.compile(sw.from_onnx(model, texture=texture, target=args.target, tuning=tuning),
+                                 target=args.target)
+                with tempfile.TemporaryDirectory(dir=args.export) as temp:
+                    stw = os.path.join(temp, "net.stw")
+                    exe.save(stw)
+                    bench._files.write_atomically(os.path.join(args.export, file_name(key, setting)),
+                                                  lambda f, stw=stw: compress(stw, f))
+                rows.append({"net": key, "setting": setting, "texture": texture, "tuning": tuning,
+                             "file": file_name(key, setting), "inputs": saved,
+                             "planned": bench.activation_figures(exe)["planned"]})
+                steps.done(f"{key} {setting}")
+    bench._files.write_text(os.path.join(args.export, "sweep.json"),
+                            json.dumps({"command": " ".join(sys.argv), "target": args.target, "rows": rows},
+                                       indent=1))
 
 
-def time_file(args, path):
-    cmd = [args.vm_run, path, "--input", os.path.join(args.from_dir, "input.npy"), "--repeat", "20", "--reps", "5"]
-    if args.device:
-        cmd += ["--device", args.device]
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"median ([0-9.]+) us, min ([0-9.]+) us per invocation; ([0-9.]+) kernel launches", run.stdout)
-    if run.returncode != 0 or m is None:
-        raise RuntimeError(f"{' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}")
-    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+def compress(path, out):
+    with open(path, "rb") as src, lzma.open(out, "wb", format=lzma.FORMAT_XZ, filters=bench.XZ_FILTERS) as xz:
+        while chunk := src.read(1 << 24):
+            xz.write(chunk)
 
 
 def time_exported(args):
     with open(os.path.join(args.from_dir, "sweep.json")) as f:
         exported = json.load(f)
-    print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
-    print("| net | setting | median (us) | min (us) | launches | planned activations (MB) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
     by_net = {}
     for row in exported["rows"]:
-        if row["net"] in args.nets:
+        if not args.nets or row["net"] in args.nets:
             by_net.setdefault(row["net"], []).append(row)
-    with Progress(sum(len(rows) for rows in by_net.values()), "timing") as steps:
-        for net, rows in by_net.items():
-            timed = []
-            for r in rows:
-                steps.start(f"{net} {r['setting']}")
-                timed.append((time_file(args, os.path.join(args.from_dir, file_name(net, r["setting"]))), r))
-                steps.done(f"{net} {r['setting']}: {timed[-1][0][0]:.1f} us")
-            table = sorted(timed, key=lambda t: t[0][0])
-            steps.close()  # the table's rows below, not inside the progress line
-            for (median, best, launches), r in table:
-                print(f"| {net} | {r['setting']} | {median:.1f} | {best:.1f} | {launches:.0f} | "
-                      f"{r['planned'] / 1e6:.2f} |", flush=True)
+    times = {}  # (net, setting) -> [(median us, launches) per round]
+    with tempfile.TemporaryDirectory(prefix="tuning_sweep_") as temp, \
+            Progress(args.rounds * sum(len(rows) for rows in by_net.values()), "timing") as steps:
+        for rows in by_net.values():
+            for row in rows:
+                with lzma.open(os.path.join(args.from_dir, row["file"])) as xz, \
+                        open(os.path.join(temp, row["file"][:-3]), "wb") as out:
+                    while chunk := xz.read(1 << 24):
+                        out.write(chunk)
+        for r in range(args.rounds):
+            for net, rows in by_net.items():
+                for row in rows:
+                    steps.start(f"round {r + 1}, {net} {row['setting']}")
+                    inputs = [os.path.join(args.from_dir, i["file"]) for i in row["inputs"]]
+                    t = bench.vm_run_latency(args.vm_run, os.path.join(temp, row["file"][:-3]), inputs, args.device,
+                                             args.repeat, args.reps, args.vm_run_timeout)
+                    times.setdefault((net, row["setting"]), []).append((t["median"] * 1e6, t["launches"]))
+                    steps.done(f"round {r + 1}, {net} {row['setting']}: {t['median'] * 1e6:.1f} us")
+    print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
+    rounds = " | ".join(f"round {r + 1} (us)" for r in range(args.rounds))
+    print(f"| net | setting | launches | {rounds} | median (us) | / first | planned activations (MB) |")
+    print("| --- | --- | ---: |" + " ---: |" * args.rounds + " ---: | ---: | ---: |")
+    for net, rows in by_net.items():
+        first = None
+        for row in rows:
+            measured = times[(net, row["setting"])]
+            median = statistics.median(us for us, _ in measured)
+            first = first or median
+            each = " | ".join(f"{us:.1f}" for us, _ in measured)
+            print(f"| {net} | {row['setting']} | {measured[0][1]:.0f} | {each} | {median:.1f} | "
+                  f"{median / first:.3f} | {row['planned'] / 1e6:.2f} |", flush=True)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nets", default="resnet18,resnet50,mobilenet_v2",
-                        type=lambda s: [n for n in s.split(",") if n])
+    parser.add_argument("--nets", default=None, type=lambda s: [n for n in s.split(",") if n],
+                        help="with --export: default resnet18,resnet50,mobilenet_v2; with --from: all exported")
     parser.add_argument("--target", default="opencl-gpu")
     parser.add_argument("--export", metavar="DIR")
-    parser.add_argument("--only", metavar="REGEX", help="export only the settings whose name matches")
+    parser.add_argument("--only", metavar="REGEX", help="export only the built-in settings whose name matches")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=JSON",
+                        help="export this setting too (a JSON tuning; \"texture\": true for texture mode)")
+    parser.add_argument("--cache", default=os.path.join(REPO, "build", "zoo"), help="zoo.py's export cache")
+    parser.add_argument("--export-timeout", type=int, default=900, help="seconds for one PyTorch export")
     parser.add_argument("--from", dest="from_dir", metavar="DIR")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--device", default=None)
-    args = parser.parse_args()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--vm-run-timeout", type=int, default=300, help="seconds for one vm-run")
+    args = parser.parse_args(argv)
     if bool(args.export) == bool(args.from_dir):
         parser.error("give one of --export DIR and --from DIR")
-    export(args) if args.export else time_exported(args)
+    if min(args.rounds, args.repeat) < 1 or args.reps < 2:
+        parser.error("--rounds and --repeat must be at least 1, --reps at least 2 (vm-run's median is over its rounds)")
+    if args.export:
+        args.nets = args.nets or list(bench.BUILTIN)
+        try:
+            settings = chosen_settings(args)
+        except ValueError as e:
+            parser.error(str(e))
+        if not settings:
+            parser.error(f"--only '{args.only}' matches no setting and no --setting is given")
+        export(args, settings)
+    else:
+        time_exported(args)
     return 0
 
 

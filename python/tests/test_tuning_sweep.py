@@ -1,0 +1,71 @@
+"""benchmarks/tuning_sweep.py: settings from the command line, each net's files exported
+compressed with their inputs, and the real vm-run timing every setting in every round."""
+
+import json
+import os
+import re
+import sys
+
+import onnx
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+import tuning_sweep  # noqa: E402
+
+from test_tuner import small_model  # noqa: E402
+
+
+def test_a_setting_is_a_name_and_a_json_tuning_with_its_mode():
+    assert tuning_sweep.parse_setting('k32={"gemm": {"GEMM_TILE_K": 32}}') == ("k32", (False,
+                                                                                   {"gemm": {"GEMM_TILE_K": 32}}))
+    assert tuning_sweep.parse_setting('images={"texture": true}') == ("images", (True, None))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("k32", "expected NAME=JSON"),
+    ('={"gemm": {}}', "expected NAME=JSON"),
+    ("k32={gemm", "'k32': not JSON"),
+    ("k32=[1, 2]", "the tuning must be a JSON object"),
+    ('k32={"texture": 1}', '"texture" must be true or false'),
+])
+def test_a_malformed_setting_is_refused_with_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tuning_sweep.parse_setting(text)
+
+
+def test_the_command_line_names_a_bad_setting_and_an_empty_choice(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        tuning_sweep.main(["--export", str(tmp_path / "x"), "--setting", "k32={gemm"])
+    assert exit.value.code == 2 and "--setting 'k32': not JSON" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tuning_sweep.main(["--export", str(tmp_path / "x"), "--only", "no such setting"])
+    assert "matches no setting" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tuning_sweep.main(["--from", str(tmp_path / "x"), "--reps", "1"])
+    assert "--reps at least 2" in capsys.readouterr().err
+
+
+def test_export_then_time_every_setting_in_every_round(tmp_path, device, capsys):
+    vm_run = os.environ.get("STOWAGE_VM_RUN")
+    if not vm_run:
+        pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
+    onnx.save(small_model(), tmp_path / "small.onnx")
+    out = tmp_path / "sweep"
+    assert tuning_sweep.main(["--export", str(out), "--nets", str(tmp_path / "small.onnx"), "--target", "opencl",
+                              "--only", "^shipped$", "--setting", 'images={"texture": true}']) == 0
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert [(r["net"], r["setting"], r["texture"]) for r in rows] == [("small", "shipped", False),
+                                                                     ("small", "images", True)]
+    assert all((out / r["file"]).read_bytes()[:6] == b"\xfd7zXZ\x00" and (out / r["inputs"][0]["file"]).exists()
+               for r in rows)
+    capsys.readouterr()
+    argv = ["--from", str(out), "--vm-run", vm_run, "--rounds", "2", "--repeat", "1", "--reps", "2"]
+    assert tuning_sweep.main(argv + (["--device", device] if device else [])) == 0
+    table = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| small ")]
+    assert [cells[1].strip() for cells in table] == ["shipped", "images"]
+    for cells in table:
+        launches, first_round, second_round, median, ratio = (float(c) for c in cells[2:7])
+        assert launches >= 1 and first_round > 0 and second_round > 0
+        assert median == pytest.approx((first_round + second_round) / 2, abs=0.1)
+    assert table[0][6].strip() == "1.000"
