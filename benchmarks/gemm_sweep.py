@@ -55,12 +55,12 @@ SHAPES = {
     "convnext s4 mlp2": (1, 49, 3072, 768, "linear"),
 }
 
-TILES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "GEMM_WPT_N")
+TILES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "GEMM_WPT_N", "GEMM_SLICES")
 NO_SPLIT = {"SPLIT_K_MIN_STEPS": 1 << 20}
 
 
-def pinned(m, n, k, wm, wn, split=True):
-    tuning = {"gemm": dict(zip(TILES, (m, n, k, wm, wn)))}
+def pinned(m, n, k, wm, wn, slices=1, split=True):
+    tuning = {"gemm": dict(zip(TILES, (m, n, k, wm, wn, slices)))}
     return tuning if split else dict(tuning, launch=NO_SPLIT)
 
 
@@ -71,10 +71,12 @@ SETTINGS = {
     "groups 512": {"launch": {"GEMM_GROUPS": 512}},
     "groups 1024": {"launch": {"GEMM_GROUPS": 1024}},
     "default, no split-K": {"launch": NO_SPLIT},
-    **{f"{m}x{n} k{k} {wm}x{wn}{'' if split else ', no split-K'}": pinned(m, n, k, wm, wn, split)
-       for m, n, k, wm, wn in [(128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 128, 16, 4, 8), (64, 64, 16, 4, 4),
-                               (64, 64, 16, 8, 8), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4),
-                               (32, 32, 16, 4, 4), (32, 32, 8, 4, 4), (32, 64, 32, 4, 4), (64, 64, 32, 4, 4)]
+    **{f"{m}x{n} k{k} {wm}x{wn}{f' slices{sl}' if sl > 1 else ''}{'' if split else ', no split-K'}":
+       pinned(m, n, k, wm, wn, sl, split)
+       for m, n, k, wm, wn, sl in [(128, 128, 16, 8, 8, 1), (128, 64, 16, 8, 4, 1), (64, 128, 16, 4, 8, 1),
+                                   (64, 64, 16, 4, 4, 1), (64, 64, 16, 8, 8, 1), (64, 32, 16, 4, 4, 1),
+                                   (32, 64, 16, 4, 4, 1), (32, 64, 16, 8, 4, 2), (32, 32, 16, 4, 4, 1),
+                                   (32, 32, 8, 4, 4, 1), (32, 64, 32, 4, 4, 1), (64, 64, 32, 4, 4, 1)]
        for split in (True, False)},
 }
 

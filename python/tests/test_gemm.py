@@ -25,6 +25,11 @@ def pinned(config):
     return {"gemm": dict(zip(GEMM_TILE_NAMES, config))}
 
 
+# Tilings whose work-groups cut each step's terms into slices (GEMM_SLICES, the last
+# value), each slice's sums added to the first's before the epilogue.
+# (GEMM_CONFIGS' last has two slices.)
+SLICED = ((32, 64, 16, 8, 8, 4), (16, 32, 16, 4, 4, 2))
+
 # Every GEMM cut into as many parts of its reduction as it has steps.
 SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0,
                     "GEMM_NORM_SPLIT_BELOW": 1 << 20}}
@@ -136,6 +141,7 @@ def cases(rng):
     found = [case for config in GEMM_CONFIGS for case in tiling_cases(rng, config)]
     # Loads two steps ahead: reductions of 1 to 4 steps and more, odd and even counts.
     found += [case for config in GEMM_CONFIGS[2:] for case in tiling_cases(rng, config, loads_ahead=2)]
+    found += [case for config in SLICED for case in tiling_cases(rng, config)]
     found += [
         # the tiling the shape picks
         matmul_case("tokens_by_one_weight", rng, (70, 1, 48), (48, 96), b_const=True),
@@ -165,6 +171,10 @@ def cases(rng):
         norm_case("norm_split_two_parts", rng, 37, 32, 29, tuning=SPLIT),
         norm_case("norm_split_five_parts_odd", rng, 70, 77, 36, tuning=SPLIT),
         norm_case("norm_split_ahead2", rng, 37, 45, 70, tuning=ahead(SPLIT)),
+        # slices of each step's terms: the rows' sums still gathered once, by every slice
+        norm_case("norm_sliced_five_steps", rng, 70, 77, 36, tuning=pinned(SLICED[0])),
+        norm_case("norm_sliced_split", rng, 37, 45, 70, tuning=dict(SPLIT, **pinned(GEMM_CONFIGS[-1]))),
+        matmul_case("sliced_split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=dict(SPLIT, **pinned(SLICED[1]))),
         # GEMV: a few rows by constant weights
         gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
         gemm_case("gemv_three_rows_relu", rng, 3, 64, 50, c_shape=(1, 50), activation=("relu",)),
@@ -245,10 +255,10 @@ def test_few_tiles_split_the_reduction_and_sum_once():
     few work-groups, so the reduction is split, and one kernel adds the parts."""
     w = np.zeros((3072, 768), np.float32)
     found = launches(lambda ops, x: ops.matmul(x, w), [(1, 128, 3072)], target="opencl-gpu")
-    assert [name.split("_k16")[0] for name, _ in found] == ["stowage_gemm_ah2_av1_bv1",
-                                                             "stowage_gemm_split_sum_ah2_av1_bv1"]
+    assert [re.split(r"_sl\d|_k\d", name)[0] for name, _ in found] == ["stowage_gemm_ah2_av1_bv1",
+                                                                            "stowage_gemm_split_sum_ah2_av1_bv1"]
     assert found[0][1][2] > 1  # parts along grid dimension 2
-    assert "_m32_n64_" in found[0][0]  # the last of GEMM_CONFIGS
+    assert "_sl2_k32_m32_n64_" in found[0][0]  # the last of GEMM_CONFIGS
 
 
 def test_large_gemms_take_large_tiles():

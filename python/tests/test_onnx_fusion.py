@@ -108,7 +108,7 @@ def test_squeeze_excitation_is_two_kernels_and_the_conv_after_it_reads_the_scale
                                      "stowage_conv2d_image_ina0_in1": 1, "stowage_image_to_nchw": 1}
     else:  # the 3x3 Conv (SiLU absorbed), the scale, the 1x1 Conv reading x * s (residual absorbed)
         assert launches(kernels) == {"stowage_conv2d": 1, "stowage_squeeze": 1, "stowage_excite": 1,
-                                     "stowage_gemm_av2_bv0_k16_m32_n64_wm4_wn4_yv0_ina0_in1": 1}
+                                     "stowage_gemm_av2_bv0_sl2_k32_m32_n64_wm8_wn4_yv0_ina0_in1": 1}
 
 
 @MODES

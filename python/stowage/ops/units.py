@@ -51,6 +51,7 @@ _SHORT = {
     "GEMM_TILE_K": "k",
     "GEMM_WPT_M": "wm",
     "GEMM_WPT_N": "wn",
+    "GEMM_SLICES": "sl",
     "GEMM_A_VEC": "av",
     "GEMM_B_VEC": "bv",
     "GEMM_Y_VEC": "yv",

@@ -34,7 +34,11 @@
 // GEMM_Y_VEC writes float4s (N and Y's offsets and sym multiples of 4).
 //   GEMM_A_VEC 1: along k (sak = 1); 2: along m (sam = 1).
 //   GEMM_B_VEC 1: along n (sbn = 1); 2: along k (sbk = 1).
-// Launch: local = [GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1],
+// GEMM_SLICES > 1 cuts each step's terms into that many runs, each multiplied by a
+// set of TILE_M / WPT_M x TILE_N / WPT_N work-items into sums of its own; at the end
+// each set finishes WPT_M / SLICES of every work-item's rows, adding the other sets'
+// sums of them (through local memory, in set order) before the epilogue.
+// Launch: local = [GEMM_TILE_N / GEMM_WPT_N, GEMM_SLICES * GEMM_TILE_M / GEMM_WPT_M, 1],
 //   grid = [ceil(N / GEMM_TILE_N) * local0, ceil(M / GEMM_TILE_M) * local1, batches * parts].
 //
 // A unit built with STOWAGE_IN_AFFINE 1 reads B[k][n] through an affine map per row
@@ -129,9 +133,22 @@
 #error "GEMM_AHEAD must be 1 or 2"
 #endif
 
+// Work-items a work-group gives each step's terms: its terms are cut into
+// GEMM_SLICES runs, one per set of GEMM_THREADS_M x GEMM_THREADS_N work-items, and the
+// sets' sums added up through local memory at the end. More work-items in flight
+// without fewer outputs each: a GEMM of a few hundred rows has few tiles.
+#ifndef GEMM_SLICES
+#define GEMM_SLICES 1
+#endif
 #define GEMM_THREADS_M (GEMM_TILE_M / GEMM_WPT_M)
 #define GEMM_THREADS_N (GEMM_TILE_N / GEMM_WPT_N)
-#define GEMM_THREADS (GEMM_THREADS_M * GEMM_THREADS_N)
+#define GEMM_SLICE_THREADS (GEMM_THREADS_M * GEMM_THREADS_N)
+#define GEMM_THREADS (GEMM_SLICE_THREADS * GEMM_SLICES)
+#define GEMM_SLICE_K (GEMM_TILE_K / GEMM_SLICES)
+// Each slice finishes GEMM_SLICE_ROWS of every work-item's rows (the epilogue is
+// shared as the products are): row i of a work-item is slice i / GEMM_SLICE_ROWS's.
+#define GEMM_SLICE_ROWS (GEMM_WPT_M / GEMM_SLICES)
+#define GEMM_OWNS(i) ((i) / GEMM_SLICE_ROWS == slice)
 // float4s per row of a local tile: one more than the tile's, so that values stored
 // down a column (an operand read along k) fall into different banks.
 #define GEMM_ROW_A (GEMM_TILE_M / 4 + 1)
@@ -145,6 +162,9 @@
 #endif
 #if GEMM_WPT_M % 4 != 0 || GEMM_WPT_N % 4 != 0 || GEMM_TILE_K % 4 != 0
 #error "GEMM_WPT_M, GEMM_WPT_N and GEMM_TILE_K must be multiples of 4"
+#endif
+#if GEMM_SLICES < 1 || GEMM_TILE_K % GEMM_SLICES != 0 || GEMM_WPT_M % GEMM_SLICES != 0
+#error "GEMM_SLICES must divide GEMM_TILE_K and GEMM_WPT_M"
 #endif
 #if (GEMM_TILE_K * GEMM_TILE_M / 4) % GEMM_THREADS != 0 || (GEMM_TILE_K * GEMM_TILE_N / 4) % GEMM_THREADS != 0
 #error "the tiles must hold a multiple of 4 times the work-group size of elements"
@@ -290,7 +310,7 @@ inline void stowage_gemm_store_b(__local float4* tile, const gemm_b_t* reg, int 
     if (flags & STOWAGE_EPI_RESIDUAL) v += res[idx];                                   \
   } while (0)
 
-__kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))) void stowage_gemm(
+__kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M * GEMM_SLICES, 1))) void stowage_gemm(
     __global const float* a, __global const float* b, __global const float* bias, __global const float* res,
     __global float* y, __global float* ws, int M, int N, int K, int sam, int sak, int sbk, int sbn, int sym,
     int sbias_m, int sbias_n, int nz2,
@@ -299,8 +319,8 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     int y_first GEMM_IN_PARAMS GEMM_NORM_PARAMS) {
   __local float4 a_tile[2][GEMM_TILE_K * GEMM_ROW_A];
   __local float4 b_tile[2][GEMM_TILE_K * GEMM_ROW_B];
-  const int tx = get_local_id(0), ty = get_local_id(1);
-  const int tid = ty * GEMM_THREADS_N + tx;
+  const int tx = get_local_id(0), ty = get_local_id(1) % GEMM_THREADS_M, slice = get_local_id(1) / GEMM_THREADS_M;
+  const int tid = get_local_id(1) * GEMM_THREADS_N + tx;
   const int parts = max(1, (K + k_len - 1) / k_len);
   const int part = get_group_id(2) % parts, z = get_group_id(2) / parts;
   const int z1 = z / nz2, z2 = z - z1 * nz2;
@@ -360,7 +380,8 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     const __local float4* at = a_tile[buf];
     const __local float4* bt = b_tile[buf];
 #pragma unroll
-    for (int kk = 0; kk < GEMM_TILE_K; ++kk) {
+    for (int q = 0; q < GEMM_SLICE_K; ++q) {
+      const int kk = slice * GEMM_SLICE_K + q;
       float4 av[GEMM_WPT_M / 4], bv[GEMM_WPT_N / 4];
 #pragma unroll
       for (int i = 0; i < GEMM_WPT_M / 4; ++i) av[i] = at[kk * GEMM_ROW_A + i * GEMM_THREADS_M + ty];
@@ -407,6 +428,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
   float norm_mean[GEMM_WPT_M], norm_inv[GEMM_WPT_M];
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
+    if (!GEMM_OWNS(i)) continue;  // another slice finishes the row
     const int r = (i / 4) * 4 * GEMM_THREADS_M + ty * 4 + i % 4;
     float s1 = 0.0f, s2 = 0.0f;
     for (int g = 0; g < GEMM_NORM_GROUPS; ++g) {
@@ -424,6 +446,31 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
     norm_mean[i] = shift + d;
     norm_inv[i] = rsqrt(fmax(s2 / (float)K - d * d, 0.0f) + norm_eps);
   }
+#endif
+#if GEMM_SLICES > 1
+  // Each slice's sums of the rows other slices finish into local memory, then each
+  // slice adds the others' sums of its own rows in slice order. Neighbouring
+  // work-items store neighbouring float4s; row i's sums by slice w sit at w's place
+  // among the slices other than the row's own.
+  __local float4 slice_sums[(GEMM_SLICES - 1) * GEMM_WPT_M * (GEMM_WPT_N / 4) * GEMM_SLICE_THREADS];
+  const int slice_tid = ty * GEMM_THREADS_N + tx;
+#define GEMM_SLOT(w, i, j)                                                                               \
+  (((((w) - ((w) > (i) / GEMM_SLICE_ROWS)) * GEMM_WPT_M + (i)) * (GEMM_WPT_N / 4) + (j)) * GEMM_SLICE_THREADS + \
+   slice_tid)
+#pragma unroll
+  for (int i = 0; i < GEMM_WPT_M; ++i)
+#pragma unroll
+    for (int j = 0; j < GEMM_WPT_N / 4; ++j)
+      if (!GEMM_OWNS(i)) slice_sums[GEMM_SLOT(slice, i, j)] = acc[i][j];
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int i = 0; i < GEMM_WPT_M; ++i)
+#pragma unroll
+    for (int w = 0; w < GEMM_SLICES; ++w)
+#pragma unroll
+      for (int j = 0; j < GEMM_WPT_N / 4; ++j)
+        if (GEMM_OWNS(i) && w != slice) acc[i][j] += slice_sums[GEMM_SLOT(w, i, j)];
+#undef GEMM_SLOT
 #endif
   int y_off = y_base + y_z1 * z1 + y_z2 * z2;
   if (y_part != 0 && part >= y_first) {  // a part of a split reduction into the workspace
@@ -444,7 +491,7 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M, 1))
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
     const int m = m0 + (i / 4) * 4 * GEMM_THREADS_M + ty * 4 + i % 4;
-    if (m >= M) continue;
+    if (m >= M || !GEMM_OWNS(i)) continue;
 #pragma unroll
     for (int j = 0; j < GEMM_WPT_N / 4; ++j) {
       const int n = n0 + j * 4 * GEMM_THREADS_N + tx * 4;
