@@ -21,12 +21,15 @@ kernel's speed depends on the values), xz-compressed, so that DIR travels to the
 device's machine; DIR/sweep.json lists them. `--setting NAME=JSON` adds a setting
 (a JSON tuning; `"texture": true` in it picks texture mode) after those of the
 built-in list that `--only` selects (none where it matches nothing; all without
-it or a --setting). `--from` needs only vm-run and numpy: it times each file with
+it or a --setting); a setting's `"gemm_configs"`, a list of tilings (TILE_M, TILE_N,
+TILE_K, WPT_M, WPT_N[, SLICES]), replaces the GEMM tilings the compiler picks from
+(stowage.ops.matrix.GEMM_CONFIGS) while that setting is exported. `--from` needs only vm-run and numpy: it times each file with
 `vm-run --repeat --reps`, every setting of a net in turn, for `--rounds` rounds, so
 that a drift of the machine's pace falls on all settings alike.
 """
 
 import argparse
+import contextlib
 import json
 import lzma
 import os
@@ -129,7 +132,29 @@ def parse_setting(text):
     texture = tuning.pop("texture", False)
     if not isinstance(texture, bool):
         raise ValueError(f"--setting '{name}': \"texture\" must be true or false")
+    configs = tuning.get("gemm_configs", [[1] * 5])
+    if not (isinstance(configs, list) and configs and all(
+            isinstance(c, list) and len(c) in (5, 6) and all(type(v) is int and v > 0 for v in c) for c in configs)):
+        raise ValueError(f"--setting '{name}': \"gemm_configs\" must be a list of tilings, each 5 or 6 positive "
+                         "integers (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N[, SLICES])")
     return name.strip(), (texture, tuning or None)
+
+
+@contextlib.contextmanager
+def gemm_configs(tuning):
+    """The tuning without "gemm_configs", with stowage.ops.matrix.GEMM_CONFIGS (the GEMM
+    tilings the compiler picks from, largest first) replaced by it meanwhile."""
+    from stowage.ops import matrix
+
+    tuning = dict(tuning or {})
+    configs = tuning.pop("gemm_configs", None)
+    shipped = matrix.GEMM_CONFIGS
+    if configs is not None:
+        matrix.GEMM_CONFIGS = tuple(tuple(c) for c in configs)
+    try:
+        yield tuning or None
+    finally:
+        matrix.GEMM_CONFIGS = shipped
 
 
 def chosen_settings(args):
@@ -160,8 +185,9 @@ def export(args, settings):
             saved = [bench.save_input(args.export, n, a) for n, a in inputs.items()]
             for setting, (texture, tuning) in settings.items():
                 steps.start(f"{key} {setting}")
-                exe = sw.compile(sw.from_onnx(model, texture=texture, target=args.target, tuning=tuning),
-                                 target=args.target)
+                with gemm_configs(tuning) as import_tuning:
+                    exe = sw.compile(sw.from_onnx(model, texture=texture, target=args.target, tuning=import_tuning),
+                                     target=args.target)
                 with tempfile.TemporaryDirectory(dir=args.export) as temp:
                     stw = os.path.join(temp, "net.stw")
                     exe.save(stw)

@@ -28,10 +28,37 @@ def test_a_setting_is_a_name_and_a_json_tuning_with_its_mode():
     ("k32={gemm", "'k32': not JSON"),
     ("k32=[1, 2]", "the tuning must be a JSON object"),
     ('k32={"texture": 1}', '"texture" must be true or false'),
+    ('t={"gemm_configs": [[32, 64, 16, 4]]}', '"gemm_configs" must be a list of tilings'),
+    ('t={"gemm_configs": [[32, 64, 16, 4, 4, 0]]}', '"gemm_configs" must be a list of tilings'),
+    ('t={"gemm_configs": []}', '"gemm_configs" must be a list of tilings'),
 ])
 def test_a_malformed_setting_is_refused_with_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         tuning_sweep.parse_setting(text)
+
+
+def test_gemm_configs_replace_the_tilings_while_a_setting_is_exported():
+    """A setting's "gemm_configs" replaces GEMM_CONFIGS for its export (the GEMM of 197
+    rows then takes the last tiling given) and the shipped list comes back after."""
+    import numpy as np
+    import stowage as sw
+    from stowage.ops import OpBuilder, matrix
+
+    def gemm_unit_names(tuning):
+        bb = sw.Builder()
+        with bb.function("main") as f:
+            ops = OpBuilder(bb, f, target="opencl-gpu", tuning=tuning)
+            f.ret(ops.output(ops.matmul(f.param("x", (197, 768), "float32"), np.zeros((768, 3072), np.float32))))
+        return re.findall(r"call_kernel\((stowage_gemm_\w+)", bb.module().text())
+
+    shipped = matrix.GEMM_CONFIGS
+    _, (_, tuning) = tuning_sweep.parse_setting('s={"gemm_configs": [[32, 64, 16, 4, 4]], "gemm": {"GEMM_AHEAD": 1}}')
+    with tuning_sweep.gemm_configs(tuning) as import_tuning:
+        assert matrix.GEMM_CONFIGS == ((32, 64, 16, 4, 4),) and import_tuning == {"gemm": {"GEMM_AHEAD": 1}}
+        names = gemm_unit_names(import_tuning)
+    assert matrix.GEMM_CONFIGS == shipped
+    assert names and all("_m32_n64_" in n and "_wm4_" in n and "_sl" not in n for n in names)
+    assert any("_sl2_" in n for n in gemm_unit_names(None))  # the shipped last tiling's two slices
 
 
 def test_the_command_line_names_a_bad_setting_and_an_empty_choice(tmp_path, capsys):
