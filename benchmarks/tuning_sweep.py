@@ -23,7 +23,8 @@ device's machine; DIR/sweep.json lists them. `--setting NAME=JSON` adds a settin
 built-in list that `--only` selects (none where it matches nothing; all without
 it or a --setting); a setting's `"gemm_configs"`, a list of tilings (TILE_M, TILE_N,
 TILE_K, WPT_M, WPT_N[, SLICES]), replaces the GEMM tilings the compiler picks from
-(stowage.ops.matrix.GEMM_CONFIGS) while that setting is exported. `--from` needs only vm-run and numpy: it times each file with
+(stowage.ops.matrix.GEMM_CONFIGS) while that setting is exported. `--from` needs
+only vm-run and numpy: it times each file with
 `vm-run --repeat --reps`, every setting of a net in turn, for `--rounds` rounds, so
 that a drift of the machine's pace falls on all settings alike.
 """
@@ -132,8 +133,8 @@ def parse_setting(text):
     texture = tuning.pop("texture", False)
     if not isinstance(texture, bool):
         raise ValueError(f"--setting '{name}': \"texture\" must be true or false")
-    configs = tuning.get("gemm_configs", [[1] * 5])
-    if not (isinstance(configs, list) and configs and all(
+    configs = tuning.get("gemm_configs")
+    if configs is not None and not (isinstance(configs, list) and configs and all(
             isinstance(c, list) and len(c) in (5, 6) and all(type(v) is int and v > 0 for v in c) for c in configs)):
         raise ValueError(f"--setting '{name}': \"gemm_configs\" must be a list of tilings, each 5 or 6 positive "
                          "integers (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N[, SLICES])")

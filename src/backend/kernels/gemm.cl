@@ -133,10 +133,8 @@
 #error "GEMM_AHEAD must be 1 or 2"
 #endif
 
-// Work-items a work-group gives each step's terms: its terms are cut into
-// GEMM_SLICES runs, one per set of GEMM_THREADS_M x GEMM_THREADS_N work-items, and the
-// sets' sums added up through local memory at the end. More work-items in flight
-// without fewer outputs each: a GEMM of a few hundred rows has few tiles.
+// Sets of work-items, each multiplying a run of every step's terms (the header says
+// how): more work-items in flight without fewer outputs each.
 #ifndef GEMM_SLICES
 #define GEMM_SLICES 1
 #endif
