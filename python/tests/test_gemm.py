@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 import stowage as sw
 from onnx_testing import assert_matches, onnx_model, reference_outputs, stowage_outputs, tensor_info
 from stowage.ops import OpBuilder
-from stowage.ops.matrix import GEMM_CONFIGS, GEMM_TILE_NAMES
+from stowage.ops.matrix import GEMM_CONFIGS, GEMM_SHORT_K_SLICES, GEMM_TILE_NAMES
 
 
 def rand(rng, *shape):
@@ -27,8 +27,8 @@ def pinned(config):
 
 # Tilings whose work-groups cut each step's terms into slices (GEMM_SLICES, the last
 # value), each slice's sums added to the first's before the epilogue.
-# (GEMM_CONFIGS' last has two slices.)
-SLICED = ((32, 64, 16, 8, 8, 4), (16, 32, 16, 4, 4, 2))
+# (GEMM_CONFIGS' last has two slices; the last in GEMM_SHORT_K_SLICES follows.)
+SLICED = ((32, 64, 16, 8, 8, 4), (16, 32, 16, 4, 4, 2), GEMM_CONFIGS[-1][:5] + (GEMM_SHORT_K_SLICES,))
 
 # Every GEMM cut into as many parts of its reduction as it has steps.
 SPLIT = {"launch": {"GEMM_GROUPS": 1 << 20, "SPLIT_K_MIN_STEPS": 1, "SPLIT_K_MAX_BYTES": 0,
@@ -174,6 +174,7 @@ def cases(rng):
         # slices of each step's terms: the rows' sums still gathered once, by every slice
         norm_case("norm_sliced_five_steps", rng, 70, 77, 36, tuning=pinned(SLICED[0])),
         norm_case("norm_sliced_split", rng, 37, 45, 70, tuning=dict(SPLIT, **pinned(GEMM_CONFIGS[-1]))),
+        norm_case("norm_short_k_slices", rng, 70, 150, 36, tuning=ahead(pinned(SLICED[2]))),
         matmul_case("sliced_split_batched", rng, (2, 9, 130), (2, 130, 12), tuning=dict(SPLIT, **pinned(SLICED[1]))),
         # GEMV: a few rows by constant weights
         gemm_case("gemv_one_row_bias", rng, 1, 37, 19, trans_b=True, c_shape=(19,)),
@@ -259,6 +260,20 @@ def test_few_tiles_split_the_reduction_and_sum_once():
                                                                             "stowage_gemm_split_sum_ah2_av1_bv1"]
     assert found[0][1][2] > 1  # parts along grid dimension 2
     assert "_sl2_k32_m32_n64_" in found[0][0]  # the last of GEMM_CONFIGS
+
+
+@pytest.mark.parametrize("k,slices", [(384, GEMM_SHORT_K_SLICES), (512, GEMM_SHORT_K_SLICES), (768, 2)])
+def test_short_reductions_take_the_last_tiling_in_more_slices(k, slices):
+    """ConvNeXt-T's stage-3 MLP-up, [196, 384] x [384, 1536] (168 tiles of the last
+    tiling, fewer than GEMM_GROUPS), on the GPU target: a reduction of at most
+    GEMM_SHORT_K (512) terms takes the last tiling in four slices, a longer one in its
+    own two."""
+    w = np.zeros((k, 1536), np.float32)
+    found = launches(lambda ops, x: ops.matmul(x, w), [(196, k)], target="opencl-gpu")
+    assert [name for name, _ in found if "split_sum" not in name] == [
+        f"stowage_gemm_ah2_av1_bv1_sl{slices}_k32_m32_n64_wm8_wn4_yv1"]
+    grid, = [g for n, g in found if "split_sum" not in n]
+    assert grid[1] == 7 * 4 * slices  # seven tiles of 32 rows, (32 / 8) x slices work-items each
 
 
 def test_large_gemms_take_large_tiles():

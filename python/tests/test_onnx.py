@@ -380,7 +380,7 @@ GPU_LAUNCHES = {
     ("mobilenet_v2", False): {"stowage_conv2d_ah1_k16_m64_n64_wm4_wn4": 1,
                               "stowage_conv2d_dwpw_direct_ob1_px4_dob1_share4": 17,
                               "stowage_gemm_ah2_av2_bv1_k16_m64_n64_wm4_wn4_yv1": 1,
-                              "stowage_gemm_ah2_av2_bv1_sl2_k32_m32_n64_wm8_wn4_yv1": 5,
+                              "stowage_gemm_ah2_av2_bv1_sl4_k32_m32_n64_wm8_wn4_yv1": 5,
                               "stowage_conv2d_direct_ob1_px4_dob1_share4": 11,
                               "stowage_global_avg_pool": 1, "stowage_pooled_linear": 1},
     ("mobilenet_v2", True): {"stowage_nchw_to_image": 1, "stowage_conv2d_image_mg256_res0_wbuf1_share2": 18,

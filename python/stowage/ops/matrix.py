@@ -37,6 +37,15 @@ GEMM_TILE_NAMES = ("GEMM_TILE_M", "GEMM_TILE_N", "GEMM_TILE_K", "GEMM_WPT_M", "G
 # of a step's terms").
 # Tuning any GEMM_* tile constant sets the tiles of every GEMM instead.
 GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (32, 64, 32, 8, 4, 2))
+# A GEMM whose tiles are fewer than GEMM_GROUPS even in the last tiling, with a
+# reduction of at most GEMM_SHORT_K terms (launch policy; 0: none), takes the last
+# tiling in GEMM_SHORT_K_SLICES slices: 256 work-items a work-group where each has few
+# steps to hide its loads behind, as in ConvNeXt-T's stage-3 MLP-up over 384 channels
+# and the 1x1 convolutions of EfficientNet-B0 (on an H200
+# ConvNeXt-T, EfficientNet-B0, DenseNet-121 and ResNet-50 ran 2.4%, 3.9%, 0.6% and
+# 0.8% faster, docs/performance.md, "Four slices for short reductions"), while longer
+# ones, the transformers', keep two (four lost 11% on ViT-B/16).
+GEMM_SHORT_K_SLICES = 4
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -1233,8 +1242,8 @@ class MatrixOps(Core):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
             launches.append(base)
         batches = l1[0] * l2[0]
-        defines = dict(self._gemm_tiles(m, n, batches), **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, sym, levels,
-                                                                              launches))
+        defines = dict(self._gemm_tiles(m, n, k, batches),
+                       **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, sym, levels, launches))
         in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
         if in_args:
             defines.update(STOWAGE_IN_AFFINE=1, STOWAGE_IN_ACT=in_affine[2])
@@ -1284,15 +1293,19 @@ class MatrixOps(Core):
                          n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
                          local=sum_local)
 
-    def _gemm_tiles(self, m, n, batches):
-        """The tiling defines of a GEMM of ``batches`` [m, n] outputs: the first of
-        GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups, else the last
-        (the most work-groups); none where the tuning sets the tiles for every GEMM."""
+    def _gemm_tiles(self, m, n, k, batches):
+        """The tiling defines of a GEMM of ``batches`` [m, n] outputs and ``k`` terms:
+        the first of GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups,
+        else the last (the most work-groups), then in GEMM_SHORT_K_SLICES slices where
+        k is at most GEMM_SHORT_K; none where the tuning sets the tiles for every GEMM."""
         if any(name in self.tuning.get("gemm", {}) for name in GEMM_TILE_NAMES):
             return {}
         for config in GEMM_CONFIGS:
             if shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches >= self.launch["GEMM_GROUPS"]:
                 break
+        else:
+            if k <= self.launch["GEMM_SHORT_K"]:
+                config = tuple(config[:5]) + (GEMM_SHORT_K_SLICES,)
         return dict(zip(GEMM_TILE_NAMES, config))
 
     def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, sym, levels, launches):
