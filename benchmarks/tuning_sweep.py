@@ -26,7 +26,10 @@ TILE_K, WPT_M, WPT_N[, SLICES]), replaces the GEMM tilings the compiler picks fr
 (stowage.ops.matrix.GEMM_CONFIGS) while that setting is exported. `--from` needs
 only vm-run and numpy: it times each file with
 `vm-run --repeat --reps`, every setting of a net in turn, for `--rounds` rounds, so
-that a drift of the machine's pace falls on all settings alike.
+that a drift of the machine's pace falls on all settings alike. With `--kernel-times`
+it then profiles each file once (`vm-run --kernel-times`) and prints, per net, the
+device µs per invocation of each kernel family (a kernel's name less its tuning
+suffix) under each setting, so that a change's effect is read kernel by kernel too.
 """
 
 import argparse
@@ -209,6 +212,47 @@ def compress(path, out):
             xz.write(chunk)
 
 
+# A kernel's tuning suffix: the unit's settings, each a short name and a value.
+TUNING_SUFFIX = re.compile(r"(_[a-z]+\d+)+$")
+KERNEL_ROW = re.compile(r"^\s+\S+\s+\d+\s+(stowage_\w+)\s+\d+\s+([0-9.]+)\s+[0-9.]+%$", re.MULTILINE)
+IDLE = re.compile(r"per invocation: ([0-9.]+) us in kernels, [0-9.]+ us from the first kernel's start to the last "
+                  r"one's end, ([0-9.]+) us")
+
+
+def kernel_families(text):
+    """({family: (device µs per invocation, launch sites)}, µs in kernels, µs idle between
+    kernels) from `vm-run --kernel-times` output; a family is a kernel's name less its
+    tuning suffix (stowage_gemm_ah2_av1_bv1_sl2_k32_m32_n64_wm8_wn4_yv1 -> stowage_gemm)."""
+    families = {}
+    for name, us in KERNEL_ROW.findall(text):
+        family = TUNING_SUFFIX.sub("", name)
+        total, sites = families.get(family, (0.0, 0))
+        families[family] = (total + float(us), sites + 1)
+    idle = IDLE.search(text)
+    if not families or idle is None:
+        raise RuntimeError(f"vm-run printed no kernel times: {text.strip()[:200]}")
+    return families, float(idle.group(1)), float(idle.group(2))
+
+
+def print_kernel_times(by_net, profiles):
+    """Per net, a table of kernel families by setting (device µs per invocation and launch
+    sites), from `profiles`: (net, setting) -> kernel_families(...)."""
+    for net, rows in by_net.items():
+        settings = [row["setting"] for row in rows]
+        families = sorted({f for s in settings for f in profiles[(net, s)][0]},
+                          key=lambda f: -max(profiles[(net, s)][0].get(f, (0, 0))[0] for s in settings))
+        print(f"\n{net}: device µs per invocation by kernel family (launch sites), `vm-run --kernel-times`\n")
+        print("| kernel family | " + " | ".join(settings) + " |")
+        print("| --- |" + " ---: |" * len(settings))
+        for family in families:
+            cells = [profiles[(net, s)][0].get(family) for s in settings]
+            print(f"| {family} | " + " | ".join(f"{us:.1f} ({n})" if us is not None else "-"
+                                                 for us, n in (c or (None, 0) for c in cells)) + " |")
+        print("| all kernels | " + " | ".join(f"{profiles[(net, s)][1]:.1f}" for s in settings) + " |")
+        print("| idle between kernels | " + " | ".join(f"{profiles[(net, s)][2]:.1f}" for s in settings) + " |",
+              flush=True)
+
+
 def time_exported(args):
     with open(os.path.join(args.from_dir, "sweep.json")) as f:
         exported = json.load(f)
@@ -234,6 +278,13 @@ def time_exported(args):
                                              args.repeat, args.reps, args.vm_run_timeout)
                     times.setdefault((net, row["setting"]), []).append((t["median"] * 1e6, t["launches"]))
                     steps.done(f"round {r + 1}, {net} {row['setting']}: {t['median'] * 1e6:.1f} us")
+        profiles = {}  # (net, setting) -> kernel_families(...)
+        for net, rows in by_net.items():
+            for row in rows if args.kernel_times else ():
+                inputs = [os.path.join(args.from_dir, i["file"]) for i in row["inputs"]]
+                out = bench.vm_run(args.vm_run, os.path.join(temp, row["file"][:-3]), inputs, args.device,
+                                   ["--repeat", str(args.kernel_times), "--kernel-times"], args.vm_run_timeout)
+                profiles[(net, row["setting"])] = kernel_families(out)
     print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
     rounds = " | ".join(f"round {r + 1} (us)" for r in range(args.rounds))
     print(f"| net | setting | launches | {rounds} | median (us) | / first | planned activations (MB) |")
@@ -247,6 +298,8 @@ def time_exported(args):
             each = " | ".join(f"{us:.1f}" for us, _ in measured)
             print(f"| {net} | {row['setting']} | {measured[0][1]:.0f} | {each} | {median:.1f} | "
                   f"{median / first:.3f} | {row['planned'] / 1e6:.2f} |", flush=True)
+    if profiles:
+        print_kernel_times(by_net, profiles)
 
 
 def main(argv=None):
@@ -267,9 +320,13 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--vm-run-timeout", type=int, default=300, help="seconds for one vm-run")
+    parser.add_argument("--kernel-times", type=int, default=0, metavar="N",
+                        help="with --from: then profile each file over N invocations and print its kernel families")
     args = parser.parse_args(argv)
     if bool(args.export) == bool(args.from_dir):
         parser.error("give one of --export DIR and --from DIR")
+    if args.kernel_times < 0:
+        parser.error("--kernel-times must be 0 (none) or more invocations")
     if min(args.rounds, args.repeat) < 1 or args.reps < 2:
         parser.error("--rounds and --repeat must be at least 1, --reps at least 2 (vm-run's median is over its rounds)")
     if args.export:

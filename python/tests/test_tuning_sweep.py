@@ -87,12 +87,45 @@ def test_export_then_time_every_setting_in_every_round(tmp_path, device, capsys)
     assert all((out / r["file"]).read_bytes()[:6] == b"\xfd7zXZ\x00" and (out / r["inputs"][0]["file"]).exists()
                for r in rows)
     capsys.readouterr()
-    argv = ["--from", str(out), "--vm-run", vm_run, "--rounds", "2", "--repeat", "1", "--reps", "2"]
+    argv = ["--from", str(out), "--vm-run", vm_run, "--rounds", "2", "--repeat", "1", "--reps", "2",
+            "--kernel-times", "2"]
     assert tuning_sweep.main(argv + (["--device", device] if device else [])) == 0
-    table = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| small ")]
+    printed = capsys.readouterr().out
+    table = [line.split("|")[1:-1] for line in printed.splitlines() if line.startswith("| small ")]
+    # the kernel families under each setting, their sum the kernels' time per invocation
+    families = [line.split("|")[1:-1] for line in printed.splitlines() if line.startswith("| stowage_")]
+    total = [line.split("|")[2:-1] for line in printed.splitlines() if line.startswith("| all kernels ")]
+    assert families and len(total) == 1 and all(len(cells) == 3 for cells in families)
+    for column, all_kernels in enumerate(total[0], start=1):
+        timed = [float(cells[column].split()[0]) for cells in families if cells[column].strip() != "-"]
+        assert timed and all(t > 0 for t in timed)
+        assert sum(timed) == pytest.approx(float(all_kernels), rel=0.01, abs=0.2)
     assert [cells[1].strip() for cells in table] == ["shipped", "images"]
     for cells in table:
         launches, first_round, second_round, median, ratio = (float(c) for c in cells[2:7])
         assert launches >= 1 and first_round > 0 and second_round > 0
         assert median == pytest.approx((first_round + second_round) / 2, abs=0.1)
     assert table[0][6].strip() == "1.000"
+
+
+KERNEL_TIMES = """kernel times on the device (20 invocations after one not counted; OpenCL profiling events):
+  function     index  kernel                                       launches      us each   share
+  main          1382  stowage_gemm_ah2_av2_bv1_sl2_k32_m32_n64_wm8_wn4_yv1_an1       20        28.34    2.2%
+  main          1495  stowage_gemm_ah2_av2_bv1_sl4_k32_m32_n64_wm8_wn4_yv1_an1       20        28.32    2.2%
+  main            59  stowage_conv2d_depthwise_ah1_k16_m64_n64_wm4_wn4       20        10.99    0.9%
+  main          2245  stowage_normalize                                  20        12.88    1.0%
+  main          1904  stowage_gemm_split_sum_ah2_av0_bv1_sl2_k32_m32_n64_wm8_wn4_yv1_an1       20         7.39    0.6%
+  main            36  stowage_conv2d_image_mg256_res0_wbuf1_share2       20         9.15    0.7%
+  per invocation: 97.07 us in kernels, 141.0 us from the first kernel's start to the last one's end, 43.93 us (31%) idle between kernels
+device time by model node (a fused kernel's nodes together):
+"""
+
+
+def test_kernel_families_sum_each_kernel_less_its_tuning_suffix():
+    families, in_kernels, idle = tuning_sweep.kernel_families(KERNEL_TIMES)
+    assert families == {"stowage_gemm": (pytest.approx(56.66), 2), "stowage_conv2d_depthwise": (10.99, 1),
+                         "stowage_normalize": (12.88, 1), "stowage_gemm_split_sum": (7.39, 1),
+                         "stowage_conv2d_image": (9.15, 1)}
+    assert (in_kernels, idle) == (97.07, 43.93)
+    with pytest.raises(RuntimeError, match="no kernel times"):
+        tuning_sweep.kernel_families("main: 20 invocations in 28136.1 us")
