@@ -18,6 +18,13 @@ then how many files match within 1e-4, and the distinct failures with their mode
 With --dynamic the exports leave the batch (and a text model's sequence) open, as
 exports for serving do, and the import is given the inputs' shapes.
 
+    python benchmarks/zoo.py --layers --models inception_v3 [--exporters torchscript]
+
+--layers takes one model's cached file and makes every float tensor its nodes write an
+output of the graph, then prints each one's error against ONNX Runtime in the graph's
+order: a kernel that computes a layer wrongly shows as a jump at that layer, float32
+rounding that grows with depth as a steady rise.
+
 Exports run niced in a child process each (the machine is shared); each check runs in
 a child too, so that one model's crash or hang is its row, not the end of the table. A
 failed export is cached as its message (`--refresh` tries again). Without torch the
@@ -337,6 +344,41 @@ def check(path, name, device, texture, target=None):
     return row
 
 
+def layer_errors(path, name, device, texture, target):
+    """[(tensor, op type, error against ONNX Runtime)] for every float tensor the model's
+    nodes write, in the graph's order, each made an output of the graph (which keeps it
+    from fusing into its consumers: the errors are those of the layers one by one)."""
+    import onnx
+    import onnxruntime as ort
+
+    import stowage as sw
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    known = {v.name: v for v in list(model.graph.value_info) + list(model.graph.output)
+             if v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT and v.type.tensor_type.shape.dim}
+    written = [(out, node.op_type) for node in model.graph.node for out in node.output if out in known]
+    del model.graph.output[:]
+    model.graph.output.extend(known[out] for out, _ in written)
+    arrays = list(model_inputs(MODELS[name][2], vocabulary(name)).values())
+    inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model, texture=texture, target=target)), device=device)
+    got = vm.invoke("main", *arrays)
+    got = [t.numpy() for t in (got if isinstance(got, (tuple, list)) else [got])]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {i.name: a for i, a in zip(inputs, arrays)})
+    return [(out, op, relative_error(g, w)) for (out, op), g, w in zip(written, got, want)]
+
+
+def print_layers(rows):
+    print("| # | tensor | written by | error vs ORT | / largest before |")
+    print("| ---: | --- | --- | ---: | ---: |")
+    largest = 0.0
+    for i, (out, op, error) in enumerate(rows):
+        ratio = f"{error / largest:.1f}" if largest > 0 else "-"
+        print(f"| {i} | {out} | {op} | {error:.1e} | {ratio} |")
+        largest = max(largest, error)
+
+
 def float64_errors(name, got, want):
     """Stowage's and ONNX Runtime's largest errors against PyTorch's model run in float64 on
     the same weights and input: tells float32 rounding in a deep net from a wrong kernel."""
@@ -461,6 +503,8 @@ def main():
     parser.add_argument("--refresh", action="store_true", help="export again, over the cached files")
     parser.add_argument("--timeout", type=int, default=900, help="seconds for one export or one check")
     parser.add_argument("--list", action="store_true", help="list the zoo's models and exit")
+    parser.add_argument("--layers", action="store_true",
+                        help="one model's cached file: every float tensor its nodes write against ONNX Runtime")
     parser.add_argument("--export-one", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--check-one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -493,6 +537,15 @@ def main():
         parser.error(f"unknown: {', '.join(unknown)} (see --list)")
     if args.dynamic:
         args.exporters = [e + "-dynamic" for e in args.exporters]
+    if args.layers:
+        if len(names) != 1:
+            parser.error("--layers takes one model in --models")
+        path = os.path.join(args.cache, f"{names[0]}.{args.exporters[0]}.onnx")
+        if not os.path.exists(path):
+            parser.error(f"--layers: no cached export {path} (run zoo.py --models {names[0]} first)")
+        print(f"# benchmarks/zoo.py {' '.join(sys.argv[1:])}")
+        print_layers(layer_errors(path, names[0], args.device, args.texture, args.target))
+        return 0
     os.makedirs(args.cache, exist_ok=True)
     rows = {}
     with Progress(len(names) * len(args.exporters), "zoo") as steps:
