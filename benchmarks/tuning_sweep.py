@@ -246,8 +246,7 @@ def print_kernel_times(by_net, profiles):
         print("| --- |" + " ---: |" * len(settings))
         for family in families:
             cells = [profiles[(net, s)][0].get(family) for s in settings]
-            print(f"| {family} | " + " | ".join(f"{us:.1f} ({n})" if us is not None else "-"
-                                                 for us, n in (c or (None, 0) for c in cells)) + " |")
+            print(f"| {family} | " + " | ".join(f"{c[0]:.1f} ({c[1]})" if c else "-" for c in cells) + " |")
         print("| all kernels | " + " | ".join(f"{profiles[(net, s)][1]:.1f}" for s in settings) + " |")
         print("| idle between kernels | " + " | ".join(f"{profiles[(net, s)][2]:.1f}" for s in settings) + " |",
               flush=True)
@@ -279,12 +278,13 @@ def time_exported(args):
                     times.setdefault((net, row["setting"]), []).append((t["median"] * 1e6, t["launches"]))
                     steps.done(f"round {r + 1}, {net} {row['setting']}: {t['median'] * 1e6:.1f} us")
         profiles = {}  # (net, setting) -> kernel_families(...)
-        for net, rows in by_net.items():
-            for row in rows if args.kernel_times else ():
-                inputs = [os.path.join(args.from_dir, i["file"]) for i in row["inputs"]]
-                out = bench.vm_run(args.vm_run, os.path.join(temp, row["file"][:-3]), inputs, args.device,
-                                   ["--repeat", str(args.kernel_times), "--kernel-times"], args.vm_run_timeout)
-                profiles[(net, row["setting"])] = kernel_families(out)
+        if args.kernel_times:
+            for net, rows in by_net.items():
+                for row in rows:
+                    inputs = [os.path.join(args.from_dir, i["file"]) for i in row["inputs"]]
+                    out = bench.vm_run(args.vm_run, os.path.join(temp, row["file"][:-3]), inputs, args.device,
+                                       ["--repeat", str(args.kernel_times), "--kernel-times"], args.vm_run_timeout)
+                    profiles[(net, row["setting"])] = kernel_families(out)
     print(f"# {' '.join(sys.argv)}\n# files from: {exported['command']} (target {exported['target']})\n")
     rounds = " | ".join(f"round {r + 1} (us)" for r in range(args.rounds))
     print(f"| net | setting | launches | {rounds} | median (us) | / first | planned activations (MB) |")

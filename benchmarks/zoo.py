@@ -298,6 +298,14 @@ def relative_error(got, want):
     return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
 
 
+def seeded_inputs(model, name):
+    """The zoo's seeded arrays for `name` and the graph inputs (not initializers) they
+    feed, in order."""
+    arrays = list(model_inputs(MODELS[name][2], vocabulary(name)).values())
+    initialized = {t.name for t in model.graph.initializer}
+    return arrays, [i for i in model.graph.input if i.name not in initialized]
+
+
 def check(path, name, device, texture, target=None):
     """A dict: status, error, launches, planned and naive bytes, import + compile seconds."""
     import onnx
@@ -307,9 +315,7 @@ def check(path, name, device, texture, target=None):
 
     row = {}
     model = onnx.load(path)  # external data too: the dynamo exporter writes its weights beside the file
-    library, what, kind = MODELS[name]
-    arrays = list(model_inputs(kind, vocabulary(name)).values())
-    inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    arrays, inputs = seeded_inputs(model, name)
     if len(inputs) != len(arrays):
         return {"status": f"the file takes {len(inputs)} inputs, the zoo gives {len(arrays)}"}
     feeds = {i.name: a for i, a in zip(inputs, arrays)}
@@ -359,8 +365,7 @@ def layer_errors(path, name, device, texture, target):
     written = [(out, node.op_type) for node in model.graph.node for out in node.output if out in known]
     del model.graph.output[:]
     model.graph.output.extend(known[out] for out, _ in written)
-    arrays = list(model_inputs(MODELS[name][2], vocabulary(name)).values())
-    inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    arrays, inputs = seeded_inputs(model, name)
     vm = sw.VirtualMachine(sw.compile(sw.from_onnx(model, texture=texture, target=target)), device=device)
     got = vm.invoke("main", *arrays)
     got = [t.numpy() for t in (got if isinstance(got, (tuple, list)) else [got])]

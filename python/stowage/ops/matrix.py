@@ -41,10 +41,10 @@ GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (
 # reduction of at most GEMM_SHORT_K terms (launch policy; 0: none), takes the last
 # tiling in GEMM_SHORT_K_SLICES slices: 256 work-items a work-group where each has few
 # steps to hide its loads behind, as in ConvNeXt-T's stage-3 MLP-up over 384 channels
-# and the 1x1 convolutions of EfficientNet-B0 (on an H200
-# ConvNeXt-T, EfficientNet-B0, DenseNet-121 and ResNet-50 ran 2.4%, 3.9%, 0.6% and
-# 0.8% faster, docs/performance.md, "Four slices for short reductions"), while longer
-# ones, the transformers', keep two (four lost 11% on ViT-B/16).
+# and the 1x1 convolutions of EfficientNet-B0 (on an H200 ConvNeXt-T, EfficientNet-B0,
+# DenseNet-121 and ResNet-50 ran 2.4%, 3.9%, 0.6% and 0.8% faster: docs/performance.md,
+# "Four slices for short reductions"); the transformers' longer ones keep two (four
+# lost 11% on ViT-B/16).
 GEMM_SHORT_K_SLICES = 4
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
@@ -1303,7 +1303,7 @@ class MatrixOps(Core):
         for config in GEMM_CONFIGS:
             if shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches >= self.launch["GEMM_GROUPS"]:
                 break
-        else:
+        else:  # none gave enough work-groups: the last, in more slices for a short reduction
             if k <= self.launch["GEMM_SHORT_K"]:
                 config = tuple(config[:5]) + (GEMM_SHORT_K_SLICES,)
         return dict(zip(GEMM_TILE_NAMES, config))
