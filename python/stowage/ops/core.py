@@ -23,7 +23,8 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "SLICES_DEEP": 0, "SLICE_MIN_STEPS": 16, "SLICE_ITEMS": 65536, "FUSE_DEPTHWISE_POINTWISE": 1,
                    "FUSE_POOL_LINEAR": 1, "GEMM_GROUPS": 16, "SE_SUMS_MAX_WORK": 131072,
                    "WINOGRAD_MIN_CHANNELS": 0, "WINOGRAD_MIN_MACS": 0, "WINOGRAD_MIN_CHUNK": 64,
-                   "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0}
+                   "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0,
+                   "PATCHIFY_GEMM": 0}
 
 
 @functools.lru_cache(maxsize=None)

@@ -612,6 +612,18 @@ class MatrixOps(Core):
             w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
         k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
                            self.launch, n * k * p * q * 4, self.workspace_limit)
+        if self._patchify_gemm(g) and not in_args:
+            # Windows that tile the input without overlap: their values laid out as B's
+            # columns [C R S][P Q] by one copy (a permutation: as many values as x),
+            # then the GEMM with its tilings, slices and split-K. (Rows [P Q][C R S],
+            # read along k, copied ConvNeXt-T's 2 x 2 windows 4x slower.)
+            cols = self._new_buffer((n, c * r * s, p * q))
+            self._copy_strided(x_buf, cols, (n, c, r, s, p, q), (c * h * wd, h * wd, wd, 1, r * wd, s),
+                               shapes.contiguous_strides((n, c, r, s, p, q)), 0)
+            self._gemm_launch(w_t, cols, bias_var, res_var, dst, m=k, n=p * q, k=c * r * s, sam=1, sak=k, sbk=p * q,
+                              sbn=1, sbias=(1, 0), levels=[(n, 0, c * r * s * p * q, k * p * q, 0)], alpha=1.0,
+                              flags=flags, act=act)
+            return dst
         if pointwise and k_split == 1 and (not in_args or group == 1):
             hw = h * wd
             in_batch = in_args[2] if in_args else 0  # the input map's scale stride per image
@@ -635,6 +647,16 @@ class MatrixOps(Core):
         self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var, res_var, dst, k_split, k,
                      n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
         return dst
+
+    def _patchify_gemm(self, g):
+        """Whether a buffer convolution runs as a copy and stowage_gemm: windows whose
+        strides are their extents (no padding, dilation or groups: ViT's patch
+        embedding, ConvNeXt's stem and downsampling) of at least PATCHIFY_GEMM values
+        (R S; launch policy, 0: never)."""
+        least = self.launch["PATCHIFY_GEMM"]
+        return (least > 0 and g["r"] * g["s"] >= max(least, 2) and g["group"] == 1
+                and tuple(g["strides"]) == (g["r"], g["s"]) and tuple(g["dilations"]) == (1, 1)
+                and not any(g["pads"]))
 
     def _layer_choice(self, g):
         """The kernel the tuning's per-layer choices name for this layer, or None."""
