@@ -148,7 +148,8 @@ def cases(rng):
         matmul_case("batched_broadcast_a", rng, (1, 12, 40), (3, 40, 36)),
         matmul_case("three_levels_aligned", rng, (2, 3, 4, 8, 12), (2, 3, 1, 12, 16)),
         matmul_case("three_levels_odd", rng, (2, 1, 3, 1, 5, 7), (3, 1, 2, 7, 9)),
-        # split-K: partial sums, then their sum and the epilogue
+        # split-K: partial sums, then their sum and the epilogue (four outputs a
+        # work-item where N is a multiple of 4)
         gemm_case("split_aligned_bias_sigmoid", rng, 20, 300, 24, c_shape=(24,), activation=("sigmoid",),
                   alpha=0.5, tuning=SPLIT),
         gemm_case("split_odd_transposed_full_bias", rng, 9, 131, 11, trans_a=True, trans_b=True, b_var=True,
@@ -157,6 +158,7 @@ def cases(rng):
         matmul_case("split_batched_broadcast_b", rng, (2, 3, 9, 64), (3, 64, 12), tuning=SPLIT),
         linear_case("linear_bias_residual_relu", rng, (2, 33, 20), (20, 36)),
         linear_case("linear_split_bias_residual_relu", rng, (1, 9, 130), (130, 11), tuning=SPLIT),
+        linear_case("linear_split_float4s_bias_residual_relu", rng, (2, 9, 130), (130, 12), tuning=SPLIT),
         gemm_case("split_ahead2_odd_transposed", rng, 9, 131, 11, trans_a=True, trans_b=True, b_var=True,
                   c_shape=(9, 11), tuning=ahead(SPLIT)),
         matmul_case("ahead2_one_step", rng, (33, 16), (16, 40), tuning=ahead(None)),
@@ -171,6 +173,7 @@ def cases(rng):
         norm_case("norm_split_two_parts", rng, 37, 32, 29, tuning=SPLIT),
         norm_case("norm_split_five_parts_odd", rng, 70, 77, 36, tuning=SPLIT),
         norm_case("norm_split_ahead2", rng, 37, 45, 70, tuning=ahead(SPLIT)),
+        norm_case("norm_split_float4s", rng, 37, 45, 72, tuning=SPLIT),  # the sum four outputs a work-item
         # slices of each step's terms: the rows' sums still gathered once, by every slice
         norm_case("norm_sliced_five_steps", rng, 70, 77, 36, tuning=pinned(SLICED[0])),
         norm_case("norm_sliced_split", rng, 37, 45, 70, tuning=dict(SPLIT, **pinned(GEMM_CONFIGS[-1]))),

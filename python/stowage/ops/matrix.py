@@ -1310,7 +1310,7 @@ class MatrixOps(Core):
                          float(epilogue[0]), *epilogue[1:], k_len, total if parts > 1 else 0, y_first, *in_args,
                          *norm_args, grid=grid, local=local)
         if parts > 1:
-            sum_grid, sum_local = shapes.launch_1d(total, 256)
+            sum_grid, sum_local = shapes.launch_1d(total // (4 if unit.defines.get("GEMM_Y_VEC") else 1), 256)
             self._launch(unit, "stowage_gemm_split_sum", workspace, bias, res, y, parts, y_first, total, m,
                          n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
                          local=sum_local)

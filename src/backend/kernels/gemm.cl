@@ -66,8 +66,9 @@
 // stowage_gemm_split_sum: y[e] = act(alpha * sum over parts p of part p's sum at e
 //   + bias + res[e]) for e < total = batches * M * N, part 0's in y[e] (y_first 1) or
 //   partial[e], part p's in partial[(p - y_first) * total + e], Y contiguous [batches, M, N]
-//   (y_base 0, sym = N, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's.
-//   Launch: grid = [total rounded up to local0].
+//   (y_base 0, sym = N, y_z2 = M N, y_z1 = nz2 M N); bias as stowage_gemm's. With
+//   GEMM_Y_VEC, four neighbouring outputs a work-item.
+//   Launch: grid = [total (total / 4 with GEMM_Y_VEC) rounded up to local0].
 //
 // stowage_gemv: y [M, N] = act(x [M, K] times w [N, Kw]^T + bias) for a few rows
 //   (M <= GEMV_MAX_M: a classifier's fully connected layers at batch 1), w's rows
@@ -516,15 +517,27 @@ __kernel __attribute__((reqd_work_group_size(GEMM_THREADS_N, GEMM_THREADS_M * GE
   }
 }
 
+// With GEMM_Y_VEC (N a multiple of 4) each work-item adds up four neighbouring
+// outputs of a row as float4s: a fourth of the work-items and wide loads.
+#if GEMM_Y_VEC
+#define SUM_WIDTH 4
+typedef float4 sum_t;
+#define SUM_LOAD(p) vload4(0, (p))
+#else
+#define SUM_WIDTH 1
+typedef float sum_t;
+#define SUM_LOAD(p) (*(p))
+#endif
+
 __kernel void stowage_gemm_split_sum(__global const float* partial, __global const float* bias,
                                      __global const float* res, __global float* y, int parts, int y_first,
                                      int total, int M, int N, int nz2, int bias_z1, int bias_z2, int sbias_m,
                                      int sbias_n, float alpha, int flags, int act, float act_a,
                                      float act_b GEMM_NORM_SUM_PARAMS) {
-  const int e = get_global_id(0);
+  const int e = get_global_id(0) * SUM_WIDTH;
   if (e >= total) return;
-  float v = y_first ? y[e] : 0.0f;
-  for (int p = y_first; p < parts; ++p) v += partial[(p - y_first) * total + e];
+  sum_t v = y_first ? SUM_LOAD(y + e) : (sum_t)(0.0f);
+  for (int p = y_first; p < parts; ++p) v += SUM_LOAD(partial + (p - y_first) * total + e);
   const int n = e % N, row = e / N, m = row % M, z = row / M, z1 = z / nz2, z2 = z - z1 * nz2;
   const __global float* bias_z = bias + bias_z1 * z1 + bias_z2 * z2;
 #if STOWAGE_A_NORM
@@ -537,11 +550,20 @@ __kernel void stowage_gemm_split_sum(__global const float* partial, __global con
   }
   const float d = s1 / (float)K;
   const float inv = rsqrt(fmax(s2 / (float)K - d * d, 0.0f) + norm_eps);
-  v = inv * (v - (st[2] + d) * colsum[bias_z1 * z1 + bias_z2 * z2 + n]);
+  v = inv * (v - (st[2] + d) * SUM_LOAD(colsum + bias_z1 * z1 + bias_z2 * z2 + n));
 #endif
+#if GEMM_Y_VEC
+  GEMM_EPILOGUE_ONE(v.x, m, n, e);
+  GEMM_EPILOGUE_ONE(v.y, m, n + 1, e + 1);
+  GEMM_EPILOGUE_ONE(v.z, m, n + 2, e + 2);
+  GEMM_EPILOGUE_ONE(v.w, m, n + 3, e + 3);
+  vstore4(stowage_activate4(v, act, act_a, act_b), 0, y + e);
+#else
   GEMM_EPILOGUE_ONE(v, m, n, e);
   y[e] = stowage_activate(v, act, act_a, act_b);
+#endif
 }
+#undef SUM_LOAD
 
 #ifndef GEMV_LOCAL
 #define GEMV_LOCAL 128
