@@ -9,6 +9,7 @@ error of about K eps max|term|, which no relative bound can hold at zero).
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -100,6 +101,10 @@ def softmax_ref(x, axis):
 # ---- cases -------------------------------------------------------------------------
 
 
+# Depthwise units of every kernel height up to 7 unroll their rows (conv.cl DW_R).
+FIXED_ROWS = {"launch": {"DW_FIXED_ROWS": 7}}
+
+
 class Case:
     """One op (or a short chain) as a function of the module: ``inputs`` are the
     parameters, ``emit(ops, *params)`` returns the result Var, ``reference`` the
@@ -165,6 +170,14 @@ def conv_cases(rng):
                   activation=("clip", 0.0, 6.0)),
         conv_case("conv_depthwise5x5_mult2_s2_dil2_b2", rng, (2, 5, 13, 11), (10, 1, 5, 5), group=5,
                   strides=(2, 2), pads=(4, 3, 4, 2), dilations=(2, 2)),
+        # the rows' loop unrolled for the kernel's height (DW_FIXED_ROWS): rows above and
+        # below the input read as zeros, a multiplier, a stride along h, batches
+        conv_case("conv_depthwise7x7_fixed_rows_residual", rng, (1, 6, 14, 13), (6, 1, 7, 7), group=6,
+                  pads=(3, 3, 3, 3), residual=True, tuning=FIXED_ROWS),
+        conv_case("conv_depthwise5x5_fixed_rows_mult2_s2h", rng, (1, 4, 11, 9), (8, 1, 5, 5), group=4,
+                  strides=(2, 1), pads=(2, 1, 1, 2), tuning=FIXED_ROWS),
+        conv_case("conv_depthwise3x3_fixed_rows_relu_b2", rng, (2, 5, 7, 10), (5, 1, 3, 3), group=5,
+                  pads=(1, 1, 1, 1), activation=("relu",), tuning=FIXED_ROWS),
         conv_case("conv3x3_inplace_residual_relu", rng, (1, 5, 13, 11), (5, 5, 3, 3), pads=(1, 1, 1, 1),
                   residual=True, in_place=True, activation=("relu",)),
         conv_case("conv1x1_inplace_residual", rng, (1, 17, 13, 11), (6, 17, 1, 1), residual=True, in_place=True),
@@ -817,3 +830,23 @@ def test_unknown_tuning_is_refused_by_name():
         OpBuilder(bb, f, tuning={"convv": {"CONV_TILE_M": 32}})
     with pytest.raises(sw.InvalidInputError, match="unknown launch setting 'DIRECT_MAX_TILES'"):
         OpBuilder(bb, f, tuning={"launch": {"DIRECT_MAX_TILES": 512}})
+
+
+def test_depthwise_units_fix_heights_up_to_five_on_the_gpu_target():
+    """The GPU target's DW_FIXED_ROWS (5): 3x3 and 5x5 depthwise layers of unit stride
+    along w take a unit for their height; 7x7 ones (slower so) and strided rows keep
+    the general unit."""
+    def unit(w_shape, strides, pads):
+        bb = sw.Builder()
+        with bb.function("main") as f:
+            xv = f.param("x", (1, w_shape[0], 14, 14), "float32")
+            ops = OpBuilder(bb, f, target="opencl-gpu")
+            f.ret(ops.output(ops.conv2d(xv, np.zeros(w_shape, np.float32), strides=strides, pads=pads,
+                                        group=w_shape[0])))
+        name, = re.findall(r"call_kernel\((stowage_conv2d_depthwise\w*)", bb.module().text())
+        return name
+
+    assert unit((8, 1, 3, 3), (1, 1), (1, 1, 1, 1)).endswith("_dwr3")
+    assert unit((8, 1, 5, 5), (2, 1), (2, 2, 2, 2)).endswith("_dwr5")
+    assert "_dwr" not in unit((8, 1, 7, 7), (1, 1), (3, 3, 3, 3))
+    assert "_dwr" not in unit((8, 1, 3, 3), (2, 2), (1, 1, 1, 1))

@@ -24,7 +24,7 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "FUSE_POOL_LINEAR": 1, "GEMM_GROUPS": 16, "SE_SUMS_MAX_WORK": 131072,
                    "WINOGRAD_MIN_CHANNELS": 0, "WINOGRAD_MIN_MACS": 0, "WINOGRAD_MIN_CHUNK": 64,
                    "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0,
-                   "PATCHIFY_GEMM": 0}
+                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0}
 
 
 @functools.lru_cache(maxsize=None)

@@ -46,6 +46,12 @@ GEMM_CONFIGS = ((128, 128, 16, 8, 8), (128, 64, 16, 8, 4), (64, 64, 16, 4, 4), (
 # "Four slices for short reductions"); the transformers' longer ones keep two (four
 # lost 11% on ViT-B/16).
 GEMM_SHORT_K_SLICES = 4
+# The widest depthwise kernel row conv.cl keeps in registers (its DW_ROW_TAPS): a unit
+# fixes the kernel's height (DW_R, unrolling its rows) only for rows that fit, of at
+# most DW_FIXED_ROWS rows (launch policy; 0: never). On an H200 that made the 3x3 and
+# 5x5 depthwise launches of EfficientNet-B0 9% faster and ConvNeXt-T's 7x7 ones 34%
+# slower (docs/performance.md, "Depthwise rows unrolled"), hence 5 on opencl-gpu.
+DW_ROW_TAPS = 7
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -584,7 +590,11 @@ class MatrixOps(Core):
                 flags |= EPI_BIAS | EPI_BIAS_AFTER_WEIGHTS
             else:
                 w_var = self.reshape(w, (k, r * s)) if runtime else self._const(w.reshape(k, r * s))
-            unit = self._unit("conv", {"DW_SUMS": 1} if channel_sums else None)
+            defines = {"DW_SUMS": 1} if channel_sums else {}
+            if (r <= self.launch["DW_FIXED_ROWS"] and s <= DW_ROW_TAPS and g["strides"][1] == 1
+                    and g["dilations"][1] == 1):
+                defines["DW_R"] = r  # a unit for this kernel height: its rows' loop unrolled
+            unit = self._unit("conv", defines)
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
             sums = ()

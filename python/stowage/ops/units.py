@@ -83,6 +83,7 @@ _SHORT = {
     "SE_MAX_CHANNELS": "sec",
     "SE_MIN_LANES": "sel",
     "DW_SUMS": "dws",
+    "DW_R": "dwr",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
     "STOWAGE_A_NORM": "an",

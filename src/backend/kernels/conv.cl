@@ -93,6 +93,12 @@
 #ifndef DW_ROW_TAPS
 #define DW_ROW_TAPS 7  // the widest kernel row the depthwise kernel keeps in registers at unit stride
 #endif
+// DW_R > 0: a unit for kernels of DW_R rows whose rows fit registers (unit stride and
+// dilation along w, S <= DW_ROW_TAPS): the rows' loop unrolled, rows outside the input
+// read as zeros, so that every row's loads may be issued before the products.
+#ifndef DW_R
+#define DW_R 0
+#endif
 #if DW_SUMS
 #define DW_SUMS_PARAMS , __global float* sums
 #define DW_MAX_GROUP 256  // work-items of a work-group (sizes its partial sums in local memory)
@@ -332,16 +338,22 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
   // depthwise layers of stride 1): the DW_PX + S - 1 inputs of a row read once into
   // registers (the loops unrolled, so every index is a constant), not S DW_PX times.
   const bool row_in_registers = stride_w == 1 && dil_w == 1 && S <= DW_ROW_TAPS;
+#if DW_R
+#pragma unroll
+  for (int r = 0; r < DW_R; ++r) {
+#else
   for (int r = 0; r < R; ++r) {
+#endif
     const int ih = p * stride_h - pad_top + r * dil_h;
-    if (ih < 0 || ih >= H) continue;
-    const __global float* row = xc + ih * W;
-    if (row_in_registers) {
+    const bool row_inside = ih >= 0 && ih < H;
+    if (!DW_R && !row_inside) continue;
+    const __global float* row = xc + (row_inside ? ih : 0) * W;
+    if (DW_R || row_in_registers) {
       float v[DW_PX + DW_ROW_TAPS - 1];
 #pragma unroll
       for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) {
         const int iw = iw0 + j;
-        v[j] = (j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
+        v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
       }
 #pragma unroll
       for (int s = 0; s < DW_ROW_TAPS; ++s) {
