@@ -198,7 +198,7 @@ def _device_like_the_vm(found, spec):
     raise InvalidInputError(f"no OpenCL device matches '{spec}' (devices: {names})")
 
 
-def compile(module, target=None):  # noqa: A001 (the issue's name)
+def compile(module, target=None):  # noqa: A001 (the public API's name)
     """Compiles a module (or its text form) for ``target``, a shipped target
     name (``"opencl"``) or a target JSON file: reads the kernels, verifies,
     plans where needed and generates bytecode. ``target=None`` takes the target
