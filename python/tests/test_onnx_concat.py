@@ -177,6 +177,26 @@ def test_a_concat_copies_only_the_part_no_producer_writes(texture, device):
     check(model, rand(1, 8, 5, 5), device, "opencl-gpu", texture=texture)
 
 
+def test_a_transpose_writes_its_slice_beside_a_constant_part(device):
+    # A ViT's tokens: the patches [1, C, P] transposed to [1, P, C] after a class token
+    # known at import. The transpose writes its slice of the Concat, the token is a
+    # device copy of a constant into its own: one kernel (the transpose), no copy kernel.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Concat", ["cls", "t"], ["c"], axis=1),
+        helper.make_node("Add", ["c", "pos"], ["y"]),
+    ]
+    weights = {"cls": rand(1, 1, 12), "pos": rand(1, 6, 12, seed=1)}
+    model = conv_model(nodes, (1, 12, 5), weights, ["y"])
+    module = str(sw.from_onnx(model, target="opencl-gpu"))
+    launched = re.findall(r"call_kernel\(([A-Za-z0-9_]+)", module)
+    assert [k for k in launched if COPY_KERNELS.search(k)] == ["stowage_copy_strided"]  # the transpose itself
+    assert module.count("copy_tensor(") == 1 and len(launched) == 3  # relu, transpose, add
+    check(model, rand(1, 12, 5), device, "opencl-gpu")
+    check(model, rand(1, 12, 5), device, "opencl-gpu", texture=True)
+
+
 @pytest.mark.parametrize("texture", [False, True], ids=["buffers", "textures"])
 def test_a_part_sliced_at_ends_computed_from_a_shape_is_written_in_place(texture, device):
     # ShuffleNet's unit as PyTorch exports x.chunk(2, dim=1): the Slices' ends are

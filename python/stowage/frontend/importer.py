@@ -377,7 +377,10 @@ class Importer:
             if root.index in member_of:
                 continue
             names = [n for n in root.inputs if n]
-            if not names or any(self.is_known(n) for n in names) or len(set(names)) != len(names):
+            # A part known at import (a class token before a ViT's patches) is copied into
+            # its slice as a constant, in buffer mode.
+            if (not names or len(set(names)) != len(names)
+                    or (self.ob.texture and any(self.is_known(n) for n in names))):
                 continue
             family = [root] + [
                 other for other in concats
@@ -387,7 +390,8 @@ class Importer:
             indices = {n.index for n in family}
             family_values = set(names) | {out for node in family for out in node.outputs}
             writes = [
-                n in made_by
+                not self.is_known(n)
+                and n in made_by
                 and n not in self.slices
                 and made_by[n].main.spec.writes_into
                 and n not in self.graph.output_names

@@ -144,12 +144,13 @@ def _transpose_perm(ctx, node, x):
     return perm
 
 
-@register("Transpose", versions=(1, 13, 21, 23, 24, 25), types=ALL_TYPES, fuses="one strided copy",
+@register("Transpose", versions=(1, 13, 21, 23, 24, 25), types=ALL_TYPES, writes_into=True,
+          fuses="one strided copy, into its slice of a planned Concat",
           fold=lambda ctx, node, x: np.asarray(np.transpose(x, _transpose_perm(ctx, node, x)), order="C"))
 def transpose(ctx, node):
     node.check_attrs(("perm",))
     x = ctx.tensor(node, 0)
-    return ctx.ob.transpose(x, _transpose_perm(ctx, node, x))
+    return ctx.ob.transpose(x, _transpose_perm(ctx, node, x), out=ctx.out_for(node.outputs[0]))
 
 
 def _concat_axis(node, rank):
