@@ -620,8 +620,6 @@ class MatrixOps(Core):
             w_t = self.transpose(self.reshape(w, (group, kg, cg * r * s)), (0, 2, 1))
         else:
             w_t = self._const(w.reshape(group, kg, cg * r * s).transpose(0, 2, 1))
-        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
-                           self.launch, n * k * p * q * 4, self.workspace_limit)
         if self._patchify_gemm(g) and not in_args:
             # Windows that tile the input without overlap: their values laid out as B's
             # columns [C R S][P Q] by one copy (a permutation: as many values as x),
@@ -634,6 +632,8 @@ class MatrixOps(Core):
                               sbn=1, sbias=(1, 0), levels=[(n, 0, c * r * s * p * q, k * p * q, 0)], alpha=1.0,
                               flags=flags, act=act)
             return dst
+        k_split = _k_split(tiles[0] * tiles[1] * group, cg * r * s, _setting(unit, CONV_DEFAULTS, "CONV_TILE_K"),
+                           self.launch, n * k * p * q * 4, self.workspace_limit)
         if pointwise and k_split == 1 and (not in_args or group == 1):
             hw = h * wd
             in_batch = in_args[2] if in_args else 0  # the input map's scale stride per image

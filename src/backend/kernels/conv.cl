@@ -93,9 +93,9 @@
 #ifndef DW_ROW_TAPS
 #define DW_ROW_TAPS 7  // the widest kernel row the depthwise kernel keeps in registers at unit stride
 #endif
-// DW_R > 0: a unit for kernels of DW_R rows whose rows fit registers (unit stride and
-// dilation along w, S <= DW_ROW_TAPS): the rows' loop unrolled, rows outside the input
-// read as zeros, so that every row's loads may be issued before the products.
+// DW_R > 0: a unit for kernels of DW_R rows: the rows' loop unrolled and, where the
+// rows fit registers (unit stride and dilation along w, S <= DW_ROW_TAPS), rows outside
+// the input read as zeros, so that every row's loads may be issued before the products.
 #ifndef DW_R
 #define DW_R 0
 #endif
@@ -346,9 +346,9 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #endif
     const int ih = p * stride_h - pad_top + r * dil_h;
     const bool row_inside = ih >= 0 && ih < H;
-    if (!DW_R && !row_inside) continue;
+    if (!row_inside && !(DW_R && row_in_registers)) continue;
     const __global float* row = xc + (row_inside ? ih : 0) * W;
-    if (DW_R || row_in_registers) {
+    if (row_in_registers) {
       float v[DW_PX + DW_ROW_TAPS - 1];
 #pragma unroll
       for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) {
