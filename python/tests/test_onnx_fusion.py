@@ -11,6 +11,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 import stowage as sw
+from stowage.ops import OpBuilder
 
 from onnx_testing import assert_matches, call_kernels, onnx_model, reference_outputs, stowage_outputs, tensor_info
 
@@ -164,6 +165,78 @@ def test_a_depthwise_convolution_sums_its_channels_for_the_squeeze_after_it(c, r
     unfused = sw.from_onnx(model, target="opencl", tuning={"launch": {"SE_SUMS_MAX_WORK": c * r - 1}})
     assert re.findall(r"call_kernel\((stowage_[a-z0-9_]*(?:depthwise|squeeze|excite)[a-z0-9_]*)", str(unfused)) == [
         "stowage_conv2d_depthwise", "stowage_squeeze", "stowage_excite"]
+
+
+def depthwise_excite_model(c, r, hw, n=1, k=24, readers=1):
+    """A depthwise Conv (HardSwish), a squeeze-and-excitation of its output and a 1x1
+    Conv (with bias) reading it times the scale; readers=2: an Add of the scale too."""
+    nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["c0"], pads=[2, 2, 2, 2], group=c),
+             helper.make_node("HardSwish", ["c0"], ["t"]), helper.make_node("GlobalAveragePool", ["t"], ["p"])]
+    nodes += excite_nodes("mobilenet_v3")
+    nodes += [helper.make_node("Mul", ["t", "s"], ["m"]), helper.make_node("Conv", ["m", "w3", "b3"], ["y" if readers == 1
+                                                                                                    else "y0"])]
+    if readers == 2:
+        nodes.append(helper.make_node("Add", ["y0", "sk"], ["y"]))
+        nodes.insert(-2, helper.make_node("ReduceMean", ["s"], ["sk"], axes=[1], keepdims=1))
+    inits = [("wd", rand(c, 1, 5, 5) * 0.2), ("bd", rand(c)), ("w1", rand(r, c, 1, 1) * 0.1), ("b1", rand(r)),
+             ("w2", rand(c, r, 1, 1)), ("b2", rand(c)), ("w3", rand(k, c, 1, 1) * 0.1), ("b3", rand(k))]
+    return make_model(nodes, [("x", (n, c) + hw)], inits, opset=14), {"x": rand(n, c, *hw)}
+
+
+@pytest.mark.parametrize("c,r,hw,n,readers,fused", [
+    (288, 72, (7, 7), 1, 1, True), (240, 64, (14, 14), 1, 1, True), (13, 3, (5, 6), 1, 1, True),
+    (576, 144, (7, 7), 1, 1, False), (240, 64, (14, 14), 2, 1, False), (120, 32, (7, 7), 1, 2, False)],
+    ids=["7x7_rows_past_the_last", "14x14", "a_few_channels", "above_EXCITE_IN_CONV", "batch_2",
+         "the_scale_read_twice"])
+def test_the_direct_convolution_after_a_squeeze_computes_its_scale_itself(c, r, hw, n, readers, fused, device):
+    """On the GPU target a direct convolution reading its input times a squeeze-and-
+    excitation's scale computes that scale in its own work-groups from the depthwise
+    convolution's channel sums (DCONV_SE): no stowage_excite_sums launch. Not where C R is
+    above EXCITE_IN_CONV, for a batch of two or where something else reads the scale."""
+    model, feeds = depthwise_excite_model(c, r, hw, n, readers=readers)
+    got = stowage_outputs(model, feeds, device, False, "opencl-gpu")[0][0]
+    assert_matches(got, reference_outputs(model, feeds)[0])
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(sw.from_onnx(model, target="opencl-gpu")))
+    assert kernels.count("stowage_excite_sums") == (0 if fused else 1)
+    assert any(re.fullmatch(r"stowage_conv2d_direct_.*exc1.*", name) for name in kernels) == fused
+    if fused:
+        assert len(kernels) == 2
+
+
+@MODES
+def test_an_add_broadcasting_a_tensor_over_a_convolution_is_no_residual(texture, device):
+    """A Conv then an Add of a run-time tensor of another shape ([N, 1, 1, 1]): the Add
+    broadcasts, so it runs after the convolution instead of as its residual."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1, 2, 3], keepdims=1),
+             helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "m"], ["y"])]
+    model = make_model(nodes, [("x", (2, 5, 6, 7))], [("w", rand(8, 5, 3, 3))])
+    check(model, {"x": rand(2, 5, 6, 7)}, device, texture)
+
+
+def test_a_deferred_scale_read_by_other_ops_is_launched_once(device):
+    """squeeze_excite(defer=True) hands back the scale uncomputed; ops that are not the
+    direct convolution launch stowage_excite_sums for it, once however many read it."""
+    c, hw = 40, (6, 5)
+    x = rand(1, c, *hw)
+    w1, b1, w2, b2 = rand(8, c) * 0.1, rand(8), rand(c, 8) * 0.1, rand(c)
+    wd = rand(c, 1, 3, 3) * 0.2
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        ob = OpBuilder(bb, f, target="opencl-gpu")
+        t = ob.conv2d(f.param("x", x.shape, "float32"), wd, None, pads=(1, 1, 1, 1), group=c, channel_sums=True)
+        s = ob.squeeze_excite(t, w1, b1, w2, b2, activation1="relu", activation2="sigmoid", defer=True)
+        f.ret(ob.output(ob.binary("add", ob.binary("mul", t, s), s)))
+    module = bb.module()
+    assert re.findall(r"call_kernel\((stowage_[a-z_]*excite[a-z_]*)", str(module)) == ["stowage_excite_sums"]
+    got = sw.VirtualMachine(sw.compile(module, target="opencl-gpu"), device=device).invoke("main", x).numpy()
+    ref = np.zeros((1, c) + hw)
+    for ch in range(c):  # the depthwise convolution in float64
+        padded = np.pad(x[0, ch].astype(np.float64), 1)
+        ref[0, ch] = sum(wd[ch, 0, i, j] * padded[i:i + hw[0], j:j + hw[1]] for i in range(3) for j in range(3))
+    hidden = np.maximum(w1 @ ref.mean(axis=(2, 3))[0] + b1, 0)
+    scale = (1 / (1 + np.exp(-(w2 @ hidden + b2)))).reshape(1, c, 1, 1)
+    np.testing.assert_allclose(got, ref * scale + scale, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("texture,target", [(False, "opencl"), (True, "opencl"), (False, "opencl-gpu")])

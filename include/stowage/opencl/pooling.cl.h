@@ -1,7 +1,7 @@
 /* What the pooling kernels on buffers and on images share (docs/operators.md):
  * the window of an output inside the input, the divisor of an average pool, the
  * global average pool's sum over a work-group, the end of a pooled linear layer, and
- * the squeeze-and-excitation kernels' sum over lanes. */
+ * the squeeze-and-excitation's sums and hidden values. */
 #ifndef STOWAGE_POOLING_CL_H
 #define STOWAGE_POOLING_CL_H
 
@@ -84,5 +84,64 @@ inline void stowage_pooled_linear_end(const float* acc, __local float* partial, 
       barrier(CLK_LOCAL_MEM_FENCE);                            \
     }                                                          \
   } while (0)
+
+
+/* The squeeze-and-excitation's shared steps (stowage_excite_sums in pooling.cl, the
+ * direct convolution that computes its input's scale in conv_direct.cl). They call
+ * stowage_activate_code: include <stowage/epilogue.cl.h> before this header. */
+#ifndef SE_MIN_LANES
+#define SE_MIN_LANES 4  // the fewest work-items a hidden value's sum is spread over
+#endif
+
+/* The sum over i = first, first + step, ... below end of w[i * stride + at] * v[i], in 16
+ * sums of every 16th term (16 loads of w in flight at once, where one chain of
+ * dependent loads ran MobileNetV3-large's 672 x 168 blocks in 62 us), added in a
+ * fixed order. */
+inline float stowage_se_dot(__global const float* w, int stride, int at, __local const float* v, int first,
+                            int step, int end) {
+  float a[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) a[i] = 0.0f;
+  int k = first;
+  for (; k + 15 * step < end; k += 16 * step) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) a[i] = fma(w[(k + i * step) * stride + at], v[k + i * step], a[i]);
+  }
+  for (; k < end; k += step) a[0] = fma(w[k * stride + at], v[k], a[0]);  // a constant index: registers
+  return (((a[0] + a[8]) + (a[4] + a[12])) + ((a[2] + a[10]) + (a[6] + a[14]))) +
+         (((a[1] + a[9]) + (a[5] + a[13])) + ((a[3] + a[11]) + (a[7] + a[15])));
+}
+
+/* One image's hidden values from its channel sums: mean[c] = inv_hw times the G parts
+ * sums[c G ..] added in order, then hidden[r] = act1(b1[r] + sum over c of w1t[c R + r]
+ * mean[c]) (w1t [C, R]), `rows` hidden values at a time, each summed by `lanes` (at
+ * least SE_MIN_LANES) work-items over every lanes-th channel (neighbouring work-items,
+ * neighbouring hidden values: neighbouring weights), their parts then added in order:
+ * a work-item walks C R / items channels, not C. Every work-item t < items of the
+ * work-group calls it; part holds `items` floats; it ends with a barrier. */
+inline void stowage_excite_hidden(__global const float* sums, int G, float inv_hw, __global const float* w1t,
+                                  __global const float* b1, int C, int R, int act1, float act1_a, float act1_b,
+                                  __local float* mean, __local float* hidden, __local float* part, int t,
+                                  int items) {
+  for (int c = t; c < C; c += items) {
+    const __global float* parts = sums + c * G;
+    float v = 0.0f;
+    for (int g = 0; g < G; ++g) v += parts[g];
+    mean[c] = v * inv_hw;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int rows = max(1, min(R, items / SE_MIN_LANES)), lanes = items / rows, row = t % rows, lane = t / rows;
+  for (int r0 = 0; r0 < R; r0 += rows) {
+    const int r = r0 + row;
+    part[t] = (lane < lanes && r < R) ? stowage_se_dot(w1t, R, r, mean, lane, lanes, C) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && r < R) {
+      float v = b1[r];
+      for (int j = 0; j < lanes; ++j) v += part[j * rows + row];
+      hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
 
 #endif

@@ -174,7 +174,7 @@ def absorb_epilogue(graph, group, is_static, absorbed):
         add = only_consumer(graph, out, ("Add",), absorbed)
         if add is not None:
             other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
-            if other != out and not is_static(other):
+            if other != out and not is_static(other) and not broadcast_into(graph, other, out):
                 group.add, group.residual = add, other
                 group.nodes.append(add)
                 out = add.outputs[0]
@@ -186,6 +186,15 @@ def absorb_epilogue(graph, group, is_static, absorbed):
             out = absorb_matmul_output(graph, group, out, is_static, absorbed)
     if node.op_type in ("Conv", "Gemm", "BatchNormalization", "MatMul") + ELEMENTWISE:
         absorb_activation(graph, group, out, is_static, absorbed)
+
+
+def broadcast_into(graph, name, made):
+    """Whether the front end's shapes tell that `name`, added to the value a group
+    `made`, has another shape (an Add broadcasting it): no epilogue's residual, which
+    has the output's shape, takes it."""
+    hints = graph.hinted_shapes()
+    shape, wanted = hints.get(name), hints.get(made)
+    return shape is not None and wanted is not None and tuple(shape) != tuple(wanted)
 
 
 def absorb_matmul_bias(graph, group, out, is_static, absorbed):
@@ -884,14 +893,12 @@ def group_nodes(graph, is_static):
     masks = {}  # Softmax node index -> the Add of a mask it reads its input through
     excited = set()  # the scales squeeze-and-excitation groups make
     siblings = find_concat_siblings(graph, is_static)  # first Conv's index -> (Concat, branch Groups)
-    hints = None  # the front end's shapes, read once where a Concat asks
     for node in graph.nodes:
         if node.index in absorbed:
             continue
         group = Group(node)
         if node.op_type == "Concat":
-            hints = graph.shape_hints() if hints is None else hints
-            shuffle = find_channel_shuffle(graph, node, absorbed, hints)
+            shuffle = find_channel_shuffle(graph, node, absorbed, graph.hinted_shapes())
             if shuffle is not None:
                 group.nodes += shuffle
                 group.shuffled = True

@@ -105,6 +105,7 @@ class Graph:
         # Given {value name: array} of values the importer computed early, an object
         # whose float32_shapes and sizes are the hints knowing them; None: not offered.
         self.refine_hints = refine_hints
+        self._hinted = None  # shape_hints(), once asked (hinted_shapes)
         check_order(self)
         self.producer = {}
         for node in self.nodes:
@@ -120,6 +121,12 @@ class Graph:
     @property
     def opset(self):
         return self.opsets.get("")
+
+    def hinted_shapes(self):
+        """shape_hints(), computed the first time it is asked for."""
+        if self._hinted is None:
+            self._hinted = self.shape_hints()
+        return self._hinted
 
     def opset_of(self, domain):
         return self.opsets.get("" if domain == "ai.onnx" else domain)

@@ -50,6 +50,7 @@ class Importer:
         self.shape_reads = []  # (Shape node, the inferred shape) resolve_shape_reads took out of the graph
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
         self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
+        self.scales_for_one_conv = set()  # scales a Conv's input map alone reads (emit)
 
     @property
     def opset(self):
@@ -183,6 +184,11 @@ class Importer:
         # making one may add up each channel for it as it writes it)
         self.excited_inputs = {g.main.inputs[0]: g.excite[0].main for g in order
                                if g.excite is not None and g.main.inputs}
+        # squeeze-and-excitation scales read by one Conv's input map alone (the Mul by the
+        # scale absorbed into it, no other reader): that Conv may compute the scale itself
+        self.scales_for_one_conv = {g.pre.scale for g in order if g.pre is not None and g.pre.scale is not None
+                                    and len(self.graph.consumers.get(g.pre.scale, [])) == 1
+                                    and g.pre.scale not in self.graph.output_names}
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
         limits = [None] * len(order)
         if self.alive is not None:

@@ -24,7 +24,22 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "FUSE_POOL_LINEAR": 1, "GEMM_GROUPS": 16, "SE_SUMS_MAX_WORK": 131072,
                    "WINOGRAD_MIN_CHANNELS": 0, "WINOGRAD_MIN_MACS": 0, "WINOGRAD_MIN_CHUNK": 64,
                    "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0,
-                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0}
+                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0}
+
+
+class ExciteScale:
+    """A squeeze-and-excitation's scale [N, C, 1, 1] not computed yet (squeeze_excite
+    with defer=True): the convolution reading its input through it may compute it in
+    its own kernel (the launch policy EXCITE_IN_CONV); any other use launches
+    stowage_excite_sums first (Core._operand), once."""
+
+    kind, dtype = "Tensor", "float32"
+
+    def __init__(self, shape, excite_args, inv_hw):
+        self.shape = tuple(shape)
+        self.excite_args = excite_args  # (sums, params, C, R, parts, act1 (code, a, b), act2)
+        self.inv_hw = inv_hw
+        self.var = None  # the scale once launched
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,6 +189,8 @@ class Core:
             if x.kind != "Tensor":
                 raise InvalidInputError(f"'{x.name}' is a {x.kind}, not a tensor")
             return tuple(self._logical.get(x.name, x.shape))
+        if isinstance(x, ExciteScale):
+            return x.shape
         if isinstance(x, numbers.Real):
             return ()
         return tuple(np.shape(x))
@@ -265,6 +282,8 @@ class Core:
     def _operand(self, op, arg, x, any_type=False):
         """x as a Var: arrays and numbers become constants (float32, or in their own
         element type with ``any_type``)."""
+        if isinstance(x, ExciteScale):
+            x = self._excite_now(x)
         if isinstance(x, Var):
             self._check_float(op, arg, x, any_type)
             return x

@@ -8,7 +8,7 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, apply_activation, parse_activation
+from .core import DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, ExciteScale, apply_activation, parse_activation
 
 EPI_BIAS = 1
 EPI_RESIDUAL = 2
@@ -268,8 +268,9 @@ class MatrixOps(Core):
         if scale is None and shift is None and activation is None:
             return None
         n, c = self.shape_of(x)[:2]
-        if isinstance(scale, Var):
-            self._check_float(op, "in_scale", scale)
+        if isinstance(scale, (Var, ExciteScale)):
+            if isinstance(scale, Var):
+                self._check_float(op, "in_scale", scale)
             if self.shape_of(scale) not in ((n, c, 1, 1), (1, c, 1, 1)):
                 raise InvalidInputError(f"{op}: argument 'in_scale': expected shape [{n}, {c}, 1, 1] or "
                                         f"[1, {c}, 1, 1], got {list(self.shape_of(scale))}")
@@ -278,7 +279,7 @@ class MatrixOps(Core):
         if shift is not None and (isinstance(shift, Var) or np.shape(shift) != (c,)):
             raise InvalidInputError(f"{op}: argument 'in_shift': expected a numpy array of shape [{c}]")
         scale = np.ones(c, np.float32) if scale is None else scale
-        if not isinstance(scale, Var):
+        if not isinstance(scale, (Var, ExciteScale)):
             scale = np.asarray(scale, np.float32)
         shift = np.zeros(c, np.float32) if shift is None else np.asarray(shift, np.float32)
         parse_activation(op, activation)  # checked now
@@ -287,6 +288,8 @@ class MatrixOps(Core):
     def _apply_input_affine(self, x, pre):
         """in_activation(x * in_scale + in_shift) as ops of their own."""
         scale, shift, activation = pre
+        if isinstance(scale, ExciteScale):
+            scale = self._excite_now(scale)
         if not isinstance(scale, Var):
             return self._channel_affine(x, scale, shift, parse_activation("conv2d", activation))
         if not shift.any():
@@ -299,6 +302,8 @@ class MatrixOps(Core):
         activation (code, a, b)."""
         scale, shift, activation = pre
         n, c = x_shape[:2]
+        if isinstance(scale, ExciteScale):
+            scale = self._excite_now(scale)
         if isinstance(scale, Var):
             batch = c if self.shape_of(scale)[0] == n and n > 1 else 0
             scale_var = self._buffer(op, "in_scale", scale)
@@ -572,12 +577,13 @@ class MatrixOps(Core):
         n, c, h, wd, k, p, q, r, s = (g[key] for key in ("n", "c", "h", "w", "k", "p", "q", "r", "s"))
         group = g["group"]
         x_buf = self._buffer(op, "x", x)
-        in_args = () if pre is None else self._input_affine_args(op, pre, (n, c))
-        in_unit = self._input_affine_defines(in_args)
         cg, kg = c // group, k // group
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
-        winograd = cg != 1 and not runtime and not in_args and self._winograd_conv(g)
+        winograd = cg != 1 and not runtime and pre is None and self._winograd_conv(g)
+        excite = None if runtime or isinstance(b, Var) else self._excite_in_conv(pre, g)
+        in_args = () if pre is None or excite is not None else self._input_affine_args(op, pre, (n, c))
+        in_unit = self._input_affine_defines(in_args)
         # The direct and the depthwise convolutions take constant biases after their
         # weights, in one constant: one pointer argument fewer a launch.
         direct = cg != 1 and not runtime and not winograd and not isinstance(b, Var) and self._direct_conv(g)
@@ -613,7 +619,7 @@ class MatrixOps(Core):
             return dst
         if direct:
             self._conv2d_direct(x_buf, w, b, res_var, dst, g, flags | (EPI_BIAS if b is not None else 0), act,
-                                in_args)
+                                in_args, excite)
             return dst
         # Both GEMM kernels read the weights as [group][k][m]: k-major, output channels contiguous.
         if runtime:
@@ -744,7 +750,26 @@ class MatrixOps(Core):
             self.workspace_limit = saved
         return True
 
-    def _conv2d_direct(self, x_buf, w, bias, res_var, dst, g, flags, act, in_args=()):
+    def _excite_in_conv(self, pre, g):
+        """The ExciteScale a direct convolution computes in its own kernel (DCONV_SE):
+        where the input map is that scale alone, for one image and one group, of at most
+        EXCITE_IN_CONV channels x hidden values (launch policy, 0: never; every
+        work-group repeats the 2 C R multiply-adds of the scale, which costs more than
+        the launch saved where C R is large), with room in the kernel's local memory;
+        else None."""
+        if pre is None or not isinstance(pre[0], ExciteScale) or pre[1].any() or pre[2] is not None:
+            return None
+        scale = pre[0]
+        c, r = scale.excite_args[2:4]
+        unit = self._unit("conv_direct")
+        max_group = unit.defines.get("DCONV_MAX_GROUP", 128)
+        room = 4 * max_group * _setting(unit, DCONV_DEFAULTS, "DCONV_PX") * _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
+        if (c * r > self.launch["EXCITE_IN_CONV"] or g["n"] != 1 or g["group"] != 1 or c + r + max_group > room
+                or not self._direct_conv(g)):
+            return None
+        return scale
+
+    def _conv2d_direct(self, x_buf, w, bias, res_var, dst, g, flags, act, in_args=(), excite=None):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
         group = g["group"]
         cg, kg = c // group, k // group
@@ -755,7 +780,12 @@ class MatrixOps(Core):
         if bias is not None:  # after the weights (conv_direct.cl), padded to whole float4s
             parts.append(np.pad(np.asarray(bias, np.float32).reshape(k), (0, (-k) % 4)))
         w_var = self._packed_const(*parts)
-        unit = self._unit("conv_direct", self._input_affine_defines(in_args))
+        if excite is not None:  # the scale computed in the kernel from the sums (conv_direct.cl)
+            sums, params, _, r_hidden, parts, act1, act2 = excite.excite_args
+            in_args, defines = (sums, params, r_hidden, parts, excite.inv_hw, *act1, *act2), {"DCONV_SE": 1}
+        else:
+            defines = self._input_affine_defines(in_args)
+        unit = self._unit("conv_direct", defines)
         px, ob = _setting(unit, DCONV_DEFAULTS, "DCONV_PX"), _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
         grid, local = _sliced_conv_launch(shapes.ceil_div(q, px), n * p, group * shapes.ceil_div(kg4, ob), cg,
                                           unit.defines.get("DCONV_MAX_GROUP", 128), self.launch)

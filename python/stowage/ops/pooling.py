@@ -5,7 +5,7 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import Core, parse_activation
+from .core import Core, ExciteScale, parse_activation
 
 
 def _ceil_extent(size, k, s, d, b, e):
@@ -158,7 +158,7 @@ class PoolingOps(Core):
         return (c <= pooling.get("SE_MAX_CHANNELS", 2048) and r <= pooling.get("SE_MAX_HIDDEN", 1024)
                 and c * r <= self.launch["SE_SUMS_MAX_WORK"])
 
-    def squeeze_excite(self, x, w1, b1, w2, b2, *, activation1=None, activation2=None):
+    def squeeze_excite(self, x, w1, b1, w2, b2, *, activation1=None, activation2=None, defer=False):
         """A squeeze-and-excitation's scales: s [N, C, 1, 1] = act2(b2 + w2 act1(b1 + w1
         mean_HW(x))) for x [N, C, H, W], w1 [R, C] (or [R, C, 1, 1]), w2 [C, R] (or
         [C, R, 1, 1]), biases [R] and [C] or None, all constants. Two kernels, each a
@@ -172,7 +172,11 @@ class PoolingOps(Core):
         saves where C R is large.
         More hidden values than SE_MAX_HIDDEN: the pool and two conv2d. The
         scales are a buffer in both modes (conv2d's in_scale reads them; so does binary
-        on an image)."""
+        on an image).
+        defer=True, where the scale would be stowage_excite_sums' and the caller knows a
+        convolution's in_scale is its only use: an ExciteScale, which that convolution
+        may compute in its own kernel (conv2d, EXCITE_IN_CONV) and any other op
+        launches first."""
         op = "squeeze_excite"
         xs = self.shape_of(x)
         if len(xs) != 4:
@@ -205,14 +209,13 @@ class PoolingOps(Core):
             hidden = self.conv2d(pooled, w1[:, :, None, None], b1, activation=activation1)
             return self._buffer(op, "s", self.conv2d(hidden, w2[:, :, None, None], b2, activation=activation2))
         block = unit.defines.get("SE_BLOCK", 64)
-        s = self._new_buffer((n, c, 1, 1))
         made = self._channel_sums.get(x.name) if isinstance(x, Var) else None
         if made is not None and self.squeeze_takes_sums(c, r):  # pooled as x was made
             sums, parts = made
             params = self._packed_const(w1.T, b1, w2.T, b2)  # pooling.cl's order
-            self._launch(unit, "stowage_excite_sums", sums, params, s, c, r, parts, 1.0 / (h * w),
-                         *acts[0], *acts[1], grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
-            return s
+            scale = ExciteScale((n, c, 1, 1), (sums, params, c, r, parts, acts[0], acts[1]), 1.0 / (h * w))
+            return scale if defer else self._excite_now(scale)
+        s = self._new_buffer((n, c, 1, 1))
         image = self.is_texture(x) and self._fits_image(xs)
         squeeze_unit = self._unit("pooling_texture") if image else unit
         squeeze_local = squeeze_unit.defines.get("SE_LOCAL", 256)
@@ -229,6 +232,18 @@ class PoolingOps(Core):
         self._launch(unit, "stowage_excite", parts, self._packed_const(b1, w2.T, b2), s, c, r, blocks, *acts[0],
                      *acts[1], grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
         return s
+
+    def _excite_now(self, scale):
+        """An ExciteScale's scale as a buffer, stowage_excite_sums launched the first time."""
+        if scale.var is None:
+            sums, params, c, r, parts, act1, act2 = scale.excite_args
+            n = scale.shape[0]
+            unit = self._unit("pooling")
+            local, block = unit.defines.get("SE_LOCAL", 256), unit.defines.get("SE_BLOCK", 64)
+            scale.var = self._new_buffer(scale.shape)
+            self._launch(unit, "stowage_excite_sums", sums, params, scale.var, c, r, parts, scale.inv_hw, *act1, *act2,
+                         grid=(local, n * shapes.ceil_div(c, block)), local=(local, 1))
+        return scale.var
 
 
 def _pow2_at_most(value):

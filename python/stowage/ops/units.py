@@ -83,6 +83,7 @@ _SHORT = {
     "SE_MAX_CHANNELS": "sec",
     "SE_MIN_LANES": "sel",
     "DW_SUMS": "dws",
+    "DCONV_SE": "exc",
     "DW_R": "dwr",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",

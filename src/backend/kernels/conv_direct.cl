@@ -51,7 +51,19 @@
 // arguments after act_b (in_scale, in_shift, in_batch, in_act, in_act_a, in_act_b)
 // and reads input channel c of image n as in_act(x * in_scale[n in_batch + c] +
 // in_shift[c]), as conv.cl's stowage_conv2d does. The padding stays zero.
+//
+// A unit built with DCONV_SE 1 computes that scale itself, for a batch of one image:
+// the squeeze-and-excitation whose channel sums its input came with (the depthwise
+// convolution's DW_SUMS), as pooling.cl's stowage_excite_sums does, in every
+// work-group, before its products, so that the scale needs no launch of its own
+// (each costs the host 5-13 us on NVIDIA's OpenCL, docs/vm_overhead.md). Eleven
+// more arguments after act_b: se_sums [C, se_parts], se_params (w1t [C, R], b1 [R],
+// w2t [R, C], b2 [C] one after another), R, se_parts, se_inv_hw and the two
+// activations (code, a, b each); input channel c is read as x * s[c]. The scale, the
+// hidden values and the hidden values' parts live in `partial` until the products
+// are done: C + R + local size floats of it (the Python layer checks).
 #include <stowage/epilogue.cl.h>
+#include <stowage/pooling.cl.h>
 #include <stowage/slices.cl.h>
 
 #if STOWAGE_IN_AFFINE
@@ -60,6 +72,11 @@
       float in_act_b
 // A value read from the input, through the map (in_s, in_t: its channel's scale and shift).
 #define DCONV_IN(v) stowage_activate_code(fma((v), in_s, in_t), STOWAGE_IN_ACT_CODE(in_act), in_act_a, in_act_b)
+#elif DCONV_SE
+#define DCONV_IN_PARAMS                                                                                            \
+  , __global const float *se_sums, __global const float *se_params, int se_r, int se_parts, float se_inv_hw,     \
+      int se_act1, float se_act1_a, float se_act1_b, int se_act2, float se_act2_a, float se_act2_b
+#define DCONV_IN(v) ((v) * in_s)
 #else
 #define DCONV_IN_PARAMS
 #define DCONV_IN(v) (v)
@@ -125,6 +142,26 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   const int g = blk / steps, ob0 = (blk - g * steps) * DCONV_OB;
   const int img = np / P, p = np - img * P;
   const int RS = R * S, HW = H * W, PQ = P * Q;
+#if DCONV_SE
+  // The scale of every input channel: se_scale[0, C), the hidden values after it, the
+  // hidden values' parts after them (partial is free until the products are done).
+  // Before the check below, whose early return PoCL's CPU device did not take well
+  // before this barrier (memory corrupted on a 7 x 7 layer with work-items past the
+  // last row); a launch that check refuses stays inside partial.
+  __local float* se_scale = (__local float*)partial;
+  {
+    const __global float *w1t = se_params, *b1 = w1t + C * se_r, *w2t = b1 + se_r, *b2 = w2t + se_r * C;
+    __local float* hidden = se_scale + C;
+    const int threads = min(items * slices, DCONV_MAX_GROUP), tid = (slice * items + t) % threads;
+    stowage_excite_hidden(se_sums, se_parts, se_inv_hw, w1t, b1, C, se_r, se_act1, se_act1_a, se_act1_b, se_scale,
+                          hidden, hidden + se_r, tid, threads);
+    for (int c = tid; c < C; c += threads)  // the means are no longer read: their place takes the scales
+      se_scale[c] = stowage_activate_code(b2[c] + stowage_se_dot(w2t, C, c, hidden, 0, 1, se_r), se_act2, se_act2_a,
+                                          se_act2_b);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#endif
+
   if (items * slices > DCONV_MAX_GROUP) {  // a launch this kernel was not written for: NaN shows it
     if (active && slice == 0)
       for (int o = 0; o < DCONV_OB * 4 && ob0 * 4 + o < Kg; ++o)
@@ -146,6 +183,8 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     const __global float* plane = xg + ci * HW;
 #if STOWAGE_IN_AFFINE
     const float in_s = in_scale[img * in_batch + g * Cg + ci], in_t = in_shift[g * Cg + ci];
+#elif DCONV_SE
+    const float in_s = se_scale[g * Cg + ci];
 #endif
     for (int r = 0; r < R; ++r) {
       const int ih = p * stride_h - pad_top + r * dil_h;
@@ -174,6 +213,9 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
   // that finishes an output adds up every slice's value of it (<stowage/slices.cl.h>).
   // Unrolled, so that acc is indexed by constants and stays in registers.
   if (slices > 1) {
+#if DCONV_SE
+    barrier(CLK_LOCAL_MEM_FENCE);  // every slice is done with the scale in partial
+#endif
 #pragma unroll
     for (int o = 0; o < DCONV_OB; ++o)
 #pragma unroll

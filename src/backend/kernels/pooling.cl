@@ -54,9 +54,6 @@
 #ifndef SE_MAX_CHANNELS
 #define SE_MAX_CHANNELS 2048  // the most channels of stowage_excite_sums
 #endif
-#ifndef SE_MIN_LANES
-#define SE_MIN_LANES 4  // the fewest work-items stowage_excite_sums gives a hidden value
-#endif
 #if SE_LOCAL & (SE_LOCAL - 1) || SE_LOCAL % SE_BLOCK || SE_LOCAL % SE_MIN_LANES
 #error "SE_LOCAL must be a power of two, SE_BLOCK and SE_MIN_LANES divide it"
 #endif
@@ -246,25 +243,6 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_sque
   }
 }
 
-// The sum over i = first, first + step, ... below end of w[i * stride + at] * v[i], in 16
-// sums of every 16th term (16 loads of w in flight at once, where one chain of
-// dependent loads ran MobileNetV3-large's 672 x 168 blocks in 62 us), added in a
-// fixed order.
-inline float stowage_se_dot(__global const float* w, int stride, int at, __local const float* v, int first,
-                            int step, int end) {
-  float a[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) a[i] = 0.0f;
-  int k = first;
-  for (; k + 15 * step < end; k += 16 * step) {
-#pragma unroll
-    for (int i = 0; i < 16; ++i) a[i] = fma(w[(k + i * step) * stride + at], v[k + i * step], a[i]);
-  }
-  for (; k < end; k += step) a[0] = fma(w[k * stride + at], v[k], a[0]);  // a constant index: registers
-  return (((a[0] + a[8]) + (a[4] + a[12])) + ((a[2] + a[10]) + (a[6] + a[14]))) +
-         (((a[1] + a[9]) + (a[5] + a[13])) + ((a[3] + a[11]) + (a[7] + a[15])));
-}
-
 // The scales of channels c0 .. c0 + SE_BLOCK - 1 of image n from its hidden values
 // (in local memory; every work-item of the work-group calls it).
 inline void stowage_excite_block(__local const float* hidden, __local float* part, __global const float* w2t,
@@ -307,28 +285,7 @@ __kernel __attribute__((reqd_work_group_size(SE_LOCAL, 1, 1))) void stowage_exci
   __local float part[SE_LOCAL];
   const int t = get_local_id(0), scale_blocks = (C + SE_BLOCK - 1) / SE_BLOCK;
   const int n = get_group_id(1) / scale_blocks, c0 = (get_group_id(1) - n * scale_blocks) * SE_BLOCK;
-  for (int c = t; c < C; c += SE_LOCAL) {
-    const __global float* parts = sums + (n * C + c) * G;
-    float v = 0.0f;
-    for (int g = 0; g < G; ++g) v += parts[g];
-    mean[c] = v * inv_hw;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  // Hidden values `rows` at a time, each summed by `lanes` (at least SE_MIN_LANES)
-  // work-items over every lanes-th channel (neighbouring work-items, neighbouring
-  // hidden values: neighbouring weights), their parts then added in order: a work-item
-  // walks C R / SE_LOCAL channels, not C (stowage_se_dot).
-  const int rows = min(R, SE_LOCAL / SE_MIN_LANES), lanes = SE_LOCAL / rows, row = t % rows, lane = t / rows;
-  for (int r0 = 0; r0 < R; r0 += rows) {
-    const int r = r0 + row;
-    part[t] = (lane < lanes && r < R) ? stowage_se_dot(w1t, R, r, mean, lane, lanes, C) : 0.0f;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lane == 0 && r < R) {
-      float v = b1[r];
-      for (int j = 0; j < lanes; ++j) v += part[j * rows + row];
-      hidden[r] = stowage_activate_code(v, act1, act1_a, act1_b);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  stowage_excite_hidden(sums + n * C * G, G, inv_hw, w1t, b1, C, R, act1, act1_a, act1_b, mean, hidden, part, t,
+                        SE_LOCAL);
   stowage_excite_block(hidden, part, w2t, b2, s, n, c0, C, R, act2, act2_a, act2_b);
 }

@@ -1202,5 +1202,6 @@ def squeeze_excite(ctx, group):
             "mean", x, axes, keepdims)
         return emit_one_by_one(ctx, group, first)
     s = ctx.ob.squeeze_excite(x, as_float32(w1), None if b1 is None else as_float32(b1), as_float32(w2),
-                              None if b2 is None else as_float32(b2), activation1=acts[0], activation2=acts[1])
+                              None if b2 is None else as_float32(b2), activation1=acts[0], activation2=acts[1],
+                              defer=group.output in ctx.scales_for_one_conv)
     return {group.output: s}
