@@ -832,6 +832,18 @@ def test_unknown_tuning_is_refused_by_name():
         OpBuilder(bb, f, tuning={"launch": {"DIRECT_MAX_TILES": 512}})
 
 
+@pytest.mark.parametrize("family,define", [("conv", "DW_SUMS"), ("conv_direct", "DCONV_SE"),
+                                           ("gemm", "STOWAGE_A_NORM"), ("movement", "STOWAGE_T")])
+def test_a_tuning_of_what_the_library_sets_per_op_is_refused(family, define):
+    """A define that changes a kernel's parameters or values (channel sums, a computed
+    scale, a normalized A, an element type) would build kernels the launches do not
+    fit: the tuning is refused, naming it."""
+    bb = sw.Builder()
+    f = bb.function("main")
+    with pytest.raises(sw.InvalidInputError, match=f"'{family}' sets '{define}', which the library sets per op"):
+        OpBuilder(bb, f, tuning={family: {define: 1}})
+
+
 def test_depthwise_units_fix_heights_up_to_five_on_the_gpu_target():
     """The GPU target's DW_FIXED_ROWS (5): 3x3 and 5x5 depthwise layers of unit stride
     along w take a unit for their height; 7x7 ones (slower so) and strided rows keep

@@ -27,6 +27,16 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0}
 
 
+# Defines the library sets per op: element types, the parameters a unit's kernels take
+# (an input map, channel sums, a computed scale, a shuffle, a residual, the GEMV's
+# rows), what they compute (a normalized A, a kernel height) and float4 accesses the
+# operands' offsets must allow. A tuning that set one would build kernels the
+# library's launches do not fit, so the tuning is refused instead.
+LIBRARY_DEFINES = frozenset({
+    "STOWAGE_T", "STOWAGE_U", "STOWAGE_I", "STOWAGE_IN_AFFINE", "STOWAGE_IN_ACT", "STOWAGE_A_NORM", "DW_SUMS", "DW_R",
+    "DCONV_SE", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC", "GEMM_B_VEC", "GEMM_Y_VEC"})
+
+
 class ExciteScale:
     """A squeeze-and-excitation's scale [N, C, 1, 1] not computed yet (squeeze_excite
     with defer=True): the convolution reading its input through it may compute it in
@@ -143,6 +153,11 @@ class Core:
                 raise InvalidInputError(
                     f"OpBuilder: argument 'tuning': unknown kernel family '{family}' "
                     f"(known: {', '.join(units.FAMILIES + ('launch', 'layers'))})")
+            fixed = sorted(set(user[family]) & LIBRARY_DEFINES) if family != "launch" else []
+            if fixed:  # these change a kernel's parameters or what it computes: set per op
+                raise InvalidInputError(
+                    f"OpBuilder: argument 'tuning': '{family}' sets {', '.join(map(repr, fixed))}, which the library "
+                    f"sets per op (a kernel's element types, parameters or the values it computes), not a tuning")
         # The target's defaults, each overridden by what the caller gives.
         self.tuning = {family: dict(values) for family, values in facts["kernels"].items()}
         for family, values in user.items():
