@@ -85,7 +85,6 @@ inline void stowage_pooled_linear_end(const float* acc, __local float* partial, 
     }                                                          \
   } while (0)
 
-
 /* The squeeze-and-excitation's shared steps (stowage_excite_sums in pooling.cl, the
  * direct convolution that computes its input's scale in conv_direct.cl). They call
  * stowage_activate_code: include <stowage/epilogue.cl.h> before this header. */

@@ -761,13 +761,12 @@ class MatrixOps(Core):
             return None
         scale = pre[0]
         c, r = scale.excite_args[2:4]
-        unit = self._unit("conv_direct")
-        max_group = unit.defines.get("DCONV_MAX_GROUP", 128)
-        room = 4 * max_group * _setting(unit, DCONV_DEFAULTS, "DCONV_PX") * _setting(unit, DCONV_DEFAULTS, "DCONV_OB")
-        if (c * r > self.launch["EXCITE_IN_CONV"] or g["n"] != 1 or g["group"] != 1 or c + r + max_group > room
-                or not self._direct_conv(g)):
+        if c * r > self.launch["EXCITE_IN_CONV"] or g["n"] != 1 or g["group"] != 1 or not self._direct_conv(g):
             return None
-        return scale
+        defines = dict(DCONV_DEFAULTS, **self.tuning.get("conv_direct", {}))  # the direct unit's, as it will be built
+        max_group = defines.get("DCONV_MAX_GROUP", 128)
+        room = 4 * max_group * defines["DCONV_PX"] * defines["DCONV_OB"]  # floats of its partial sums' local memory
+        return scale if c + r + max_group <= room else None
 
     def _conv2d_direct(self, x_buf, w, bias, res_var, dst, g, flags, act, in_args=(), excite=None):
         n, c, k, p, q, r, s = (g[key] for key in ("n", "c", "k", "p", "q", "r", "s"))
@@ -781,8 +780,8 @@ class MatrixOps(Core):
             parts.append(np.pad(np.asarray(bias, np.float32).reshape(k), (0, (-k) % 4)))
         w_var = self._packed_const(*parts)
         if excite is not None:  # the scale computed in the kernel from the sums (conv_direct.cl)
-            sums, params, _, r_hidden, parts, act1, act2 = excite.excite_args
-            in_args, defines = (sums, params, r_hidden, parts, excite.inv_hw, *act1, *act2), {"DCONV_SE": 1}
+            sums, params, _, r_hidden, sum_parts, act1, act2 = excite.excite_args
+            in_args, defines = (sums, params, r_hidden, sum_parts, excite.inv_hw, *act1, *act2), {"DCONV_SE": 1}
         else:
             defines = self._input_affine_defines(in_args)
         unit = self._unit("conv_direct", defines)
