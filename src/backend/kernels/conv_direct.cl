@@ -155,9 +155,23 @@ __kernel void stowage_conv2d_direct(__global const float* x, __global const floa
     const int threads = min(items * slices, DCONV_MAX_GROUP), tid = (slice * items + t) % threads;
     stowage_excite_hidden(se_sums, se_parts, se_inv_hw, w1t, b1, C, se_r, se_act1, se_act1_a, se_act1_b, se_scale,
                           hidden, hidden + se_r, tid, threads);
-    for (int c = tid; c < C; c += threads)  // the means are no longer read: their place takes the scales
-      se_scale[c] = stowage_activate_code(b2[c] + stowage_se_dot(w2t, C, c, hidden, 0, 1, se_r), se_act2, se_act2_a,
-                                          se_act2_b);
+    // The scales in place of the means, which are no longer read: four channels a
+    // work-item at a time (c, c + threads, ...), so that four loads of w2t a hidden
+    // value are in flight where a work-item has several channels.
+    for (int c0 = tid; c0 < C; c0 += 4 * threads) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int r = 0; r < se_r; ++r) {
+        const float h = hidden[r];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (c0 + j * threads < C) acc[j] = fma(w2t[r * C + c0 + j * threads], h, acc[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int c = c0 + j * threads;
+        if (c < C) se_scale[c] = stowage_activate_code(b2[c] + acc[j], se_act2, se_act2_a, se_act2_b);
+      }
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 #endif
