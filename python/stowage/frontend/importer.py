@@ -44,7 +44,6 @@ class Importer:
         self.last_use = {}
         self.group = None  # the group being emitted
         self.known = set()
-        self._inferred = None
         self.computed = {}  # repeat_key -> the outputs a node computed at run time (emit)
         self.overwritten = set()  # names of Vars a converter wrote over in place: not shared again
         self.shape_reads = []  # (Shape node, the inferred shape) resolve_shape_reads took out of the graph
@@ -141,9 +140,7 @@ class Importer:
 
     def inferred_shapes(self):
         """Value name -> shape, as the front end tells them before import."""
-        if self._inferred is None:
-            self._inferred = self.graph.shape_hints()
-        return self._inferred
+        return self.graph.hinted_shapes()  # computed once per graph, as fusion reads them
 
     def dies_here(self, name):
         """True when the group being emitted is the last reader of `name`, which is a
@@ -253,7 +250,6 @@ class Importer:
         self.graph = Graph(g.inputs, g.outputs, kept, {**g.initializers, **constants}, g.opsets,
                            hints.float32_shapes if hints else g.shape_hints, hints.sizes if hints else g.size_hints,
                            hints.with_constants if hints else None)
-        self._inferred = None
 
     def fold_shape_arithmetic(self, nodes, resolved):
         """Computes now the nodes that read resolved shapes (or what was computed from

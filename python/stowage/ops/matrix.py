@@ -581,12 +581,12 @@ class MatrixOps(Core):
         pointwise = r == s == 1 and g["strides"] == (1, 1) and g["pads"] == (0, 0, 0, 0)
         runtime = isinstance(w, Var)  # weights computed at run time: relaid out on the device
         winograd = cg != 1 and not runtime and pre is None and self._winograd_conv(g)
-        excite = None if runtime or isinstance(b, Var) else self._excite_in_conv(pre, g)
-        in_args = () if pre is None or excite is not None else self._input_affine_args(op, pre, (n, c))
-        in_unit = self._input_affine_defines(in_args)
         # The direct and the depthwise convolutions take constant biases after their
         # weights, in one constant: one pointer argument fewer a launch.
         direct = cg != 1 and not runtime and not winograd and not isinstance(b, Var) and self._direct_conv(g)
+        excite = self._excite_in_conv(pre, g) if direct else None
+        in_args = () if pre is None or excite is not None else self._input_affine_args(op, pre, (n, c))
+        in_unit = self._input_affine_defines(in_args)
         packed_dw = cg == 1 and not runtime and b is not None and not isinstance(b, Var)
         bias_var, res_var, dst, flags = self._buffer_epilogue(op, x_buf, None if direct or packed_dw else b, residual,
                                                               in_place, out, (n, k, p, q))
@@ -751,17 +751,17 @@ class MatrixOps(Core):
         return True
 
     def _excite_in_conv(self, pre, g):
-        """The ExciteScale a direct convolution computes in its own kernel (DCONV_SE):
-        where the input map is that scale alone, for one image and one group, of at most
-        EXCITE_IN_CONV channels x hidden values (launch policy, 0: never; every
-        work-group repeats the 2 C R multiply-adds of the scale, which costs more than
-        the launch saved where C R is large), with room in the kernel's local memory;
-        else None."""
+        """The ExciteScale the direct convolution of geometry g computes in its own
+        kernel (DCONV_SE): where the input map is that scale alone, for one image and one
+        group, of at most EXCITE_IN_CONV channels x hidden values (launch policy, 0:
+        never; every work-group repeats the 2 C R multiply-adds of the scale, which costs
+        more than the launch saved where C R is large), with room in the kernel's local
+        memory; else None."""
         if pre is None or not isinstance(pre[0], ExciteScale) or pre[1].any() or pre[2] is not None:
             return None
         scale = pre[0]
         c, r = scale.excite_args[2:4]
-        if c * r > self.launch["EXCITE_IN_CONV"] or g["n"] != 1 or g["group"] != 1 or not self._direct_conv(g):
+        if c * r > self.launch["EXCITE_IN_CONV"] or g["n"] != 1 or g["group"] != 1:
             return None
         defines = dict(DCONV_DEFAULTS, **self.tuning.get("conv_direct", {}))  # the direct unit's, as it will be built
         max_group = defines.get("DCONV_MAX_GROUP", 128)
