@@ -279,6 +279,23 @@ def test_short_reductions_take_the_last_tiling_in_more_slices(k, slices):
     assert grid[1] == 7 * 4 * slices  # seven tiles of 32 rows, (32 / 8) x slices work-items each
 
 
+@pytest.mark.parametrize("rows,k,slices", [(197, 768, GEMM_SHORT_K_SLICES), (197, 1536, 2), (49, 768, 2)])
+def test_a_normalized_a_that_does_not_split_takes_more_slices(rows, k, slices):
+    """ViT-B/16's LayerNorm and query-key-value product, [197, 768] x [768, 2304]
+    (252 tiles of the last tiling, fewer than GEMM_GROUPS, and at least
+    GEMM_NORM_SPLIT_BELOW, so one part), on the GPU target: a reduction of at most
+    GEMM_NORM_SHORT_K (1024) terms takes four slices; a longer one keeps two, as does
+    one of 96 tiles, which splits."""
+    w, ones = np.zeros((k, 2304), np.float32), np.ones(2304, np.float32)
+    found = launches(lambda ops, x: ops.matmul_views(x, ((rows, k), (k, 1)), ops.constant(w), ((k, 2304), (2304, 1)),
+                                                     bias=ones, a_norm=(ones, 1e-5)), [(rows, k)], target="opencl-gpu")
+    name, grid = found[0]
+    assert f"_sl{slices}_k32_m32_n64_" in name and "_an1" in name
+    assert (grid[2] == 1) == (rows == 197)  # 252 tiles: one part; 2 x 36 = 72 tiles: split
+    plain = launches(lambda ops, x: ops.matmul(x, w), [(rows, k)], target="opencl-gpu")
+    assert f"_sl{GEMM_SHORT_K_SLICES}_" not in plain[0][0]  # the rule is the normalized GEMM's
+
+
 def test_large_gemms_take_large_tiles():
     w = np.zeros((384, 1536), np.float32)
     (name, grid), = launches(lambda ops, x: ops.matmul(x, w), [(1, 3136, 384)], target="opencl-gpu")

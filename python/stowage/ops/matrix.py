@@ -1303,7 +1303,7 @@ class MatrixOps(Core):
                 base = [base[0] + i * lv[1], base[1] + i * lv[2], base[2] + i * lv[3]]
             launches.append(base)
         batches = l1[0] * l2[0]
-        defines = dict(self._gemm_tiles(m, n, k, batches),
+        defines = dict(self._gemm_tiles(m, n, k, batches, normalized=a_norm is not None),
                        **self._gemm_vectors(m, n, k, sam, sak, sbk, sbn, sym, levels, launches))
         in_args = () if in_affine is None else (*in_affine[:2], levels[-2][5], levels[-1][5], *in_affine[2:])
         if in_args:
@@ -1354,18 +1354,24 @@ class MatrixOps(Core):
                          n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
                          local=sum_local)
 
-    def _gemm_tiles(self, m, n, k, batches):
+    def _gemm_tiles(self, m, n, k, batches, normalized=False):
         """The tiling defines of a GEMM of ``batches`` [m, n] outputs and ``k`` terms:
         the first of GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups,
         else the last (the most work-groups), then in GEMM_SHORT_K_SLICES slices where
-        k is at most GEMM_SHORT_K; none where the tuning sets the tiles for every GEMM."""
+        k is at most GEMM_SHORT_K, or GEMM_NORM_SHORT_K for a normalized A whose
+        reduction does not split (its tiles at least GEMM_NORM_SPLIT_BELOW); none where
+        the tuning sets the tiles for every GEMM."""
         if any(name in self.tuning.get("gemm", {}) for name in GEMM_TILE_NAMES):
             return {}
         for config in GEMM_CONFIGS:
-            if shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches >= self.launch["GEMM_GROUPS"]:
+            tiles = shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches
+            if tiles >= self.launch["GEMM_GROUPS"]:
                 break
         else:  # none gave enough work-groups: the last, in more slices for a short reduction
-            if k <= self.launch["GEMM_SHORT_K"]:
+            short = self.launch["GEMM_SHORT_K"]
+            if normalized and tiles >= self.launch["GEMM_NORM_SPLIT_BELOW"]:
+                short = max(short, self.launch["GEMM_NORM_SHORT_K"])
+            if k <= short:
                 config = tuple(config[:5]) + (GEMM_SHORT_K_SLICES,)
         return dict(zip(GEMM_TILE_NAMES, config))
 
