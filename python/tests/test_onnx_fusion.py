@@ -490,6 +490,42 @@ def test_layer_norm_before_a_transposing_matmul_keeps_its_transpose_a_view(devic
     assert [k.split("_")[1] for k in kernels] == ["normalize", "gemm"], kernels
 
 
+def normed_head_model(back_perm=(0, 3, 1, 2), c=21, j=10, n=2):
+    """A ConvNeXt-like head: Conv, GlobalAveragePool, Transpose (channels last),
+    LayerNormalization over them, a Transpose back (``back_perm``), Flatten, Gemm."""
+    nodes = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["pt"], perm=[0, 2, 3, 1]),
+             helper.make_node("LayerNormalization", ["pt", "g", "be"], ["pn"], axis=-1, epsilon=1e-6),
+             helper.make_node("Transpose", ["pn"], ["pb"], perm=list(back_perm)),
+             helper.make_node("Flatten", ["pb"], ["f"], axis=1),
+             helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1)]
+    inits = [("cw", rand(c, 5, 3, 3) * 0.3), ("cb", rand(c) + 4.0), ("g", rng.uniform(0.5, 1.5, c).astype(np.float32)),
+             ("be", rand(c)), ("w", rand(j, c)), ("b", rand(j))]
+    return make_model(nodes, [("x", (n, 5, 6, 7))], inits, opset=17), {"x": rand(n, 5, 6, 7)}
+
+
+@MODES
+def test_a_layer_norm_between_the_pool_and_the_classifier_is_in_its_kernel(texture, device):
+    """ConvNeXt's head: the pooled channels normalized (the convolution's bias moves
+    their mean well off 0) and multiplied by the classifier in one kernel after the
+    pool, no normalization launch; against ONNX Runtime."""
+    model, feeds = normed_head_model()
+    kernels = check(model, feeds, device, texture)
+    assert [k for k in kernels if "pool" in k or "normalize" in k or "gemm" in k] == [
+        "stowage_global_avg_pool_image" if texture else "stowage_global_avg_pool",
+        "stowage_pooled_linear_image_pln1" if texture else "stowage_pooled_linear_pln1"], kernels
+
+
+def test_a_pooled_layer_norm_whose_transposes_do_not_undo_each_other_runs_alone(device):
+    """A second Transpose that does not undo the first (though over extents of 1 it
+    makes [N, C, 1, 1] as well): the fusion asks for the inverse, so the
+    normalization keeps its own kernel and the Gemm its own."""
+    model, feeds = normed_head_model(back_perm=(0, 3, 2, 1))
+    kernels = check(model, feeds, device, False)
+    assert not any("pln1" in k for k in kernels) and any("normalize" in k for k in kernels), kernels
+
+
 def packed_projection_model(perm, s=7, e=16, bias_shape=None):
     """nn.MultiheadAttention's packed input projection as torchvision's ViT exports it:
     x [1, S, E] normalized, transposed to [S, 1, E], times W [E, 3 E] plus its bias,

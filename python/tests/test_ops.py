@@ -405,20 +405,30 @@ def pool_case(name, rng, mode, shape, kernel, strides, pads, dilations=(1, 1), c
     return Case(name, [x], emit, lambda: pool_ref(x, kernel, strides, pads, dilations, mode, count_include_pad))
 
 
-def pooled_linear_case(name, rng, x_shape, j, bias=True, activation=None, tuning=None, texture=False):
-    """global_avg_pool_linear: pooled, flattened and multiplied by a [J, C] weight."""
-    x = rand(rng, *x_shape)
+def pooled_linear_case(name, rng, x_shape, j, bias=True, activation=None, tuning=None, texture=False, norm=False,
+                       offset=0.0):
+    """global_avg_pool_linear: pooled, flattened and multiplied by a [J, C] weight;
+    with ``norm``, each pooled row normalized over its channels first (a scale and
+    shift per channel, epsilon 1e-6), its values ``offset`` from 0 (a mean that must
+    not cancel the variance)."""
+    x = rand(rng, *x_shape) + np.float32(offset)
     w = rand(rng, j, x_shape[1], low=-0.5, high=0.5)
     b = rand(rng, j) if bias else None
+    scale, shift = rand(rng, x_shape[1], low=0.5, high=1.5), rand(rng, x_shape[1])
 
     def emit(ops, xv):
         if texture:  # an identity max pool puts the parameter into an image, as a convolution would
             xv = ops.max_pool(xv, (1, 1), strides=(1, 1), pads=(0, 0, 0, 0))
             assert ops.is_texture(xv)
-        return ops.global_avg_pool_linear(xv, w, b, activation=activation)
+        return ops.global_avg_pool_linear(xv, w, b, activation=activation,
+                                          norm=(scale, shift, 1e-6) if norm else None)
 
     def ref():
-        y = x.astype(np.float64).mean(axis=(2, 3)) @ w.T.astype(np.float64)
+        pooled = x.astype(np.float64).mean(axis=(2, 3))
+        if norm:
+            mean, var = pooled.mean(axis=1, keepdims=True), pooled.var(axis=1, keepdims=True)
+            pooled = (pooled - mean) / np.sqrt(var + 1e-6) * scale + shift
+        y = pooled @ w.T.astype(np.float64)
         return act_ref(y if b is None else y + b, activation)
 
     return Case(name, [x], emit, ref, tuning)
@@ -447,6 +457,12 @@ def pooling_cases(rng):
         pooled_linear_case("global_avg_pool_linear_small_groups", rng, (2, 9, 4, 4), 11, activation=("clip", -1, 1),
                            tuning={"pooling": {"PL_LOCAL": 4, "PL_ROWS": 3}}),
         pooled_linear_case("global_avg_pool_linear_unfused", rng, (2, 9, 4, 4), 11,
+                           tuning={"launch": {"FUSE_POOL_LINEAR": 0}}),
+        pooled_linear_case("global_avg_pool_norm_linear_b2_odd", rng, (2, 37, 5, 3), 21, norm=True, offset=8.0),
+        pooled_linear_case("global_avg_pool_norm_linear_768_1000", rng, (1, 768, 7, 7), 1000, norm=True),
+        pooled_linear_case("global_avg_pool_norm_linear_small_groups", rng, (3, 9, 2, 2), 5, bias=False, norm=True,
+                           activation=("relu",), tuning={"pooling": {"PL_LOCAL": 4, "PL_ROWS": 3}}),
+        pooled_linear_case("global_avg_pool_norm_linear_unfused", rng, (2, 9, 4, 4), 11, norm=True,
                            tuning={"launch": {"FUSE_POOL_LINEAR": 0}}),
         Case("softmax_last_1000", [x_sm], lambda ops, xv: ops.softmax(xv, 1), lambda: softmax_ref(x_sm, 1)),
         Case("softmax_axis1_inner", [x_sm4], lambda ops, xv: ops.softmax(xv, 1), lambda: softmax_ref(x_sm4, 1)),
@@ -628,7 +644,11 @@ def texture_cases(rng):
                                  ("tex_global_avg_pool_linear_1000_hardswish", (1, 301, 7, 7), 1000,
                                   dict(activation=("hardswish",))),
                                  ("tex_global_avg_pool_linear_small_groups", (1, 12, 3, 3), 5,
-                                  dict(bias=False, tuning={"pooling_texture": {"PL_LOCAL": 2, "PL_ROWS": 2}}))):
+                                  dict(bias=False, tuning={"pooling_texture": {"PL_LOCAL": 2, "PL_ROWS": 2}})),
+                                 ("tex_global_avg_pool_norm_linear_odd_channels", (2, 7, 5, 6), 13,
+                                  dict(norm=True, offset=8.0)),
+                                 ("tex_global_avg_pool_norm_linear_small_groups", (1, 13, 3, 3), 5,
+                                  dict(norm=True, tuning={"pooling_texture": {"PL_LOCAL": 2, "PL_ROWS": 2}}))):
         case = pooled_linear_case(name, rng, x_shape, j, texture=True, **kw)
         add(case.name, case.inputs, case.emit, case.reference, case.tuning)
     add("tex_reshape_softmax", [xq], lambda ops, v: ops.softmax(ops.reshape(tex(ops, v), (2, -1)), 1),

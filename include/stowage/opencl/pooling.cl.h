@@ -52,23 +52,66 @@ inline int stowage_avg_pool_count(int4 taps, int h0, int w0, int kernel_h, int k
 #error "PL_ROWS must not exceed PL_LOCAL (one work-item writes each output)"
 #endif
 
+// A unit built with PL_NORM 1 normalizes each pooled row x [n, 0 .. C) over its C
+// values before the product, as a LayerNormalization between the pool and the linear
+// layer does, whose scale and bias the caller folded into w and the bias:
+//   y[n][j] = act(inv_n (sum_c w[j][c] (x[n][c] - x0) - m_n colsum[j]) + bias[j])
+// with x0 = x[n][0] (a shift that keeps a large mean from cancelling the variance),
+// m_n the mean of x[n][c] - x0, inv_n = 1 / sqrt(variance_n + norm_eps) and
+// colsum[j] = sum_c w[j][c]: two more arguments after act_b, colsum and norm_eps.
+#ifndef PL_NORM
+#define PL_NORM 0
+#endif
+#if PL_NORM
+#define PL_SUMS (PL_ROWS + 2)  // the outputs' sums, then the row's sum and sum of squares
+#define PL_NORM_PARAMS , __global const float *colsum, float norm_eps
+#define PL_NORM_ARGS , colsum, norm_eps, C
+#define PL_NORM_END_PARAMS , __global const float *colsum, float norm_eps, int C
+#else
+#define PL_SUMS PL_ROWS
+#define PL_NORM_PARAMS
+#define PL_NORM_ARGS
+#define PL_NORM_END_PARAMS
+#endif
+
+/* Adds a pooled value v (less x0) into the row's sums a work-item keeps after its
+ * PL_ROWS outputs' sums in acc[PL_SUMS], where the row is normalized. */
+#if PL_NORM
+#define PL_ROW_STATS(acc, v)                               \
+  do {                                                     \
+    (acc)[PL_ROWS] += (v);                                 \
+    (acc)[PL_ROWS + 1] = fma((v), (v), (acc)[PL_ROWS + 1]); \
+  } while (0)
+#else
+#define PL_ROW_STATS(acc, v) \
+  do {                       \
+  } while (0)
+#endif
+
 /* (Needs <stowage/epilogue.cl.h> included before this header.)
  * The end of stowage_pooled_linear and its image twin: adds the work-items'
- * PL_ROWS partial sums acc[] over the work-group in a fixed order (t: the local
- * id; partial: PL_ROWS * PL_LOCAL floats of local memory) and writes outputs
- * j0 .. j0 + PL_ROWS - 1 of row n of y [N, J], with bias and activation. */
+ * PL_SUMS partial sums acc[] over the work-group in a fixed order (t: the local
+ * id; partial: PL_SUMS * PL_LOCAL floats of local memory) and writes outputs
+ * j0 .. j0 + PL_ROWS - 1 of row n of y [N, J], normalized (PL_NORM), with bias and
+ * activation. */
 inline void stowage_pooled_linear_end(const float* acc, __local float* partial, int t, int n, int j0, int J,
                                       __global const float* bias, __global float* y, int flags, int act, float act_a,
-                                      float act_b) {
-  for (int r = 0; r < PL_ROWS; ++r) partial[r * PL_LOCAL + t] = acc[r];
+                                      float act_b PL_NORM_END_PARAMS) {
+  for (int r = 0; r < PL_SUMS; ++r) partial[r * PL_LOCAL + t] = acc[r];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int step = PL_LOCAL / 2; step > 0; step >>= 1) {
     if (t < step)
-      for (int r = 0; r < PL_ROWS; ++r) partial[r * PL_LOCAL + t] += partial[r * PL_LOCAL + t + step];
+      for (int r = 0; r < PL_SUMS; ++r) partial[r * PL_LOCAL + t] += partial[r * PL_LOCAL + t + step];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (t < PL_ROWS && j0 + t < J) {
-    const float v = partial[t * PL_LOCAL] + ((flags & STOWAGE_EPI_BIAS) ? bias[j0 + t] : 0.0f);
+    float v = partial[t * PL_LOCAL];
+#if PL_NORM
+    const float mean = partial[PL_ROWS * PL_LOCAL] / (float)C;
+    const float inv = rsqrt(fmax(partial[(PL_ROWS + 1) * PL_LOCAL] / (float)C - mean * mean, 0.0f) + norm_eps);
+    v = (v - mean * colsum[j0 + t]) * inv;
+#endif
+    v += (flags & STOWAGE_EPI_BIAS) ? bias[j0 + t] : 0.0f;
     y[n * J + j0 + t] = stowage_activate(v, act, act_a, act_b);
   }
 }

@@ -70,7 +70,9 @@ result, with that Conv's own epilogue: the library may run the two as one kernel
 GlobalAveragePool absorbs, where no squeeze-and-excitation follows, the Flatten
 (axis 1) that alone reads its result and the Gemm that alone reads that as its A,
 with constant B and a constant C of one row, and the Gemm's activation: a
-classifier's end in one kernel. A ReduceMean over two axes the graph gives (a global
+classifier's end in one kernel. Before the Flatten it may absorb a LayerNormalization
+over the pooled channels between two Transposes that undo each other, the first
+moving the channels last (ConvNeXt's head): that kernel normalizes too. A ReduceMean over two axes the graph gives (a global
 average pool as PyTorch exports it) absorbs the same, with a Reshape to a shape of
 two the graph gives in place of the Flatten, or neither when it keeps no dims, and a
 MatMul by a constant 2-D B with the Add of a constant bias after it in place of the
@@ -110,6 +112,7 @@ class Group:
         self.act = None  # the activation
         self.pointwise = None  # a depthwise Conv's pointwise Conv, a Group of its own
         self.linear = None  # the Gemm after a GlobalAveragePool and Flatten (or MatMul after a ReduceMean)
+        self.pooled_norm = None  # a LayerNormalization over channels between that pool and its Flatten
         self.linear_bias = None  # the Add of a bias after that MatMul, or after a MatMul group's own
         self.excite = None  # a squeeze-and-excitation's two 1x1 Convs after its pool, Groups with their activations
         self.pre = None  # a Conv's Prologue: what it reads its input through
@@ -778,6 +781,9 @@ def absorb_linear(graph, group, is_static, absorbed):
     Gemm of a classifier."""
     pooled = group.main.outputs[0]
     reduce_mean = group.main.op_type == "ReduceMean"
+    norm = None if reduce_mean else pooled_channel_norm(graph, pooled, is_static, absorbed)
+    if norm is not None:
+        pooled = norm[-1].outputs[0]
     flat = only_consumer(graph, pooled, ("Flatten", "Reshape") if reduce_mean else ("Flatten",), absorbed)
     if flat is not None:
         if len(flat.outputs) != 1 or flat.inputs[0] != pooled:
@@ -786,7 +792,7 @@ def absorb_linear(graph, group, is_static, absorbed):
             return
         if flat.op_type == "Reshape" and not reshapes_to_two_dims(graph, flat):
             return
-        a, between = flat.outputs[0], [flat]
+        a, between = flat.outputs[0], list(norm or ()) + [flat]
     elif reduce_mean and not group.main.attr("keepdims", 1):
         a, between = pooled, []  # the linear layer reads the ReduceMean's result itself
     else:
@@ -802,8 +808,24 @@ def absorb_linear(graph, group, is_static, absorbed):
     if b is None or b.ndim != 2 or (c is not None and (c_value is None or (c_value.ndim == 2 and c_value.shape[0] != 1))):
         return
     group.linear = gemm
+    group.pooled_norm = norm[1] if norm is not None else None
     group.nodes.extend(between + [gemm])
     absorb_activation(graph, group, gemm.outputs[0], is_static, absorbed)
+
+
+def pooled_channel_norm(graph, pooled, is_static, absorbed):
+    """(Transpose, LayerNormalization, Transpose) when a GlobalAveragePool's result
+    [N, C, 1, ...] is normalized over its channels between two layout changes that
+    undo each other (find_transposed_norm, the first moving the channels last), as
+    ConvNeXt's head does before its Flatten; else None."""
+    first = sole_reader(graph, pooled, absorbed)
+    if first is None or first.op_type != "Transpose" or first.inputs[0] != pooled:
+        return None
+    found = find_transposed_norm(graph, first, is_static, absorbed)
+    perm = first.ints_attr("perm")
+    if found is None or found[1].op_type != "Transpose" or list(perm or ())[-1:] != [1]:
+        return None
+    return first, found[0], found[1]
 
 
 def absorb_matmul_linear(graph, group, a, between, is_static, absorbed):

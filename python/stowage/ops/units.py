@@ -88,6 +88,7 @@ _SHORT = {
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
     "STOWAGE_A_NORM": "an",
+    "PL_NORM": "pln",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",
     "STOWAGE_T": "t",

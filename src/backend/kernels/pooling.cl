@@ -17,7 +17,8 @@
 //   work-items makes PL_ROWS outputs of one image: each work-item multiplies the
 //   channels t, t + PL_LOCAL, ... (neighbouring work-items, neighbouring weights)
 //   into its PL_ROWS sums, which the work-group adds in a fixed order.
-//   Launch: local = [PL_LOCAL, 1], grid = [PL_LOCAL, N * ceil(J / PL_ROWS)].
+//   Launch: local = [PL_LOCAL, 1], grid = [PL_LOCAL, N * ceil(J / PL_ROWS)]. Built
+//   with PL_NORM 1, it normalizes each row of x first (<stowage/pooling.cl.h>).
 // stowage_squeeze, stowage_excite: a squeeze-and-excitation's scales per image and
 //   channel, s [N, C] = act2(b2 + w2 act1(b1 + w1 mean_HW(x))) for x [N, C, HW], w1 [R, C],
 //   w2t [R, C] (w2 [C, R] transposed), b1 [R], b2 [C] (zeros for none), in two launches
@@ -108,19 +109,21 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
 
 __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pooled_linear(
     __global const float* x, __global const float* w, __global const float* bias, __global float* y, int C, int J,
-    int flags, int act, float act_a, float act_b) {
-  __local float partial[PL_ROWS * PL_LOCAL];
+    int flags, int act, float act_a, float act_b PL_NORM_PARAMS) {
+  __local float partial[PL_SUMS * PL_LOCAL];
   const int t = get_local_id(0), blocks = (J + PL_ROWS - 1) / PL_ROWS;
   const int n = get_group_id(1) / blocks, j0 = (get_group_id(1) - n * blocks) * PL_ROWS;
-  float acc[PL_ROWS];
-  for (int r = 0; r < PL_ROWS; ++r) acc[r] = 0.0f;
+  float acc[PL_SUMS];
+  for (int r = 0; r < PL_SUMS; ++r) acc[r] = 0.0f;
+  const float x0 = PL_NORM ? x[n * C] : 0.0f;
   for (int c = t; c < C; c += PL_LOCAL) {
-    const float v = x[n * C + c];
+    const float v = x[n * C + c] - x0;
+    PL_ROW_STATS(acc, v);
     // A constant trip count keeps acc in registers; rows past J repeat the last.
 #pragma unroll
     for (int r = 0; r < PL_ROWS; ++r) acc[r] = fma(w[min(j0 + r, J - 1) * C + c], v, acc[r]);
   }
-  stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b);
+  stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b PL_NORM_ARGS);
 }
 
 // stowage_pool_window: pooling over up to three spatial dimensions [D, H, W] (a 1D

@@ -85,16 +85,21 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
 
 __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pooled_linear_image(
     read_only image2d_t x, stowage_image_offset x_off, __global const float* w, __global const float* bias,
-    __global float* y, int C, int J, int flags, int act, float act_a, float act_b) {
-  __local float partial[PL_ROWS * PL_LOCAL];
+    __global float* y, int C, int J, int flags, int act, float act_a, float act_b PL_NORM_PARAMS) {
+  __local float partial[PL_SUMS * PL_LOCAL];
   const int t = get_local_id(0), blocks = (J + PL_ROWS - 1) / PL_ROWS;
   const int n = get_group_id(1) / blocks, j0 = (get_group_id(1) - n * blocks) * PL_ROWS;
   const int C4 = (C + 3) / 4;
-  float acc[PL_ROWS];
-  for (int r = 0; r < PL_ROWS; ++r) acc[r] = 0.0f;
+  float acc[PL_SUMS];
+  for (int r = 0; r < PL_SUMS; ++r) acc[r] = 0.0f;
+  const float x0 = PL_NORM ? read_imagef(x, kStowageSampler, (int2)(0, n * C4) + x_off).x : 0.0f;
   for (int cb = t; cb < C4; cb += PL_LOCAL) {
-    const float4 v = read_imagef(x, kStowageSampler, (int2)(0, n * C4 + cb) + x_off);
+    const float4 v = read_imagef(x, kStowageSampler, (int2)(0, n * C4 + cb) + x_off) - x0;
     const int c = cb * 4, lanes = min(4, C - c);
+    PL_ROW_STATS(acc, v.x);
+    if (lanes > 1) PL_ROW_STATS(acc, v.y);
+    if (lanes > 2) PL_ROW_STATS(acc, v.z);
+    if (lanes > 3) PL_ROW_STATS(acc, v.w);
 #pragma unroll
     for (int r = 0; r < PL_ROWS; ++r) {  // rows past J repeat the last (not written)
       const __global float* wr = w + min(j0 + r, J - 1) * C + c;
@@ -105,7 +110,7 @@ __kernel __attribute__((reqd_work_group_size(PL_LOCAL, 1, 1))) void stowage_pool
       acc[r] = a;
     }
   }
-  stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b);
+  stowage_pooled_linear_end(acc, partial, t, n, j0, J, bias, y, flags, act, act_a, act_b PL_NORM_ARGS);
 }
 
 // ---- squeeze-and-excitation ----------------------------------------------------------

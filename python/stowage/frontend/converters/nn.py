@@ -1130,7 +1130,8 @@ def global_lp_pool(ctx, node):
 
 
 @register("GlobalAveragePool", versions=(1, 22), writes_into=True, texture=True,
-          fuses="absorbs a classifier's Flatten and Gemm (with its activation), or a squeeze-and-excitation's two "
+          fuses="absorbs a classifier's Flatten and Gemm (with its activation; and a LayerNormalization over "
+                "the pooled channels between two Transposes before the Flatten), or a squeeze-and-excitation's two "
                 "1x1 Convs and their activations")
 def global_avg_pool(ctx, node):
     if ctx.group is not None and ctx.group.linear is not None:
@@ -1167,7 +1168,22 @@ def pooled_linear(ctx, group):
     act = activation_spec(ctx, group.act) if group.act is not None else None
     return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
                                                         None if bias is None else as_float32(bias),
-                                                        activation=act, out=ctx.out_for(group.output))}
+                                                        activation=act, out=ctx.out_for(group.output),
+                                                        norm=pooled_norm(ctx, group.pooled_norm))}
+
+
+def pooled_norm(ctx, ln):
+    """global_avg_pool_linear's ``norm`` of fusion.py's LayerNormalization over the
+    pooled channels (scale, bias, epsilon), or None without one."""
+    from .reduce import check_stash_type
+
+    if ln is None:
+        return None
+    ln.check_attrs(("axis", "epsilon", "stash_type"))
+    check_stash_type(ln)
+    bias = ctx.optional(ln, 2)
+    return (ctx.static(ln, 1).astype(np.float64), None if bias is None else np.asarray(bias, np.float64),
+            float(ln.attr("epsilon", 1e-5)))
 
 
 def squeeze_excite(ctx, group):

@@ -421,7 +421,8 @@ def check_stash_type(node):
 @register("LayerNormalization", versions=(17,), fold=fold_layer_norm,
           fuses="over the last axis of a Transpose's result: runs on the Transpose's input, read by a MatMul "
                 "through the Transpose or with no Transpose where the next one undoes it; over the last axis, "
-                "read by a MatMul by a constant 2-D B alone: computed by that MatMul's GEMM")
+                "read by a MatMul by a constant 2-D B alone: computed by that MatMul's GEMM; over the channels of "
+                "a GlobalAveragePool's result, read by a classifier's Flatten and Gemm: computed by its kernel")
 @names_node
 def layer_norm(ctx, node):
     group = ctx.group
