@@ -76,8 +76,9 @@ moving the channels last (ConvNeXt's head): that kernel normalizes too. A Reduce
 over two axes the graph gives (a global average pool as PyTorch exports it) absorbs
 the same, with a Reshape to a shape of two the graph gives in place of the Flatten,
 or neither when it keeps no dims, and a MatMul by a constant 2-D B with the Add of a
-constant bias after it in place of the Gemm; its converter emits the absorbed nodes one by one when the axes turn out not
-to be H and W of an NCHW input, or the Reshape not to make [N, C]. A Concat over
+constant bias after it in place of the Gemm; its converter emits the absorbed nodes
+one by one when the axes turn out not to be H and W of an NCHW input, or the Reshape
+not to make [N, C]. A Concat over
 channels of 2 to 4 parts of one inferred shape absorbs the Reshape, Transpose and
 Reshape after it that shuffle its channels (ShuffleNet's unit; find_channel_shuffle):
 one kernel in buffer mode. Groups are emitted
