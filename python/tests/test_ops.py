@@ -408,26 +408,23 @@ def pool_case(name, rng, mode, shape, kernel, strides, pads, dilations=(1, 1), c
 def pooled_linear_case(name, rng, x_shape, j, bias=True, activation=None, tuning=None, texture=False, norm=False,
                        offset=0.0):
     """global_avg_pool_linear: pooled, flattened and multiplied by a [J, C] weight;
-    with ``norm``, each pooled row normalized over its channels first (a scale and
-    shift per channel, epsilon 1e-6), its values ``offset`` from 0 (a mean that must
-    not cancel the variance)."""
+    with ``norm``, each pooled row normalized over its channels first (epsilon 1e-6),
+    its values ``offset`` from 0 (a mean that must not cancel the variance)."""
     x = rand(rng, *x_shape) + np.float32(offset)
     w = rand(rng, j, x_shape[1], low=-0.5, high=0.5)
     b = rand(rng, j) if bias else None
-    scale, shift = rand(rng, x_shape[1], low=0.5, high=1.5), rand(rng, x_shape[1])
 
     def emit(ops, xv):
         if texture:  # an identity max pool puts the parameter into an image, as a convolution would
             xv = ops.max_pool(xv, (1, 1), strides=(1, 1), pads=(0, 0, 0, 0))
             assert ops.is_texture(xv)
-        return ops.global_avg_pool_linear(xv, w, b, activation=activation,
-                                          norm=(scale, shift, 1e-6) if norm else None)
+        return ops.global_avg_pool_linear(xv, w, b, activation=activation, norm_eps=1e-6 if norm else None)
 
     def ref():
         pooled = x.astype(np.float64).mean(axis=(2, 3))
         if norm:
             mean, var = pooled.mean(axis=1, keepdims=True), pooled.var(axis=1, keepdims=True)
-            pooled = (pooled - mean) / np.sqrt(var + 1e-6) * scale + shift
+            pooled = (pooled - mean) / np.sqrt(var + 1e-6)
         y = pooled @ w.T.astype(np.float64)
         return act_ref(y if b is None else y + b, activation)
 

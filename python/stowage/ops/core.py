@@ -38,6 +38,12 @@ LIBRARY_DEFINES = frozenset({
     "DCONV_SE", "PL_NORM", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC", "GEMM_B_VEC", "GEMM_Y_VEC"})
 
 
+def check_epsilon(op, epsilon):
+    """A normalization's epsilon: a finite number, not negative."""
+    if not isinstance(epsilon, numbers.Real) or not math.isfinite(epsilon) or epsilon < 0:
+        raise InvalidInputError(f"{op}: argument 'epsilon': expected a finite number >= 0, got {epsilon!r}")
+
+
 class ExciteScale:
     """A squeeze-and-excitation's scale [N, C, 1, 1] not computed yet (squeeze_excite
     with defer=True): the convolution reading its input through it may compute it in

@@ -8,7 +8,8 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, ExciteScale, apply_activation, parse_activation
+from .core import (DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, ExciteScale, apply_activation, check_epsilon,
+                   parse_activation)
 
 EPI_BIAS = 1
 EPI_RESIDUAL = 2
@@ -194,26 +195,6 @@ def _weight_array(op, weight, rank):
     if w.ndim != rank:
         raise InvalidInputError(f"{op}: argument 'weight': expected {rank} dimensions, got shape {list(w.shape)}")
     return w
-
-
-def _pooled_norm(op, norm, c):
-    """global_avg_pool_linear's ``norm``, checked: (scale [C], shift [C], epsilon) as
-    float64 arrays (ones and zeros where None) and a float."""
-    if not isinstance(norm, (tuple, list)) or len(norm) != 3:
-        raise InvalidInputError(f"{op}: argument 'norm': expected (scale, shift, epsilon)")
-    scale, shift, eps = norm
-    arrays = []
-    for name, value, default in (("scale", scale, 1.0), ("shift", shift, 0.0)):
-        if isinstance(value, Var):
-            raise InvalidInputError(f"{op}: argument 'norm': the {name} must be a numpy array (a constant)")
-        a = np.full(c, default) if value is None else np.asarray(value, np.float64)
-        if a.shape not in ((c,), (1,), ()):
-            raise InvalidInputError(f"{op}: argument 'norm': the {name} has shape {list(a.shape)}, expected [{c}]")
-        arrays.append(np.broadcast_to(a.reshape(-1) if a.ndim else a, (c,)))
-    eps = float(eps)
-    if not np.isfinite(eps) or eps < 0:
-        raise InvalidInputError(f"{op}: argument 'norm': epsilon {eps} must be finite and not negative")
-    return arrays[0], arrays[1], eps
 
 
 class MatrixOps(Core):
@@ -1472,13 +1453,13 @@ class MatrixOps(Core):
                           sbias=sbias, levels=[], alpha=alpha, flags=flags, act=act)
         return dst
 
-    def global_avg_pool_linear(self, x, weight, bias=None, *, activation=None, out=None, norm=None):
+    def global_avg_pool_linear(self, x, weight, bias=None, *, activation=None, out=None, norm_eps=None):
         """A global average pool, Flatten and a linear layer with constant weight
         [J, C] and bias [J]: y [N, J] = act(bias + mean over H, W of x times weight^T),
-        as a classifier ends. ``norm`` (scale [C] or None, shift [C] or None, epsilon):
-        a LayerNormalization of the pooled values over their C channels between the
-        two, as ConvNeXt's head has; its scale and shift fold into the weight and
-        bias, and the linear kernel normalizes each pooled row itself (PL_NORM). Two
+        as a classifier ends. ``norm_eps``: each pooled row normalized over its C
+        channels first (mean 0, variance 1 with this epsilon), as a LayerNormalization
+        between the two does (ConvNeXt's head) once the caller folded its scale and
+        shift into weight and bias; the linear kernel normalizes itself (PL_NORM). Two
         kernels: the pool (on the image in texture mode) and stowage_pooled_linear,
         which reads the pooled values where the pool left them; the pool, a
         conversion out of the image, the normalization and a split-K GEMM with its sum
@@ -1496,23 +1477,21 @@ class MatrixOps(Core):
         if bias is not None and (isinstance(bias, Var) or np.shape(bias) != (j,)):
             raise InvalidInputError(f"{op}: argument 'bias': expected a numpy array of shape [{j}], got "
                                     f"{list(np.shape(bias)) if not isinstance(bias, Var) else 'a Var'}")
-        norm = None if norm is None else _pooled_norm(op, norm, c)
+        if norm_eps is not None:
+            check_epsilon(op, norm_eps)
         pooled = self.global_avg_pool(x)
         if not self.launch["FUSE_POOL_LINEAR"]:
             rows = self.reshape(pooled, (n, c))
-            if norm is not None:
-                rows = self.layer_norm(rows, norm[0], norm[1], epsilon=norm[2])
+            if norm_eps is not None:
+                rows = self.layer_norm(rows, np.ones(c, np.float32), epsilon=norm_eps)
             return self.gemm(rows, w, bias, trans_b=True, activation=activation, out=out)
         act = parse_activation(op, activation)
         shapes.check_elements(op, (j, c))
         shapes.check_elements(op, (n, j))
         defines, norm_args = {}, ()
-        if norm is not None:  # y = inv (x - mean) (w scale)^T + (bias + w shift)
-            w64 = w.astype(np.float64)
-            bias = (np.zeros(j) if bias is None else np.asarray(bias, np.float64)) + w64 @ norm[1]
-            w = (w64 * norm[0]).astype(np.float32)
+        if norm_eps is not None:  # y = inv (w x - mean colsum): colsum the weight rows' sums
             defines = {"PL_NORM": 1}
-            norm_args = (self._const(w.astype(np.float64).sum(axis=1).astype(np.float32)), float(norm[2]))
+            norm_args = (self._const(w.astype(np.float64).sum(axis=1).astype(np.float32)), float(norm_eps))
         w_var = self._const(np.ascontiguousarray(w))
         flags, bias_var = 0, None
         if bias is not None:

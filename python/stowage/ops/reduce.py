@@ -12,7 +12,6 @@ of equal-sized means, a log-sum-exp of log-sum-exps, the L2 norm as a sum of
 squares with the root taken last), so no transpose is needed.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -20,7 +19,7 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError, UnsupportedError
 from . import shapes
-from .core import DTYPE_CODES, Core
+from .core import DTYPE_CODES, Core, check_epsilon
 
 # combine codes of stowage_reduce
 _SUM, _MAX, _MIN, _PROD = 0, 1, 2, 3
@@ -305,7 +304,7 @@ class ReduceOps(Core):
         op = "rms_norm" if rms else "layer_norm"
         shape = self.shape_of(x)
         (axis,) = normalize_axes(op, (axis,), len(shape))
-        _check_eps(op, epsilon)
+        check_epsilon(op, epsilon)
         norm_shape = shape[axis:]
         x_var = self._buffer(op, "x", x)
         s = self._norm_param(op, "scale", scale, norm_shape)
@@ -324,7 +323,7 @@ class ReduceOps(Core):
         op = "layer_norm"
         shape = self.shape_of(x)
         (axis,) = normalize_axes(op, (axis,), len(shape))
-        _check_eps(op, epsilon)
+        check_epsilon(op, epsilon)
         n = shape[axis]
         s = self._norm_param(op, "scale", scale, (n,))
         b = None if bias is None else self._norm_param(op, "bias", bias, (n,))
@@ -338,7 +337,7 @@ class ReduceOps(Core):
         if len(shape) < (3 if spatial else 2):
             layout = "[N, C, spatial...]" if spatial else "[N, C, ...]"
             raise InvalidInputError(f"{op}: argument 'x': expected {layout}, got shape {list(shape)}")
-        _check_eps(op, epsilon)
+        check_epsilon(op, epsilon)
         return shape
 
     def instance_norm(self, x, scale, bias, *, epsilon=1e-5):
@@ -428,8 +427,3 @@ class ReduceOps(Core):
         self._launch(self._row_unit(), "stowage_batch_norm", x_var, *params, dst, count, c, shapes.prod(shape[2:]),
                      float(epsilon), grid=grid, local=local)
         return dst
-
-
-def _check_eps(op, epsilon):
-    if not isinstance(epsilon, numbers.Real) or not math.isfinite(epsilon) or epsilon < 0:
-        raise InvalidInputError(f"{op}: argument 'epsilon': expected a finite number >= 0, got {epsilon!r}")

@@ -605,10 +605,7 @@ def matmul_normalized(ctx, group):
     epilogue = matmul_epilogue(ctx, group, shape, weight.shape)
     if epilogue is None:
         return None
-    weight = weight.astype(np.float64)
-    folded = as_float32(gamma[:, None] * weight)
-    epilogue["bias"] = as_float32(beta @ weight + epilogue.get("bias", np.zeros(n)))
-    colsum = as_float32(folded.astype(np.float64).sum(axis=0))  # of the weights the GEMM reads
+    folded, epilogue["bias"], colsum = fold_norm_into_linear(gamma, beta, weight, epilogue.get("bias"))
     eps = float(ln.attr("epsilon", 1e-5))
     written = matmul_normalized_written(ctx, group, x, (shape, strides), folded, colsum, eps, epilogue) \
         if group.output_view else None
@@ -619,6 +616,17 @@ def matmul_normalized(ctx, group):
     if not group.output_view:
         return {group.output: y}
     return view_nodes_after(ctx, group, y)  # the view moves no blocks of columns
+
+
+def fold_norm_into_linear(gamma, beta, weight, bias=None):
+    """A LayerNormalization's scale and shift [k] folded into the linear layer after it,
+    weight [k, n] and bias [n] (or None): (gamma weight, beta weight + bias, colsum) as
+    float32, colsum the folded weight's column sums, which a kernel normalizing its
+    input itself multiplies by each row's mean."""
+    weight = np.asarray(weight, np.float64)
+    folded = as_float32(gamma[:, None] * weight)
+    bias = as_float32(beta @ weight + (0.0 if bias is None else np.asarray(bias, np.float64)))
+    return folded, bias, as_float32(folded.astype(np.float64).sum(axis=0))  # of the weights the kernel reads
 
 
 def view_nodes_after(ctx, group, y):
@@ -1166,24 +1174,31 @@ def pooled_linear(ctx, group):
         bias = np.broadcast_to(np.asarray(c, np.float64).reshape(-1) if np.size(c) != 1 else np.asarray(c).reshape(()),
                                (weight.shape[0],)) * float(gemm_node.attr("beta", 1.0))
     act = activation_spec(ctx, group.act) if group.act is not None else None
+    eps = None
+    if group.pooled_norm is not None:  # fusion.py's pooled_channel_norm: folded into the weights
+        weight, bias, eps = pooled_norm_folded(ctx, group.pooled_norm, weight, bias)
     return {group.output: ctx.ob.global_avg_pool_linear(x, as_float32(weight),
                                                         None if bias is None else as_float32(bias),
-                                                        activation=act, out=ctx.out_for(group.output),
-                                                        norm=pooled_norm(ctx, group.pooled_norm))}
+                                                        activation=act, out=ctx.out_for(group.output), norm_eps=eps)}
 
 
-def pooled_norm(ctx, ln):
-    """global_avg_pool_linear's ``norm`` of fusion.py's LayerNormalization over the
-    pooled channels (scale, bias, epsilon), or None without one."""
+def pooled_norm_folded(ctx, ln, weight, bias):
+    """The classifier's weight [J, C] and bias [J] (or None) with the scale and shift of
+    the LayerNormalization over the C pooled channels before it folded in, and that
+    normalization's epsilon."""
     from .reduce import check_stash_type
 
-    if ln is None:
-        return None
     ln.check_attrs(("axis", "epsilon", "stash_type"))
     check_stash_type(ln)
-    bias = ctx.optional(ln, 2)
-    return (ctx.static(ln, 1).astype(np.float64), None if bias is None else np.asarray(bias, np.float64),
-            float(ln.attr("epsilon", 1e-5)))
+    c = weight.shape[1]
+    shift = ctx.optional(ln, 2)
+    try:
+        gamma, beta = (np.broadcast_to(np.asarray(v, np.float64), (c,)) for v in
+                       (ctx.static(ln, 1), np.zeros(c) if shift is None else shift))
+    except ValueError:
+        raise ln.invalid(f"scale or bias does not fit the {c} pooled channels") from None
+    folded, bias, _ = fold_norm_into_linear(gamma, beta, weight.T, bias)
+    return folded.T, bias, float(ln.attr("epsilon", 1e-5))
 
 
 def squeeze_excite(ctx, group):
