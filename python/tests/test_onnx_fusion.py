@@ -526,6 +526,71 @@ def test_a_pooled_layer_norm_whose_transposes_do_not_undo_each_other_runs_alone(
     assert not any("pln1" in k for k in kernels) and any("normalize" in k for k in kernels), kernels
 
 
+def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
+    """A split reduction, then a depthwise Conv reading its output first, then a Mul
+    reading that output again: ConvNeXt's block end ('linear': channels last, two
+    MatMuls, transposed back, times gamma, plus the block's input, made through a wide
+    layer so that the planned peak comes before the block and leaves the split room)
+    or downsampling ('conv': 2 x 2 at stride 2), each splitting its reduction on the
+    GPU target."""
+    if kind == "linear":
+        nodes = [helper.make_node("Conv", ["x0", "we"], ["e"]), helper.make_node("Relu", ["e"], ["er"]),
+                 helper.make_node("Conv", ["er", "wr"], ["x"]),
+                 helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+                 helper.make_node("MatMul", ["t", "w1"], ["p1"]), helper.make_node("Add", ["p1", "b1"], ["q1"]),
+                 helper.make_node("Relu", ["q1"], ["r1"]),
+                 helper.make_node("MatMul", ["r1", "w2"], ["p2"]), helper.make_node("Add", ["p2", "b2"], ["q2"]),
+                 helper.make_node("Transpose", ["q2"], ["back"], perm=[0, 3, 1, 2]),
+                 helper.make_node("Mul", ["back", "gamma"], ["scaled"]),
+                 helper.make_node("Add", ["x", "scaled"], ["s"])]
+        inits = [("we", rand(4 * hidden, c, 1, 1)), ("wr", rand(c, 4 * hidden, 1, 1) * 0.05),
+                 ("w1", rand(c, hidden) * 0.3), ("b1", rand(hidden)), ("w2", rand(hidden, c) * 0.1), ("b2", rand(c)),
+                 ("gamma", rand(c, 1, 1) + 1.5)]
+        name, shape = "x0", (1, c, hw, hw)
+    else:
+        nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["s"], kernel_shape=[2, 2], strides=[2, 2])]
+        inits = [("wd", rand(c, hidden // 4, 2, 2) * 0.1), ("bd", rand(c))]
+        name, shape = "x", (1, hidden // 4, 2 * hw, 2 * hw)
+    pad = kernel // 2
+    nodes += [helper.make_node("Conv", ["s", "wdw", "bdw"], ["d"], group=c, kernel_shape=[kernel, kernel],
+                               pads=[pad] * 4, strides=[stride] * 2),
+              helper.make_node("Mul", ["d", "s"] if stride == 1 else ["d", "d"], ["y"])]
+    inits += [("wdw", rand(c, 1, kernel, kernel)), ("bdw", rand(c))]
+    return make_model(nodes, [(name, shape)], inits), {name: rand(*shape)}
+
+
+@pytest.mark.parametrize("kind,kw,fused", [
+    ("linear", {}, True), ("conv", dict(c=64, hidden=1024), True), ("conv", dict(c=64, hidden=1024, kernel=3), True),
+    ("linear", dict(stride=2), False)],
+    ids=["block_7x7", "downsampling_7x7", "downsampling_3x3", "strided_depthwise"])
+def test_a_depthwise_convolution_adds_up_the_split_parts_it_reads(kind, kw, fused, device):
+    """On the GPU target a split GEMM's or convolution's parts are added up by the
+    depthwise convolution reading its output first (DW_SPLIT_IN), which writes the sum
+    for the Mul after it: no sum kernel. A strided depthwise convolution does not keep
+    each pixel where it is, so the sum runs before it. Against ONNX Runtime."""
+    model, feeds = split_sum_model(kind, **kw)
+    got = stowage_outputs(model, feeds, device, False, "opencl-gpu")[0][0]
+    assert_matches(got, reference_outputs(model, feeds)[0])
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(sw.from_onnx(model, target="opencl-gpu")))
+    sums = [k for k in kernels if "split_sum" in k]
+    depthwise = [k for k in kernels if k.startswith("stowage_conv2d_depthwise")]
+    assert len(depthwise) == 1 and depthwise[0].endswith("_dw_split_in1") == fused, kernels
+    assert len(sums) == (0 if fused else 1), kernels
+    splitting = [k for k in kernels if "_sl" in k or k.startswith("stowage_conv2d_ah")]
+    assert splitting, kernels
+
+
+def test_split_parts_read_by_a_depthwise_convolution_are_added_up_in_texture_mode_too(device):
+    """Texture mode keeps its sum kernels (its convolutions read images), with the GPU
+    target's launch policy; the values as ONNX Runtime's."""
+    model, feeds = split_sum_model("conv", c=64, hidden=1024)
+    got = stowage_outputs(model, feeds, device, True, "opencl-gpu")[0][0]
+    assert_matches(got, reference_outputs(model, feeds)[0])
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)",
+                         str(sw.from_onnx(model, texture=True, target="opencl-gpu")))
+    assert not any("dw_split_in" in k for k in kernels), kernels
+
+
 def packed_projection_model(perm, s=7, e=16, bias_shape=None):
     """nn.MultiheadAttention's packed input projection as torchvision's ViT exports it:
     x [1, S, E] normalized, transposed to [S, 1, E], times W [E, 3 E] plus its bias,

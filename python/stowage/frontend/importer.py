@@ -16,7 +16,7 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from . import registry
-from .fusion import group_nodes, last_uses
+from .fusion import group_nodes, is_depthwise, last_uses
 from .graph import Graph
 
 # What folding at import may create, per value, unless from_onnx is told otherwise.
@@ -50,6 +50,7 @@ class Importer:
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
         self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
         self.scales_for_one_conv = set()  # scales a Conv's input map alone reads (emit)
+        self.sums_for_depthwise = set()  # outputs a depthwise Conv reads first, which may add up their split parts
 
     @property
     def opset(self):
@@ -186,6 +187,8 @@ class Importer:
         self.scales_for_one_conv = {g.pre.scale for g in order if g.pre is not None and g.pre.scale is not None
                                     and len(self.graph.consumers.get(g.pre.scale, [])) == 1
                                     and g.pre.scale not in self.graph.output_names}
+        self.sums_for_depthwise = depthwise_first_reads(self.graph, order) if (
+            self.ob.launch["SPLIT_SUM_IN_DEPTHWISE"] and not self.ob.texture) else set()
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
         limits = [None] * len(order)
         if self.alive is not None:
@@ -196,6 +199,7 @@ class Importer:
             self.position = position
             self.group = group
             self.ob.workspace_limit = limits[position]
+            self.ob.defer_split_sum = group.output in self.sums_for_depthwise
             self.ob.function.set_origins([(n.op_type, n.name) for n in group.nodes])
             try:
                 outputs = self.emit(group)
@@ -216,6 +220,7 @@ class Importer:
                 self.write_slice(name, value)
         self.ob.function.set_origins([])
         self.ob.workspace_limit = None
+        self.ob.defer_split_sum = False
         self.check_shape_reads()
 
     def resolve_shape_reads(self):
@@ -560,6 +565,25 @@ def attention_scores(order, sizes):
     other layers the room they had beside the scores."""
     return [sum(sizes.get(n.outputs[0]) or 0 for n in (g.main, g.attention.softmax)) if g.attention else 0
             for g in order]
+
+
+def depthwise_first_reads(graph, order):
+    """The group outputs whose first reader is a depthwise Conv alone, on that output
+    as its input: where the output comes out of a split reduction, the convolution
+    may add its parts up as it reads them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes
+    the sum for the readers after it."""
+    first = {}
+    for g in order:
+        for name in g.inputs():
+            first.setdefault(name, g)
+    found = set()
+    for g in order:
+        reader = first.get(g.output)
+        if (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
+                and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main)
+                and g.output not in graph.output_names):
+            found.add(g.output)
+    return found
 
 
 def reads_any(group, values):

@@ -25,7 +25,7 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "WINOGRAD_MIN_CHANNELS": 0, "WINOGRAD_MIN_MACS": 0, "WINOGRAD_MIN_CHUNK": 64,
                    "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0,
                    "GEMM_NORM_SHORT_K": 0,
-                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0}
+                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0, "SPLIT_SUM_IN_DEPTHWISE": 0}
 
 
 # Defines the library sets per op: element types, the parameters a unit's kernels take
@@ -35,13 +35,27 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
 # library's launches do not fit, so the tuning is refused instead.
 LIBRARY_DEFINES = frozenset({
     "STOWAGE_T", "STOWAGE_U", "STOWAGE_I", "STOWAGE_IN_AFFINE", "STOWAGE_IN_ACT", "STOWAGE_A_NORM", "DW_SUMS", "DW_R",
-    "DCONV_SE", "PL_NORM", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC", "GEMM_B_VEC", "GEMM_Y_VEC"})
+    "DCONV_SE", "DW_SPLIT_IN", "PL_NORM", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC", "GEMM_B_VEC", "GEMM_Y_VEC"})
 
 
 def check_epsilon(op, epsilon):
     """A normalization's epsilon: a finite number, not negative."""
     if not isinstance(epsilon, numbers.Real) or not math.isfinite(epsilon) or epsilon < 0:
         raise InvalidInputError(f"{op}: argument 'epsilon': expected a finite number >= 0, got {epsilon!r}")
+
+
+class PendingSplitSum:
+    """A split reduction's output whose sum kernel has not run yet: its parts (``parts``
+    planes of the output's size in ``workspace``), laid out as ``channels`` rows of
+    ``row`` values each, its epilogue's bias (one per row) and residual, and
+    ``launch``, which runs the sum. A depthwise convolution reading the output first
+    as one image of those channels may add the parts up itself
+    (SPLIT_SUM_IN_DEPTHWISE); anything else reading it launches the sum first
+    (Core._launch, Core._copy_tensor, output)."""
+
+    def __init__(self, workspace, parts, channels, row, bias, res, flags, launch):
+        self.workspace, self.parts, self.channels, self.row = workspace, parts, channels, row
+        self.bias, self.res, self.flags, self.launch = bias, res, flags, launch
 
 
 class ExciteScale:
@@ -184,6 +198,11 @@ class Core:
         # a tensor's name -> (sums [N, C, G] of each channel in G parts, G), made with it (conv2d channel_sums)
         self._channel_sums = {}
         self._view_base = {}  # view name -> name of the tensor it views
+        # Whether a split reduction may leave its parts for the depthwise convolution
+        # that reads its output first (the ONNX importer sets it per node, where that
+        # reader comes next): the output's base name -> PendingSplitSum.
+        self.defer_split_sum = False
+        self._pending_sums = {}
 
     # ---- units and launches -------------------------------------------------
 
@@ -195,7 +214,32 @@ class Core:
     def _launch(self, unit, kernel, *args, grid, local):
         if min(grid) == 0:  # nothing to compute
             return
+        self._sum_pending(*args)
         self.function.call_kernel(unit.kernel(kernel), *args, grid=grid, local=local)
+
+    def _copy_tensor(self, src, dst):
+        self._sum_pending(src, dst)
+        self.function.copy_tensor(src, dst)
+
+    def _sum_pending(self, *values):
+        """Launches the sum of any split reduction whose output is among ``values``
+        (or shares its storage) and has not been added up yet."""
+        if not self._pending_sums:
+            return
+        for v in values:
+            if isinstance(v, Var):
+                pending = self._pending_sums.pop(self._base(v), None)
+                if pending is not None:
+                    pending.launch()
+
+    def _take_pending_sum(self, var):
+        """The PendingSplitSum of ``var`` (the whole output, not a view of part of it),
+        now the caller's to add up, or None."""
+        pending = self._pending_sums.get(var.name)
+        if pending is None:
+            return None
+        del self._pending_sums[var.name]
+        return pending
 
     # ---- values -------------------------------------------------------------
 
@@ -364,7 +408,7 @@ class Core:
         if out is None:
             return c
         dst = self._dest(op, out, np.shape(array))
-        self.function.copy_tensor(c, dst)
+        self._copy_tensor(c, dst)
         return dst
 
     def _base(self, var):

@@ -28,7 +28,7 @@ class LayoutOps(Core):
             return self.constant(_known(x).reshape(new))
         if self._is_const(x):  # a constant is not viewed: its copy is
             copy = self._new_buffer(x.shape, x.dtype)
-            self.function.copy_tensor(x, copy)
+            self._copy_tensor(x, copy)
             x = copy
         x_var = self._buffer(op, "x", x, any_type=True)
         if new == tuple(x_var.shape):
@@ -70,7 +70,7 @@ class LayoutOps(Core):
         if out is None:
             return c
         dst = self._dest(op, out, np.shape(array), c.dtype)
-        self.function.copy_tensor(c, dst)
+        self._copy_tensor(c, dst)
         return dst
 
     def _layout_unit(self, dtype):
@@ -135,7 +135,7 @@ class LayoutOps(Core):
             raise InvalidInputError(f"{op}: {list(self.shape_of(x))} into an image of {list(self.shape_of(image))}")
         self._forget(image)
         if self.is_texture(x):
-            self.function.copy_tensor(x, image)
+            self._copy_tensor(x, image)
             return image
         n, c, h, w = self.shape_of(image)
         unit = self._unit("layout_texture")
@@ -278,8 +278,9 @@ class LayoutOps(Core):
             x = self.constant(x)
         if self._is_const(x):
             dst = self._new_buffer(x.shape, x.dtype)
-            self.function.copy_tensor(x, dst)
+            self._copy_tensor(x, dst)
             return dst
+        self._sum_pending(x)
         return self._buffer("output", "x", x, any_type=True)
 
 

@@ -294,7 +294,7 @@ class MathOps(Core):
             return x_var
         dst = self._dest(name, out, shape, dtype)
         if source == dtype:
-            self.function.copy_tensor(x_var, dst)
+            self._copy_tensor(x_var, dst)
             return dst
         n = shapes.prod(shape)
         grid, local = shapes.launch_1d(n)

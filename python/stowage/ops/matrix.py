@@ -8,8 +8,8 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError
 from . import shapes
-from .core import (DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, ExciteScale, apply_activation, check_epsilon,
-                   parse_activation)
+from .core import (DTYPE_CODES, WEIGHT_TEXTURE_SCOPE, Core, ExciteScale, PendingSplitSum, apply_activation,
+                   check_epsilon, parse_activation)
 
 EPI_BIAS = 1
 EPI_RESIDUAL = 2
@@ -601,6 +601,9 @@ class MatrixOps(Core):
             if (r <= self.launch["DW_FIXED_ROWS"] and s <= DW_ROW_TAPS and g["strides"][1] == 1
                     and g["dilations"][1] == 1):
                 defines["DW_R"] = r  # a unit for this kernel height: its rows' loop unrolled
+            split = None if channel_sums or res_var is not None else self._split_input(x_buf, dst, g)
+            if split is not None:
+                defines["DW_SPLIT_IN"] = 1
             unit = self._unit("conv", defines)
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
@@ -609,9 +612,13 @@ class MatrixOps(Core):
                 parts = (grid[0] // local[0]) * (grid[1] // local[1])
                 sums = (self._new_buffer((n, k, parts)),)
                 self._channel_sums[dst.name] = (sums[0], parts)
+            split_args = ()
+            if split is not None:  # the parts are the input; the sums go to x for its other readers
+                split_args = (split.parts, split.flags, split.bias, split.res, x_buf)
+                x_buf = split.workspace
             self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var, res_var, dst,
                          n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
-                         flags, *act, *sums, grid=grid, local=local)
+                         flags, *act, *sums, *split_args, grid=grid, local=local)
             return dst
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
@@ -661,9 +668,47 @@ class MatrixOps(Core):
         self._launch(unit, "stowage_conv2d", x_buf, w_t, None, None, partial, *geometry, k_split, 0, 0, 0.0, 0.0,
                      *in_args, grid=grid, local=local)
         sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
-        self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var, res_var, dst, k_split, k,
-                     n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2])
+        # The parts' layout [k_split][K][N P Q] is NCHW's for one image only.
+        deferrable = n == 1 and self._sum_deferrable(dst, res_var, bias_var, flags, act, 1.0, (1, 0))
+        self._sum_later_or_now(
+            deferrable, dst, partial, k_split, (k, p * q), bias_var, res_var, flags,
+            lambda: self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var, res_var, dst, k_split, k,
+                                 n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2]))
         return dst
+
+    def _sum_deferrable(self, y, res, bias, flags, act, alpha, sbias):
+        """Whether a split reduction writing ``y`` [N, C, ...] may leave its parts for
+        the depthwise convolution that reads y first (``defer_split_sum``, set by the
+        caller that knows that reader): the sum's epilogue no more than a bias per
+        channel (sbias: its strides over the rows and columns, rows being channels) and
+        a residual that is not y's own storage, with no scaling or activation."""
+        return (self.defer_split_sum and alpha == 1.0 and act[0] == 0 and tuple(sbias) == (1, 0)
+                and (bias is None or not flags & EPI_BIAS or isinstance(bias, Var))
+                and (res is None or self._base(res) != self._base(y)) and self._base(y) == y.name)
+
+    def _sum_later_or_now(self, deferrable, y, workspace, parts, rows, bias, res, flags, launch):
+        """Runs a split reduction's sum (``launch``), or where ``deferrable`` leaves it
+        pending for the depthwise convolution that reads ``y`` first (PendingSplitSum;
+        ``rows``: the rows, each with a bias, and the values of a row)."""
+        if not deferrable:
+            launch()
+            return
+        self._pending_sums[y.name] = PendingSplitSum(
+            workspace, parts, *rows, bias if flags & EPI_BIAS else None, res if flags & EPI_RESIDUAL else None,
+            flags & (EPI_BIAS | EPI_RESIDUAL), launch)
+
+    def _split_input(self, x, dst, g):
+        """The PendingSplitSum of x, taken, where the depthwise convolution of geometry
+        g adds x's parts up as it reads them (DW_SPLIT_IN) and writes x: x whole, one
+        image of the parts' channels, each pixel's outputs at the pixel (unit strides
+        and dilations, the input's size) with kernel rows that fit registers; else None
+        (x's sum then runs before the convolution, as for any reader)."""
+        pending = self._pending_sums.get(x.name)
+        if (pending is None or self._base(x) != x.name or self._base(dst) == x.name or g["n"] != 1
+                or (pending.channels, pending.row) != (g["c"], g["h"] * g["w"]) or (g["p"], g["q"]) != (g["h"], g["w"])
+                or tuple(g["strides"]) != (1, 1) or tuple(g["dilations"]) != (1, 1) or g["s"] > DW_ROW_TAPS):
+            return None
+        return self._take_pending_sum(x)
 
     def _patchify_gemm(self, g):
         """Whether a buffer convolution runs as a copy and stowage_gemm: windows whose
@@ -1324,8 +1369,11 @@ class MatrixOps(Core):
                       and (l1[0] == 1 or l1[3] == l2[0] * m * n))
         parts = 1
         # The first part's sums go to Y itself unless Y shares storage with the residual
-        # the sum reads (a residual updated in place).
-        y_first = int(res is None or self._base(res) != self._base(y))
+        # the sum reads (a residual updated in place), or the sum may be left to the
+        # depthwise convolution reading Y (which then writes Y: every part apart).
+        deferrable = self._sum_deferrable(y, res, bias, flags, act, alpha, sbias) and a_norm is None and (
+            not outer and l1[0] == l2[0] == 1 and sym == n and launches[0][2] == 0)
+        y_first = int((res is None or self._base(res) != self._base(y)) and not deferrable)
         # A normalized A splits only where its tiles are fewer than GEMM_NORM_SPLIT_BELOW:
         # its sum also normalizes, which costs more than the split gains elsewhere.
         if contiguous and (a_norm is None or tiles < self.launch["GEMM_NORM_SPLIT_BELOW"]):
@@ -1351,9 +1399,11 @@ class MatrixOps(Core):
                          *norm_args, grid=grid, local=local)
         if parts > 1:
             sum_grid, sum_local = shapes.launch_1d(total // (4 if unit.defines.get("GEMM_Y_VEC") else 1), 256)
-            self._launch(unit, "stowage_gemm_split_sum", workspace, bias, res, y, parts, y_first, total, m,
-                         n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args, grid=sum_grid,
-                         local=sum_local)
+            self._sum_later_or_now(
+                deferrable, y, workspace, parts, (m, n), bias, res, flags,
+                lambda: self._launch(unit, "stowage_gemm_split_sum", workspace, bias, res, y, parts, y_first, total,
+                                     m, n, l2[0], l1[4], l2[4], *sbias, float(alpha), flags, *act, *sum_norm_args,
+                                     grid=sum_grid, local=sum_local))
 
     def _gemm_tiles(self, m, n, k, batches, normalized=False):
         """The tiling defines of a GEMM of ``batches`` [m, n] outputs and ``k`` terms:

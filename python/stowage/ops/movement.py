@@ -250,7 +250,7 @@ class MovementOps(Core):
             raise InvalidInputError(f"{op}: updates must be {data.dtype} of the indices' shape {list(ishape)}")
         code = self._scatter_reduction(op, reduction, data.dtype)
         dst = self._new_buffer(shape, data.dtype)
-        self.function.copy_tensor(data, dst)
+        self._copy_tensor(data, dst)
         if shapes.prod(ishape) == 0:
             return dst
         lead = shapes.MAX_RANK - len(shape)
@@ -278,7 +278,7 @@ class MovementOps(Core):
             raise InvalidInputError(f"{op}: updates must be {data.dtype} of shape {list(want)}")
         code = self._scatter_reduction(op, reduction, data.dtype)
         dst = self._new_buffer(shape, data.dtype)
-        self.function.copy_tensor(data, dst)
+        self._copy_tensor(data, dst)
         m, inner = shapes.prod(ishape[:-1]), shapes.prod(shape[k:])
         if m * inner == 0:
             return dst

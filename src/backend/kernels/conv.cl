@@ -35,6 +35,15 @@
 // the G = groups(0) groups(1) covering a channel plane: the squeeze of a
 // squeeze-and-excitation reading this output (stowage_excite_sums) without reading
 // the output again.
+// A unit built with DW_SPLIT_IN 1 reads an input that a split reduction left in
+// parts (a split GEMM's or convolution's, not yet added up): x holds in_parts planes
+// of N C H W values, and each input value is their sum plus in_bias[c] and in_res
+// (bits STOWAGE_EPI_BIAS and STOWAGE_EPI_RESIDUAL of in_flags), in the order the sum
+// kernels add them. It takes five more arguments after act_b (after sums with
+// DW_SUMS): in_parts, in_flags, in_bias, in_res and x_sum, where the work-items of
+// the first output channel of each input channel write the sums of the input pixels
+// their outputs sit on: the added-up input, for its other readers. So the launch must
+// keep each pixel where it is (P == H, Q == W, unit strides; the host checks).
 //
 // Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
 // output's shape), activation. res may be y itself (a residual updated in place):
@@ -104,6 +113,27 @@
 #define DW_MAX_GROUP 256  // work-items of a work-group (sizes its partial sums in local memory)
 #else
 #define DW_SUMS_PARAMS
+#endif
+#ifndef DW_SPLIT_IN
+#define DW_SPLIT_IN 0
+#endif
+#if DW_SPLIT_IN
+#define DW_SPLIT_PARAMS \
+  , int in_parts, int in_flags, __global const float* in_bias, __global const float* in_res, __global float* x_sum
+// The input value at `at` (in x's first plane): its split parts added up in part
+// order, then the bias and the residual, as the split's sum kernels add them.
+static inline float stowage_dw_split_value(const __global float* at, int offset, int plane, int parts, int flags,
+                                           float bias_c, const __global float* res) {
+  float v = 0.0f;
+  for (int part = 0; part < parts; ++part) v += at[part * plane];
+  if (flags & STOWAGE_EPI_BIAS) v += bias_c;
+  if (flags & STOWAGE_EPI_RESIDUAL) v += res[offset];
+  return v;
+}
+#define DW_IN(ptr) stowage_dw_split_value((ptr), (int)((ptr) - x), plane, in_parts, in_flags, in_bias_c, in_res)
+#else
+#define DW_SPLIT_PARAMS
+#define DW_IN(ptr) (*(ptr))
 #endif
 
 #define CONV_THREADS_M (CONV_TILE_M / CONV_WPT_M)
@@ -317,7 +347,7 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
                                        __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                        int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                        int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
-                                       float act_b DW_SUMS_PARAMS) {
+                                       float act_b DW_SUMS_PARAMS DW_SPLIT_PARAMS) {
   const int q0 = get_global_id(0) * DW_PX, p = get_global_id(1), nk = get_global_id(2);
 #if DW_SUMS
   __local float partial[DW_MAX_GROUP];
@@ -330,6 +360,10 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
   const int img = nk / K, k = nk - img * K, c = k / (K / C);
   const __global float* xc = x + (img * C + c) * H * W;
   const __global float* wk = w + k * R * S;
+#if DW_SPLIT_IN
+  const int plane = (N * C) * H * W;
+  const float in_bias_c = (in_flags & STOWAGE_EPI_BIAS) ? in_bias[c] : 0.0f;
+#endif
   float acc[DW_PX];
 #pragma unroll
   for (int i = 0; i < DW_PX; ++i) acc[i] = 0.0f;
@@ -353,7 +387,7 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #pragma unroll
       for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) {
         const int iw = iw0 + j;
-        v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
+        v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? DW_IN(row + iw) : 0.0f;
       }
 #pragma unroll
       for (int s = 0; s < DW_ROW_TAPS; ++s) {
@@ -369,10 +403,18 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #pragma unroll
       for (int i = 0; i < DW_PX; ++i) {
         const int iw = iw0 + i * stride_w + s * dil_w;
-        if (iw >= 0 && iw < W) acc[i] = fma(wv, row[iw], acc[i]);
+        if (iw >= 0 && iw < W) acc[i] = fma(wv, DW_IN(row + iw), acc[i]);
       }
     }
   }
+#if DW_SPLIT_IN
+  if (k == c * (K / C)) {  // the added-up input where this work-item's outputs sit
+    const __global float* at = xc + p * W;
+#pragma unroll
+    for (int i = 0; i < DW_PX; ++i)
+      if (q0 + i < W) x_sum[(img * C + c) * H * W + p * W + q0 + i] = DW_IN(at + q0 + i);
+  }
+#endif
   const __global float* biases = (flags & STOWAGE_EPI_BIAS_AFTER_WEIGHTS) ? w + K * R * S : bias;
   const float bv = (flags & STOWAGE_EPI_BIAS) ? biases[k] : 0.0f;
   const int base = (img * K + k) * P * Q + p * Q;
