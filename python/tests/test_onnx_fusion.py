@@ -574,7 +574,7 @@ def test_a_depthwise_convolution_adds_up_the_split_parts_it_reads(kind, kw, fuse
     kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(sw.from_onnx(model, target="opencl-gpu")))
     sums = [k for k in kernels if "split_sum" in k]
     depthwise = [k for k in kernels if k.startswith("stowage_conv2d_depthwise")]
-    assert len(depthwise) == 1 and depthwise[0].endswith("_dw_split_in1") == fused, kernels
+    assert len(depthwise) == 1 and depthwise[0].endswith("_dwsp1") == fused, kernels
     assert len(sums) == (0 if fused else 1), kernels
     splitting = [k for k in kernels if "_sl" in k or k.startswith("stowage_conv2d_ah")]
     assert splitting, kernels
@@ -588,7 +588,7 @@ def test_split_parts_read_by_a_depthwise_convolution_are_added_up_in_texture_mod
     assert_matches(got, reference_outputs(model, feeds)[0])
     kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)",
                          str(sw.from_onnx(model, texture=True, target="opencl-gpu")))
-    assert not any("dw_split_in" in k for k in kernels), kernels
+    assert not any("_dwsp" in k for k in kernels), kernels
 
 
 def packed_projection_model(perm, s=7, e=16, bias_shape=None):

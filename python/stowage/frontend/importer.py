@@ -50,7 +50,8 @@ class Importer:
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
         self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
         self.scales_for_one_conv = set()  # scales a Conv's input map alone reads (emit)
-        self.sums_for_depthwise = set()  # outputs a depthwise Conv reads first, which may add up their split parts
+        # outputs a depthwise Conv reads first, which may add up their split parts -> its position
+        self.sums_for_depthwise = {}
 
     @property
     def opset(self):
@@ -188,7 +189,7 @@ class Importer:
                                     and len(self.graph.consumers.get(g.pre.scale, [])) == 1
                                     and g.pre.scale not in self.graph.output_names}
         self.sums_for_depthwise = depthwise_first_reads(self.graph, order) if (
-            self.ob.launch["SPLIT_SUM_IN_DEPTHWISE"] and not self.ob.texture) else set()
+            self.ob.launch["SPLIT_SUM_IN_DEPTHWISE"] and not self.ob.texture) else {}
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
         limits = [None] * len(order)
         if self.alive is not None:
@@ -198,8 +199,11 @@ class Importer:
         for position, group in enumerate(order):
             self.position = position
             self.group = group
-            self.ob.workspace_limit = limits[position]
-            self.ob.defer_split_sum = group.output in self.sums_for_depthwise
+            reader = self.sums_for_depthwise.get(group.output)
+            self.ob.defer_split_sum = reader is not None
+            # a split whose sum is left to a later reader holds its workspace until then
+            self.ob.workspace_limit = limits[position] if reader is None or limits[position] is None else min(
+                limits[position:reader + 1])
             self.ob.function.set_origins([(n.op_type, n.name) for n in group.nodes])
             try:
                 outputs = self.emit(group)
@@ -568,21 +572,22 @@ def attention_scores(order, sizes):
 
 
 def depthwise_first_reads(graph, order):
-    """The group outputs whose first reader is a depthwise Conv alone, on that output
-    as its input: where the output comes out of a split reduction, the convolution
-    may add its parts up as it reads them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes
-    the sum for the readers after it."""
+    """{output: its reader's position in `order`} of the group outputs whose first
+    reader is a depthwise Conv alone, on that output as its input: where the output
+    comes out of a split reduction, the convolution may add its parts up as it reads
+    them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes the sum for the readers after it."""
     first = {}
-    for g in order:
+    for position, g in enumerate(order):
         for name in g.inputs():
-            first.setdefault(name, g)
-    found = set()
+            first.setdefault(name, position)
+    found = {}
     for g in order:
-        reader = first.get(g.output)
+        at = first.get(g.output)
+        reader = None if at is None else order[at]
         if (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
                 and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main)
                 and g.output not in graph.output_names):
-            found.add(g.output)
+            found[g.output] = at
     return found
 
 
