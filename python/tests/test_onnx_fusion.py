@@ -531,8 +531,8 @@ def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
     reading that output again: ConvNeXt's block end ('linear': channels last, two
     MatMuls, transposed back, times gamma, plus the block's input, made through a wide
     layer so that the planned peak comes before the block and leaves the split room)
-    or downsampling ('conv': 2 x 2 at stride 2), each splitting its reduction on the
-    GPU target."""
+    or downsampling ('conv': 2 x 2 at stride 2, the Mul's product then widened and
+    averaged, which sets the peak), each splitting its reduction on the GPU target."""
     if kind == "linear":
         nodes = [helper.make_node("Conv", ["x0", "we"], ["e"]), helper.make_node("Relu", ["e"], ["er"]),
                  helper.make_node("Conv", ["er", "wr"], ["x"]),
@@ -554,8 +554,12 @@ def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
     pad = kernel // 2
     nodes += [helper.make_node("Conv", ["s", "wdw", "bdw"], ["d"], group=c, kernel_shape=[kernel, kernel],
                                pads=[pad] * 4, strides=[stride] * 2),
-              helper.make_node("Mul", ["d", "s"] if stride == 1 else ["d", "d"], ["y"])]
+              helper.make_node("Mul", ["d", "s"] if stride == 1 else ["d", "d"], ["y" if kind == "linear" else "m"])]
     inits += [("wdw", rand(c, 1, kernel, kernel)), ("bdw", rand(c))]
+    if kind != "linear":
+        nodes += [helper.make_node("Conv", ["m", "ww"], ["wide"]),
+                  helper.make_node("ReduceMean", ["wide"], ["y"], axes=[1], keepdims=1)]
+        inits.append(("ww", rand(16 * c, c, 1, 1)))
     return make_model(nodes, [(name, shape)], inits), {name: rand(*shape)}
 
 
