@@ -569,19 +569,33 @@ def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
     ids=["block_7x7", "downsampling_7x7", "downsampling_3x3", "strided_depthwise"])
 def test_a_depthwise_convolution_adds_up_the_split_parts_it_reads(kind, kw, fused, device):
     """On the GPU target a split GEMM's or convolution's parts are added up by the
-    depthwise convolution reading its output first (DW_SPLIT_IN), which writes the sum
-    for the Mul after it: no sum kernel. A strided depthwise convolution does not keep
-    each pixel where it is, so the sum runs before it. Against ONNX Runtime."""
+    depthwise convolution reading its output first (stowage_conv2d_depthwise_split),
+    which writes the sum for the Mul after it: no sum kernel. A strided depthwise
+    convolution does not keep each pixel where it is, so the sum runs before it.
+    Against ONNX Runtime."""
     model, feeds = split_sum_model(kind, **kw)
     got = stowage_outputs(model, feeds, device, False, "opencl-gpu")[0][0]
     assert_matches(got, reference_outputs(model, feeds)[0])
     kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(sw.from_onnx(model, target="opencl-gpu")))
     sums = [k for k in kernels if "split_sum" in k]
     depthwise = [k for k in kernels if k.startswith("stowage_conv2d_depthwise")]
-    assert len(depthwise) == 1 and depthwise[0].endswith("_dwsp1") == fused, kernels
+    assert len(depthwise) == 1 and depthwise[0].startswith("stowage_conv2d_depthwise_split") == fused, kernels
     assert len(sums) == (0 if fused else 1), kernels
     splitting = [k for k in kernels if "_sl" in k or k.startswith("stowage_conv2d_ah")]
     assert splitting, kernels
+
+
+def test_a_depthwise_work_group_whose_inputs_overflow_its_tile_takes_the_sum_first(device):
+    """A tuning's DW_PX of 64 makes a work-group of 32 rows read 38 x 70 inputs, more
+    than stowage_conv2d_depthwise_split adds up in local memory (DW_SPLIT_TILE): the
+    sum kernel runs, then the plain depthwise convolution; the values as ONNX Runtime's."""
+    model, feeds = split_sum_model("conv", c=64, hidden=1024, hw=32)
+    module = sw.from_onnx(model, target="opencl-gpu", tuning={"conv": {"DW_PX": 64}})
+    got = sw.VirtualMachine(sw.compile(module, target="opencl-gpu"), device=device).invoke("main", feeds["x"])
+    assert_matches(got.numpy(), reference_outputs(model, feeds)[0])
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(module))
+    assert any(k.startswith("stowage_conv2d_split_sum") for k in kernels), kernels
+    assert not any("depthwise_split" in k for k in kernels), kernels
 
 
 def test_split_parts_read_by_a_depthwise_convolution_are_added_up_in_texture_mode_too(device):
@@ -592,7 +606,7 @@ def test_split_parts_read_by_a_depthwise_convolution_are_added_up_in_texture_mod
     assert_matches(got, reference_outputs(model, feeds)[0])
     kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)",
                          str(sw.from_onnx(model, texture=True, target="opencl-gpu")))
-    assert not any("_dwsp" in k for k in kernels), kernels
+    assert not any("depthwise_split" in k for k in kernels), kernels
 
 
 def packed_projection_model(perm, s=7, e=16, bias_shape=None):

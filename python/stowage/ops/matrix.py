@@ -53,6 +53,9 @@ GEMM_SHORT_K_SLICES = 4
 # 5x5 depthwise launches of EfficientNet-B0 9% faster and ConvNeXt-T's 7x7 ones 34%
 # slower (docs/performance.md, "Depthwise rows unrolled"), hence 5 on opencl-gpu.
 DW_ROW_TAPS = 7
+# The most input values a work-group of stowage_conv2d_depthwise_split adds up in
+# local memory (conv.cl's DW_SPLIT_TILE; with DW_PX 4 every launch fits).
+DW_SPLIT_TILE = 2048
 TCONV_DEFAULTS = {"TCONV_PX": 4, "TCONV_OB": 2, "TDWPW_OB": 2, "TDWPW_SHARE": 1, "TCONV_WEIGHT_BUFFER": 0}
 DCONV_DEFAULTS = {"DCONV_PX": 4, "DCONV_OB": 2, "DDWPW_OB": 2, "DDWPW_SHARE": 1}
 # Split-K of the implicit-GEMM convolution (launch policy: Core.launch, from the
@@ -602,8 +605,6 @@ class MatrixOps(Core):
                     and g["dilations"][1] == 1):
                 defines["DW_R"] = r  # a unit for this kernel height: its rows' loop unrolled
             split = None if channel_sums or res_var is not None else self._split_input(x_buf, dst, g)
-            if split is not None:
-                defines["DW_SPLIT_IN"] = 1
             unit = self._unit("conv", defines)
             px = _setting(unit, CONV_DEFAULTS, "DW_PX")
             grid, local = shapes.launch_3d(shapes.ceil_div(q, px), p, n * k, limit=64)
@@ -612,13 +613,17 @@ class MatrixOps(Core):
                 parts = (grid[0] // local[0]) * (grid[1] // local[1])
                 sums = (self._new_buffer((n, k, parts)),)
                 self._channel_sums[dst.name] = (sums[0], parts)
-            split_args = ()
-            if split is not None:  # the parts are the input; the sums go to x for its other readers
-                split_args = (split.parts, split.flags, split.bias, split.res, x_buf)
-                x_buf = split.workspace
+            if split is not None and (local[1] + r - 1) * (local[0] * px + s - 1) <= DW_SPLIT_TILE:
+                # the parts are the input; the sums go to x for its other readers
+                self._launch(unit, "stowage_conv2d_depthwise_split", split.workspace, w_var, bias_var, dst, n, c, h,
+                             wd, k, r, s, g["pads"][0], g["pads"][1], flags, *act, split.parts, split.flags,
+                             split.bias, split.res, x_buf, grid=grid, local=local)
+                return dst
+            if split is not None:  # a work-group's inputs would not fit its local memory (a wide DW_PX)
+                split.launch()
             self._launch(unit, "stowage_conv2d_depthwise", x_buf, w_var, bias_var, res_var, dst,
                          n, c, h, wd, k, p, q, r, s, *g["strides"], g["pads"][0], g["pads"][1], *g["dilations"],
-                         flags, *act, *sums, *split_args, grid=grid, local=local)
+                         flags, *act, *sums, grid=grid, local=local)
             return dst
         unit = self._unit("conv")
         tm, tn, local = _tiling(unit, CONV_DEFAULTS, "CONV_")
@@ -699,10 +704,11 @@ class MatrixOps(Core):
 
     def _split_input(self, x, dst, g):
         """The PendingSplitSum of x, taken, where the depthwise convolution of geometry
-        g adds x's parts up as it reads them (DW_SPLIT_IN) and writes x: x whole, one
-        image of the parts' channels, each pixel's outputs at the pixel (unit strides
-        and dilations, the input's size) with kernel rows that fit registers; else None
-        (x's sum then runs before the convolution, as for any reader)."""
+        g may add x's parts up as it reads them (stowage_conv2d_depthwise_split) and
+        write x: x whole, one image of the parts' channels, each pixel's outputs at the
+        pixel (unit strides and dilations, the input's size) with kernel rows that fit
+        registers; else None (x's sum then runs before the convolution, as for any
+        reader)."""
         pending = self._pending_sums.get(x.name)
         if (pending is None or self._base(x) != x.name or self._base(dst) == x.name or g["n"] != 1
                 or (pending.channels, pending.row) != (g["c"], g["h"] * g["w"]) or (g["p"], g["q"]) != (g["h"], g["w"])

@@ -85,7 +85,6 @@ _SHORT = {
     "DW_SUMS": "dws",
     "DCONV_SE": "exc",
     "DW_R": "dwr",
-    "DW_SPLIT_IN": "dwsp",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
     "STOWAGE_A_NORM": "an",

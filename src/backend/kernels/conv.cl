@@ -35,15 +35,18 @@
 // the G = groups(0) groups(1) covering a channel plane: the squeeze of a
 // squeeze-and-excitation reading this output (stowage_excite_sums) without reading
 // the output again.
-// A unit built with DW_SPLIT_IN 1 reads an input that a split reduction left in
-// parts (a split GEMM's or convolution's, not yet added up): x holds in_parts planes
-// of N C H W values, and each input value is their sum plus in_bias[c] and in_res
-// (bits STOWAGE_EPI_BIAS and STOWAGE_EPI_RESIDUAL of in_flags), in the order the sum
-// kernels add them. It takes five more arguments after act_b (after sums with
-// DW_SUMS): in_parts, in_flags, in_bias, in_res and x_sum, where the work-items of
-// the first output channel of each input channel write the sums of the input pixels
-// their outputs sit on: the added-up input, for its other readers. So the launch must
-// keep each pixel where it is (P == H, Q == W, unit strides; the host checks).
+//
+// stowage_conv2d_depthwise_split: stowage_conv2d_depthwise (no residual, no DW_SUMS)
+// of an input that a split reduction left in parts, not yet added up: x holds
+// in_parts planes of N C H W values, and each input value is their sum in part order
+// plus in_bias[c] and in_res (bits STOWAGE_EPI_BIAS and STOWAGE_EPI_RESIDUAL of
+// in_flags), as the split's sum kernels add them. Each work-group adds up once the
+// inputs its outputs read (its tile: local rows + R - 1 by local columns DW_PX + S - 1
+// values, at most DW_SPLIT_TILE) into local memory, and the work-groups of each input
+// channel's first output channel write the sums under their outputs to x_sum: the
+// added-up input, for its later readers. So every pixel stays where it is: P == H,
+// Q == W, unit strides and dilations, S <= DW_ROW_TAPS (the host checks). Launch as
+// stowage_conv2d_depthwise.
 //
 // Both end in the epilogue of <stowage/epilogue.cl.h>: + bias[k], + res (the
 // output's shape), activation. res may be y itself (a residual updated in place):
@@ -113,27 +116,6 @@
 #define DW_MAX_GROUP 256  // work-items of a work-group (sizes its partial sums in local memory)
 #else
 #define DW_SUMS_PARAMS
-#endif
-#ifndef DW_SPLIT_IN
-#define DW_SPLIT_IN 0
-#endif
-#if DW_SPLIT_IN
-#define DW_SPLIT_PARAMS \
-  , int in_parts, int in_flags, __global const float* in_bias, __global const float* in_res, __global float* x_sum
-// The input value at `at` (in x's first plane): its split parts added up in part
-// order, then the bias and the residual, as the split's sum kernels add them.
-static inline float stowage_dw_split_value(const __global float* at, int offset, int plane, int parts, int flags,
-                                           float bias_c, const __global float* res) {
-  float v = 0.0f;
-  for (int part = 0; part < parts; ++part) v += at[part * plane];
-  if (flags & STOWAGE_EPI_BIAS) v += bias_c;
-  if (flags & STOWAGE_EPI_RESIDUAL) v += res[offset];
-  return v;
-}
-#define DW_IN(ptr) stowage_dw_split_value((ptr), (int)((ptr) - x), plane, in_parts, in_flags, in_bias_c, in_res)
-#else
-#define DW_SPLIT_PARAMS
-#define DW_IN(ptr) (*(ptr))
 #endif
 
 #define CONV_THREADS_M (CONV_TILE_M / CONV_WPT_M)
@@ -347,7 +329,7 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
                                        __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                        int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
                                        int pad_left, int dil_h, int dil_w, int flags, int act, float act_a,
-                                       float act_b DW_SUMS_PARAMS DW_SPLIT_PARAMS) {
+                                       float act_b DW_SUMS_PARAMS) {
   const int q0 = get_global_id(0) * DW_PX, p = get_global_id(1), nk = get_global_id(2);
 #if DW_SUMS
   __local float partial[DW_MAX_GROUP];
@@ -360,10 +342,6 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
   const int img = nk / K, k = nk - img * K, c = k / (K / C);
   const __global float* xc = x + (img * C + c) * H * W;
   const __global float* wk = w + k * R * S;
-#if DW_SPLIT_IN
-  const int plane = (N * C) * H * W;
-  const float in_bias_c = (in_flags & STOWAGE_EPI_BIAS) ? in_bias[c] : 0.0f;
-#endif
   float acc[DW_PX];
 #pragma unroll
   for (int i = 0; i < DW_PX; ++i) acc[i] = 0.0f;
@@ -387,7 +365,7 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #pragma unroll
       for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) {
         const int iw = iw0 + j;
-        v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? DW_IN(row + iw) : 0.0f;
+        v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
       }
 #pragma unroll
       for (int s = 0; s < DW_ROW_TAPS; ++s) {
@@ -403,18 +381,10 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 #pragma unroll
       for (int i = 0; i < DW_PX; ++i) {
         const int iw = iw0 + i * stride_w + s * dil_w;
-        if (iw >= 0 && iw < W) acc[i] = fma(wv, DW_IN(row + iw), acc[i]);
+        if (iw >= 0 && iw < W) acc[i] = fma(wv, row[iw], acc[i]);
       }
     }
   }
-#if DW_SPLIT_IN
-  if (k == c * (K / C)) {  // the added-up input where this work-item's outputs sit
-    const __global float* at = xc + p * W;
-#pragma unroll
-    for (int i = 0; i < DW_PX; ++i)
-      if (q0 + i < W) x_sum[(img * C + c) * H * W + p * W + q0 + i] = DW_IN(at + q0 + i);
-  }
-#endif
   const __global float* biases = (flags & STOWAGE_EPI_BIAS_AFTER_WEIGHTS) ? w + K * R * S : bias;
   const float bv = (flags & STOWAGE_EPI_BIAS) ? biases[k] : 0.0f;
   const int base = (img * K + k) * P * Q + p * Q;
@@ -445,6 +415,73 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
     *at = total;
   }
 #endif
+}
+
+// The most inputs a work-group adds up: (ly + R - 1)(lx DW_PX + S - 1) is at most
+// 1834 for the host's work-groups of up to 64 work-items, R, S <= 7 and DW_PX 4; a
+// tuning's wider DW_PX may need more, and then the host sums the parts apart.
+#define DW_SPLIT_TILE 2048
+__kernel void stowage_conv2d_depthwise_split(__global const float* x, __global const float* w,
+                                             __global const float* bias, __global float* y, int N, int C, int H,
+                                             int W, int K, int R, int S, int pad_top, int pad_left, int flags,
+                                             int act, float act_a, float act_b, int in_parts, int in_flags,
+                                             __global const float* in_bias, __global const float* in_res,
+                                             __global float* x_sum) {
+  __local float tile[DW_SPLIT_TILE];
+  const int lx = get_local_size(0), ly = get_local_size(1);
+  const int lid = get_local_id(1) * lx + get_local_id(0);
+  const int nk = get_global_id(2), img = nk / K, k = nk - img * K, c = k / (K / C);
+  const int q_first = get_group_id(0) * lx * DW_PX, p_first = get_group_id(1) * ly;
+  const int tw = lx * DW_PX + S - 1, th = ly + R - 1;
+  const int plane = N * C * H * W, base = (img * C + c) * H * W;
+  const float in_bias_c = (in_flags & STOWAGE_EPI_BIAS) ? in_bias[c] : 0.0f;
+  const bool writes_sums = k == c * (K / C);
+  if (tw * th <= DW_SPLIT_TILE) {  // else a launch this kernel was not written for: nothing written
+    for (int t = lid; t < tw * th; t += lx * ly) {
+      const int tr = t / tw, tc = t - tr * tw;
+      const int ih = p_first - pad_top + tr, iw = q_first - pad_left + tc;
+      float v = 0.0f;
+      if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+        const int at = base + ih * W + iw;
+        for (int part = 0; part < in_parts; ++part) v += x[part * plane + at];
+        if (in_flags & STOWAGE_EPI_BIAS) v += in_bias_c;
+        if (in_flags & STOWAGE_EPI_RESIDUAL) v += in_res[at];
+        if (writes_sums && tr >= pad_top && tr < pad_top + ly && tc >= pad_left && tc < pad_left + lx * DW_PX)
+          x_sum[at] = v;
+      }
+      tile[t] = v;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int q0 = get_global_id(0) * DW_PX, p = get_global_id(1);
+  if (q0 >= W || p >= H || tw * th > DW_SPLIT_TILE) return;
+  const __global float* wk = w + k * R * S;
+  float acc[DW_PX];
+#pragma unroll
+  for (int i = 0; i < DW_PX; ++i) acc[i] = 0.0f;
+  // Each row's DW_PX + S - 1 values in registers (S <= DW_ROW_TAPS, the host checks).
+  const __local float* row0 = tile + get_local_id(1) * tw + get_local_id(0) * DW_PX;
+  for (int r = 0; r < R; ++r) {
+    const __local float* row = row0 + r * tw;
+    float v[DW_PX + DW_ROW_TAPS - 1];
+#pragma unroll
+    for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) v[j] = j < DW_PX + S - 1 ? row[j] : 0.0f;
+#pragma unroll
+    for (int s = 0; s < DW_ROW_TAPS; ++s) {
+      if (s >= S) break;
+      const float wv = wk[r * S + s];
+#pragma unroll
+      for (int i = 0; i < DW_PX; ++i) acc[i] = fma(wv, v[i + s], acc[i]);
+    }
+  }
+  const __global float* biases = (flags & STOWAGE_EPI_BIAS_AFTER_WEIGHTS) ? w + K * R * S : bias;
+  const float bv = (flags & STOWAGE_EPI_BIAS) ? biases[k] : 0.0f;
+  const int out = (img * K + k) * H * W + p * W;
+#pragma unroll
+  for (int i = 0; i < DW_PX; ++i) {
+    if (q0 + i >= W) break;
+    y[out + q0 + i] = stowage_activate(acc[i] + bv, act, act_a, act_b);
+  }
 }
 
 __kernel void stowage_conv2d_split_sum(__global const float* partial, __global const float* bias,
