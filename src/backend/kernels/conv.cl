@@ -421,6 +421,9 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
 // 1834 for the host's work-groups of up to 64 work-items, R, S <= 7 and DW_PX 4; a
 // tuning's wider DW_PX may need more, and then the host sums the parts apart.
 #define DW_SPLIT_TILE 2048
+#ifndef DW_SPLIT_RUN
+#define DW_SPLIT_RUN 8
+#endif
 __kernel void stowage_conv2d_depthwise_split(__global const float* x, __global const float* w,
                                              __global const float* bias, __global float* y, int N, int C, int H,
                                              int W, int K, int R, int S, int pad_top, int pad_left, int flags,
@@ -436,20 +439,37 @@ __kernel void stowage_conv2d_depthwise_split(__global const float* x, __global c
   const int plane = N * C * H * W, base = (img * C + c) * H * W;
   const float in_bias_c = (in_flags & STOWAGE_EPI_BIAS) ? in_bias[c] : 0.0f;
   const bool writes_sums = k == c * (K / C);
+  // The tile in runs of DW_SPLIT_RUN values of a row, a run a work-item: each part's
+  // loads of a run are issued together (the loops unrolled), not one value at a time.
+  const int runs = (tw + DW_SPLIT_RUN - 1) / DW_SPLIT_RUN;
   if (tw * th <= DW_SPLIT_TILE) {  // else a launch this kernel was not written for: nothing written
-    for (int t = lid; t < tw * th; t += lx * ly) {
-      const int tr = t / tw, tc = t - tr * tw;
-      const int ih = p_first - pad_top + tr, iw = q_first - pad_left + tc;
-      float v = 0.0f;
-      if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
-        const int at = base + ih * W + iw;
-        for (int part = 0; part < in_parts; ++part) v += x[part * plane + at];
-        if (in_flags & STOWAGE_EPI_BIAS) v += in_bias_c;
-        if (in_flags & STOWAGE_EPI_RESIDUAL) v += in_res[at];
-        if (writes_sums && tr >= pad_top && tr < pad_top + ly && tc >= pad_left && tc < pad_left + lx * DW_PX)
-          x_sum[at] = v;
+    for (int t = lid; t < runs * th; t += lx * ly) {
+      const int tr = t / runs, tc0 = (t - tr * runs) * DW_SPLIT_RUN;
+      const int ih = p_first - pad_top + tr, iw0 = q_first - pad_left + tc0;
+      const bool row_inside = ih >= 0 && ih < H;
+      const int at = base + (row_inside ? ih : 0) * W + iw0;
+      float v[DW_SPLIT_RUN];
+#pragma unroll
+      for (int j = 0; j < DW_SPLIT_RUN; ++j) v[j] = 0.0f;
+      for (int part = 0; part < in_parts; ++part) {
+#pragma unroll
+        for (int j = 0; j < DW_SPLIT_RUN; ++j)
+          if (row_inside && iw0 + j >= 0 && iw0 + j < W) v[j] += x[part * plane + at + j];
       }
-      tile[t] = v;
+#pragma unroll
+      for (int j = 0; j < DW_SPLIT_RUN; ++j) {
+        const int tc = tc0 + j;
+        if (tc >= tw) break;
+        if (row_inside && iw0 + j >= 0 && iw0 + j < W) {
+          if (in_flags & STOWAGE_EPI_BIAS) v[j] += in_bias_c;
+          if (in_flags & STOWAGE_EPI_RESIDUAL) v[j] += in_res[at + j];
+          if (writes_sums && tr >= pad_top && tr < pad_top + ly && tc >= pad_left && tc < pad_left + lx * DW_PX)
+            x_sum[at + j] = v[j];
+        } else {
+          v[j] = 0.0f;
+        }
+        tile[tr * tw + tc] = v[j];
+      }
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
