@@ -526,9 +526,11 @@ def test_a_pooled_layer_norm_whose_transposes_do_not_undo_each_other_runs_alone(
     assert not any("pln1" in k for k in kernels) and any("normalize" in k for k in kernels), kernels
 
 
-def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
-    """A split reduction, then a depthwise Conv reading its output first, then a Mul
-    reading that output again: ConvNeXt's block end ('linear': channels last, two
+def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1, reader="depthwise"):
+    """A split reduction, then a depthwise Conv (``reader`` "depthwise"), a
+    LayerNormalization over the channels ("norm") or a GlobalAveragePool ("pool")
+    reading its output first, then a Mul reading that output again: ConvNeXt's block
+    end ('linear': channels last, two
     MatMuls, transposed back, times gamma, plus the block's input, made through a wide
     layer so that the planned peak comes before the block and leaves the split room)
     or downsampling ('conv': 2 x 2 at stride 2, the Mul's product then widened and
@@ -551,16 +553,25 @@ def split_sum_model(kind, c=8, hw=7, hidden=2048, kernel=7, stride=1):
         nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["s"], kernel_shape=[2, 2], strides=[2, 2])]
         inits = [("wd", rand(c, hidden // 4, 2, 2) * 0.1), ("bd", rand(c))]
         name, shape = "x", (1, hidden // 4, 2 * hw, 2 * hw)
-    pad = kernel // 2
-    nodes += [helper.make_node("Conv", ["s", "wdw", "bdw"], ["d"], group=c, kernel_shape=[kernel, kernel],
-                               pads=[pad] * 4, strides=[stride] * 2),
-              helper.make_node("Mul", ["d", "s"] if stride == 1 else ["d", "d"], ["y" if kind == "linear" else "m"])]
-    inits += [("wdw", rand(c, 1, kernel, kernel)), ("bdw", rand(c))]
+    if reader == "norm":  # a LayerNormalization over the channels, as ConvNeXt's downsampling begins
+        nodes += [helper.make_node("Transpose", ["s"], ["st"], perm=[0, 2, 3, 1]),
+                  helper.make_node("LayerNormalization", ["st", "g", "be"], ["sn"], axis=-1, epsilon=1e-6),
+                  helper.make_node("Transpose", ["sn"], ["d"], perm=[0, 3, 1, 2])]
+        inits += [("g", rng.uniform(0.5, 1.5, c).astype(np.float32)), ("be", rand(c))]
+    elif reader == "pool":
+        nodes.append(helper.make_node("GlobalAveragePool", ["s"], ["d"]))
+    else:
+        pad = kernel // 2
+        nodes.append(helper.make_node("Conv", ["s", "wdw", "bdw"], ["d"], group=c, kernel_shape=[kernel, kernel],
+                                      pads=[pad] * 4, strides=[stride] * 2))
+        inits += [("wdw", rand(c, 1, kernel, kernel)), ("bdw", rand(c))]
+    nodes.append(helper.make_node("Mul", ["d", "s"] if stride == 1 else ["d", "d"],
+                                  ["y" if kind == "linear" else "m"]))
     if kind != "linear":
         nodes += [helper.make_node("Conv", ["m", "ww"], ["wide"]),
                   helper.make_node("ReduceMean", ["wide"], ["y"], axes=[1], keepdims=1)]
         inits.append(("ww", rand(16 * c, c, 1, 1)))
-    return make_model(nodes, [(name, shape)], inits), {name: rand(*shape)}
+    return make_model(nodes, [(name, shape)], inits, opset=17), {name: rand(*shape)}
 
 
 @pytest.mark.parametrize("kind,kw,fused", [
@@ -583,6 +594,27 @@ def test_a_depthwise_convolution_adds_up_the_split_parts_it_reads(kind, kw, fuse
     assert len(sums) == (0 if fused else 1), kernels
     splitting = [k for k in kernels if "_sl" in k or k.startswith("stowage_conv2d_ah")]
     assert splitting, kernels
+
+
+@pytest.mark.parametrize("kind,kw,reader,kernel", [
+    ("linear", dict(c=32), "norm", r"stowage_normalize_.*nsp1.*"),
+    ("conv", dict(c=64, hidden=1024), "norm", r"stowage_normalize_.*nsp1.*"),
+    ("linear", dict(c=32), "pool", r"stowage_global_avg_pool_split.*"),
+    ("conv", dict(c=64, hidden=1024), "pool", r"stowage_global_avg_pool_split.*")],
+    ids=["norm_after_block", "norm_after_downsampling", "pool_after_block", "pool_after_downsampling"])
+def test_a_normalization_or_pool_adds_up_the_split_parts_it_reads(kind, kw, reader, kernel, device):
+    """ConvNeXt's downsampling begins with a LayerNormalization over the channels of
+    its stage's last block, and its head with a global average pool: on the GPU target
+    either (the normalization a work-group a row) adds up the block's split parts as
+    it reads them and writes the sum for the Mul after it, no sum kernel; against
+    ONNX Runtime."""
+    model, feeds = split_sum_model(kind, reader=reader, **kw)
+    got = stowage_outputs(model, feeds, device, False, "opencl-gpu")[0][0]
+    assert_matches(got, reference_outputs(model, feeds)[0])
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(sw.from_onnx(model, target="opencl-gpu")))
+    assert not any("split_sum" in k for k in kernels), kernels
+    assert any(re.fullmatch(kernel, k) for k in kernels), kernels
+    assert any("_sl" in k or k.startswith("stowage_conv2d_ah") for k in kernels), kernels
 
 
 def test_a_depthwise_work_group_whose_inputs_overflow_its_tile_takes_the_sum_first(device):

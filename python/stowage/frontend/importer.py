@@ -50,8 +50,9 @@ class Importer:
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
         self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
         self.scales_for_one_conv = set()  # scales a Conv's input map alone reads (emit)
-        # outputs a depthwise Conv reads first, which may add up their split parts -> its position
-        self.sums_for_depthwise = {}
+        # outputs a depthwise Conv or a normalization reads first, which may add up their
+        # split parts -> that reader's position (split_sum_readers)
+        self.split_sum_readers = {}
 
     @property
     def opset(self):
@@ -188,7 +189,7 @@ class Importer:
         self.scales_for_one_conv = {g.pre.scale for g in order if g.pre is not None and g.pre.scale is not None
                                     and len(self.graph.consumers.get(g.pre.scale, [])) == 1
                                     and g.pre.scale not in self.graph.output_names}
-        self.sums_for_depthwise = depthwise_first_reads(self.graph, order) if (
+        self.split_sum_readers = split_sum_readers(self.graph, order) if (
             self.ob.launch["SPLIT_SUM_IN_DEPTHWISE"] and not self.ob.texture) else {}
         self.alive = alive_bytes(self.graph, order, self.graph.size_hints(), self.is_known, self.last_use)
         limits = [None] * len(order)
@@ -199,7 +200,7 @@ class Importer:
         for position, group in enumerate(order):
             self.position = position
             self.group = group
-            reader = self.sums_for_depthwise.get(group.output)
+            reader = self.split_sum_readers.get(group.output)
             self.ob.defer_split_sum = reader is not None
             # a split whose sum is left to a later reader holds its workspace until then
             self.ob.workspace_limit = limits[position] if reader is None or limits[position] is None else min(
@@ -571,11 +572,14 @@ def attention_scores(order, sizes):
             for g in order]
 
 
-def depthwise_first_reads(graph, order):
+def split_sum_readers(graph, order):
     """{output: its reader's position in `order`} of the group outputs whose first
-    reader is a depthwise Conv alone, on that output as its input: where the output
-    comes out of a split reduction, the convolution may add its parts up as it reads
-    them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes the sum for the readers after it."""
+    reader is a depthwise Conv alone, on that output as its input, a
+    LayerNormalization between Transposes (over an NCHW tensor's channels, as
+    ConvNeXt's) or a GlobalAveragePool (with what its group takes after it): where
+    the output comes out of a split reduction, that reader
+    may add its parts up as it reads them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes
+    the sum for the readers after it."""
     first = {}
     for position, g in enumerate(order):
         for name in g.inputs():
@@ -584,9 +588,11 @@ def depthwise_first_reads(graph, order):
     for g in order:
         at = first.get(g.output)
         reader = None if at is None else order[at]
-        if (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
-                and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main)
-                and g.output not in graph.output_names):
+        depthwise = (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
+                     and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main))
+        normalizing = reader is not None and {n.op_type for n in reader.nodes} == {"Transpose", "LayerNormalization"}
+        pooling = reader is not None and reader.main.op_type == "GlobalAveragePool" and reader.main.inputs[0] == g.output
+        if (depthwise or normalizing or pooling) and g.output not in graph.output_names:
             found[g.output] = at
     return found
 

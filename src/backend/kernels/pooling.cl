@@ -11,6 +11,11 @@
 // stowage_global_avg_pool: y[i] = mean of x[i * HW .. i * HW + HW), i < rows, one
 //   work-group of GAP_LOCAL work-items per row, summed in a fixed order.
 //   Launch: local = [GAP_LOCAL, 1], grid = [GAP_LOCAL, rows].
+// stowage_global_avg_pool_split: the same of an x that a split reduction left in
+//   parts, not yet added up: x holds in_parts planes of in_plane values, and value e
+//   is their sum in part order plus in_bias[e / in_row] and in_res[e] (bits 1 and 2
+//   of in_flags), as the split's sum kernels add them; it also writes that sum to
+//   x_sum[e], the added-up x for its other readers. Launch as stowage_global_avg_pool.
 // stowage_pooled_linear: y [N, J] = act(bias + x [N, C] times w [J, C]^T): the
 //   linear layer after a global average pool (x, its result) with constant weights,
 //   at small batch, without split-K's second launch. A work-group of PL_LOCAL
@@ -102,6 +107,26 @@ __kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_glo
   const __global float* xr = x + row * HW;
   float sum = 0.0f;
   for (int i = t; i < HW; i += GAP_LOCAL) sum += xr[i];
+  partial[t] = sum;
+  STOWAGE_GAP_SUM(partial, t);
+  if (t == 0) y[row] = partial[0] / (float)HW;
+}
+
+__kernel __attribute__((reqd_work_group_size(GAP_LOCAL, 1, 1))) void stowage_global_avg_pool_split(
+    __global const float* x, __global float* y, int HW, int in_parts, int in_plane, int in_row, int in_flags,
+    __global const float* in_bias, __global const float* in_res, __global float* x_sum) {
+  __local float partial[GAP_LOCAL];
+  const int t = get_local_id(0), row = get_group_id(1);
+  float sum = 0.0f;
+  for (int i = t; i < HW; i += GAP_LOCAL) {
+    const int e = row * HW + i;
+    float v = 0.0f;
+    for (int part = 0; part < in_parts; ++part) v += x[part * in_plane + e];
+    if (in_flags & 1) v += in_bias[e / in_row];
+    if (in_flags & 2) v += in_res[e];
+    x_sum[e] = v;
+    sum += v;
+  }
   partial[t] = sum;
   STOWAGE_GAP_SUM(partial, t);
   if (t == 0) y[row] = partial[0] / (float)HW;
