@@ -50,8 +50,8 @@ class Importer:
         self.alive = None  # bytes alive at each position of the walk (alive_bytes), or None
         self.excited_inputs = {}  # the values squeeze-and-excitation groups pool -> their first Conv
         self.scales_for_one_conv = set()  # scales a Conv's input map alone reads (emit)
-        # outputs a depthwise Conv or a normalization reads first, which may add up their
-        # split parts -> that reader's position (split_sum_readers)
+        # outputs a depthwise Conv or a pool reads first, which may add up their split
+        # parts -> that reader's position (split_sum_readers)
         self.split_sum_readers = {}
 
     @property
@@ -574,10 +574,9 @@ def attention_scores(order, sizes):
 
 def split_sum_readers(graph, order):
     """{output: its reader's position in `order`} of the group outputs whose first
-    reader is a depthwise Conv alone, on that output as its input, a
-    LayerNormalization between Transposes (over an NCHW tensor's channels, as
-    ConvNeXt's) or a GlobalAveragePool (with what its group takes after it): where
-    the output comes out of a split reduction, that reader
+    reader is a depthwise Conv alone, on that output as its input, or a
+    GlobalAveragePool (with what its group takes after it): where the output comes
+    out of a split reduction, that reader
     may add its parts up as it reads them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes
     the sum for the readers after it."""
     first = {}
@@ -590,9 +589,8 @@ def split_sum_readers(graph, order):
         reader = None if at is None else order[at]
         depthwise = (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
                      and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main))
-        normalizing = reader is not None and {n.op_type for n in reader.nodes} == {"Transpose", "LayerNormalization"}
         pooling = reader is not None and reader.main.op_type == "GlobalAveragePool" and reader.main.inputs[0] == g.output
-        if (depthwise or normalizing or pooling) and g.output not in graph.output_names:
+        if (depthwise or pooling) and g.output not in graph.output_names:
             found[g.output] = at
     return found
 

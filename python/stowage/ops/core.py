@@ -35,8 +35,8 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
 # library's launches do not fit, so the tuning is refused instead.
 LIBRARY_DEFINES = frozenset({
     "STOWAGE_T", "STOWAGE_U", "STOWAGE_I", "STOWAGE_IN_AFFINE", "STOWAGE_IN_ACT", "STOWAGE_A_NORM", "DW_SUMS", "DW_R",
-    "DCONV_SE", "PL_NORM", "NORM_SPLIT_IN", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC",
-    "GEMM_B_VEC", "GEMM_Y_VEC"})
+    "DCONV_SE", "PL_NORM", "DDWPW_SHUFFLE", "TCONV_RESIDUAL", "GEMV_MAX_M", "GEMM_A_VEC", "GEMM_B_VEC",
+    "GEMM_Y_VEC"})
 
 
 def check_epsilon(op, epsilon):
@@ -50,9 +50,9 @@ class PendingSplitSum:
     planes of the output's size in ``workspace``), laid out as ``channels`` rows of
     ``row`` values each, its epilogue's bias (one per row) and residual, and
     ``launch``, which runs the sum. A depthwise convolution reading the output first
-    as one image of those channels, or a normalization of its rows, may add the parts
-    up itself (SPLIT_SUM_IN_DEPTHWISE); anything else reading it launches the sum
-    first (Core._launch, Core._copy_tensor, output)."""
+    as one image of those channels, or a global average pool, may add the parts up
+    itself (SPLIT_SUM_IN_DEPTHWISE); anything else reading it launches the sum first
+    (Core._launch, Core._copy_tensor, output)."""
 
     def __init__(self, workspace, parts, channels, row, bias, res, flags, launch):
         self.workspace, self.parts, self.channels, self.row = workspace, parts, channels, row

@@ -292,15 +292,6 @@ class ReduceOps(Core):
             lx, ly = strided_group(n, inner)
             self._launch(self._row_unit(), "stowage_normalize_strided", *tensors, n, inner, period, div, float(eps),
                          mode, flags, grid=(shapes.round_up(inner, lx), ly, outer), local=(lx, ly, 1))
-        elif n > THIN_MAX_N and not (inner >= THIN_MIN_INNER and rows >= THIN_MIN_ROWS) and (
-                self._base(x) == x.name and x.name in self._pending_sums):
-            # a work-group a row (as _rows_launch picks) over a split reduction's parts:
-            # it adds them up as it reads them, and writes x for its other readers
-            split = self._take_pending_sum(x)
-            self._row_launch(self._unit("reduction", {"NORM_SPLIT_IN": 1}), "stowage_normalize", rows,
-                             split.workspace, scale, bias, dst, mean, inv, n, inner, period, div, float(eps), mode,
-                             flags, split.parts, shapes.prod(self.shape_of(x)), split.row, split.flags, split.bias,
-                             split.res, x)
         else:
             self._rows_launch(self._row_unit(), "stowage_normalize", view, tensors, period, div, float(eps), mode,
                               flags)

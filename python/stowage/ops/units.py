@@ -89,7 +89,6 @@ _SHORT = {
     "STOWAGE_IN_ACT": "ina",
     "STOWAGE_A_NORM": "an",
     "PL_NORM": "pln",
-    "NORM_SPLIT_IN": "nsp",
     "SOFTMAX_LOCAL": "l",
     "STOWAGE_FIXED_ACT": "act",
     "STOWAGE_T": "t",

@@ -28,12 +28,6 @@
 //   mean_out[row], inv_out[row]. Value j of row r takes scale[((r % period) * n + j) / div] (and
 //   bias alike): period 1, div 1 is per element of the row (LayerNorm); period C,
 //   div n per channel (InstanceNorm).
-//   A unit built with NORM_SPLIT_IN 1 normalizes an x that a split reduction left in
-//   parts, not yet added up: seven more arguments (in_parts, in_plane, in_row,
-//   in_flags, in_bias, in_res, x_sum); x holds in_parts planes of in_plane values,
-//   and value e is their sum in part order plus in_bias[e / in_row] and in_res[e]
-//   (bits 1 and 2 of in_flags), as the split's sum kernels add them; the last pass
-//   also writes that sum to x_sum[e], the added-up x for its other readers.
 //
 // Elementwise (launch: grid = [count rounded up to local0], any local):
 // stowage_lrn: y = x / (bias + alpha / size * sum of x^2 over the channels
@@ -339,27 +333,6 @@ static float norm_inv(float acc, int n, float eps, int mode) {
   return acc > 0.0f ? 1.0f / sqrt(acc) : 0.0f;
 }
 
-#ifndef NORM_SPLIT_IN
-#define NORM_SPLIT_IN 0
-#endif
-#if NORM_SPLIT_IN
-#define NORM_SPLIT_PARAMS                                                                                   \
-  , int in_parts, int in_plane, int in_row, int in_flags, __global const float *in_bias, \
-      __global const float *in_res, __global float *x_sum
-static float norm_split_value(__global const float* x, int at, int parts, int plane, int row, int flags,
-                              __global const float* bias, __global const float* res) {
-  float v = 0.0f;
-  for (int part = 0; part < parts; ++part) v += x[part * plane + at];
-  if (flags & 1) v += bias[at / row];
-  if (flags & 2) v += res[at];
-  return v;
-}
-#define NORM_X(at) norm_split_value(x, (at), in_parts, in_plane, in_row, in_flags, in_bias, in_res)
-#else
-#define NORM_SPLIT_PARAMS
-#define NORM_X(at) x[at]
-#endif
-
 static float norm_value(float v, float mean, float inv, __global const float* scale, __global const float* bias,
                         int k, int flags) {
   v = (v - mean) * inv;
@@ -371,33 +344,28 @@ static float norm_value(float v, float mean, float inv, __global const float* sc
 __kernel __attribute__((reqd_work_group_size(ROW_LOCAL, 1, 1))) void stowage_normalize(
     __global const float* x, __global const float* scale, __global const float* bias, __global float* y,
     __global float* mean_out, __global float* inv_out, int n, int inner, int period, int div, float eps, int mode,
-    int flags NORM_SPLIT_PARAMS) {
+    int flags) {
   __local float partial[ROW_LOCAL];
   const int t = get_local_id(0), row = get_group_id(1);
   const int base = row_start(row, n, inner);
   float mean = 0.0f, inv;
   float sum = 0.0f;
   if (mode == 0 || mode == 4)  // the barriers run in every mode (see stowage_softmax)
-    for (int j = t; j < n; j += ROW_LOCAL) sum += NORM_X(base + j * inner);
+    for (int j = t; j < n; j += ROW_LOCAL) sum += x[base + j * inner];
   partial[t] = sum;
   sum = row_sum(partial, t);
   if (mode == 0 || mode == 4) mean = sum / (float)n;
   float acc = 0.0f;
   for (int j = t; j < n; j += ROW_LOCAL) {
-    const float d = NORM_X(base + j * inner) - mean;
+    const float d = x[base + j * inner] - mean;
     acc += mode == 2 ? fabs(d) : d * d;
   }
   partial[t] = acc;
   acc = row_sum(partial, t);
   inv = norm_inv(acc, n, eps, mode);
   const int first = (row % period) * n;
-  for (int j = t; j < n; j += ROW_LOCAL) {
-    const float v = NORM_X(base + j * inner);
-#if NORM_SPLIT_IN
-    x_sum[base + j * inner] = v;
-#endif
-    y[base + j * inner] = norm_value(v, mean, inv, scale, bias, (first + j) / div, flags);
-  }
+  for (int j = t; j < n; j += ROW_LOCAL)
+    y[base + j * inner] = norm_value(x[base + j * inner], mean, inv, scale, bias, (first + j) / div, flags);
   if ((flags & 4) && t == 0) {
     mean_out[row] = mean;
     inv_out[row] = inv;
