@@ -576,9 +576,8 @@ def split_sum_readers(graph, order):
     """{output: its reader's position in `order`} of the group outputs whose first
     reader is a depthwise Conv alone, on that output as its input, or a
     GlobalAveragePool (with what its group takes after it): where the output comes
-    out of a split reduction, that reader
-    may add its parts up as it reads them (ops: SPLIT_SUM_IN_DEPTHWISE), and writes
-    the sum for the readers after it."""
+    out of a split reduction, that reader may add its parts up as it reads them (ops:
+    SPLIT_SUM_IN_DEPTHWISE), and writes the sum for the readers after it."""
     first = {}
     for position, g in enumerate(order):
         for name in g.inputs():
@@ -589,7 +588,8 @@ def split_sum_readers(graph, order):
         reader = None if at is None else order[at]
         depthwise = (reader is not None and len(reader.nodes) == 1 and reader.main.op_type == "Conv"
                      and reader.main.inputs[0] == g.output and is_depthwise(graph, reader.main))
-        pooling = reader is not None and reader.main.op_type == "GlobalAveragePool" and reader.main.inputs[0] == g.output
+        pooling = (reader is not None and reader.main.op_type == "GlobalAveragePool"
+                   and reader.main.inputs[0] == g.output)
         if (depthwise or pooling) and g.output not in graph.output_names:
             found[g.output] = at
     return found

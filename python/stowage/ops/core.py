@@ -200,8 +200,8 @@ class Core:
         self._channel_sums = {}
         self._view_base = {}  # view name -> name of the tensor it views
         # Whether a split reduction may leave its parts for the depthwise convolution
-        # that reads its output first (the ONNX importer sets it per node, where that
-        # reader comes next): the output's base name -> PendingSplitSum.
+        # or pool that reads its output first (the ONNX importer sets it per node,
+        # where it knows that reader); the pending ones: output's name -> PendingSplitSum.
         self.defer_split_sum = False
         self._pending_sums = {}
 

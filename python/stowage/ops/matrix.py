@@ -682,9 +682,9 @@ class MatrixOps(Core):
         return dst
 
     def _sum_deferrable(self, y, res, bias, flags, act, alpha, sbias):
-        """Whether a split reduction writing ``y`` [N, C, ...] may leave its parts for
-        the depthwise convolution that reads y first (``defer_split_sum``, set by the
-        caller that knows that reader): the sum's epilogue no more than a bias per
+        """Whether a split reduction writing ``y`` may leave its parts for the depthwise
+        convolution or pool that reads y first (``defer_split_sum``, set by the caller
+        that knows that reader): y whole, the sum's epilogue no more than a bias per
         channel (sbias: its strides over the rows and columns, rows being channels) and
         a residual that is not y's own storage, with no scaling or activation."""
         return (self.defer_split_sum and alpha == 1.0 and act[0] == 0 and tuple(sbias) == (1, 0)
@@ -693,7 +693,7 @@ class MatrixOps(Core):
 
     def _sum_later_or_now(self, deferrable, y, workspace, parts, rows, bias, res, flags, launch):
         """Runs a split reduction's sum (``launch``), or where ``deferrable`` leaves it
-        pending for the depthwise convolution that reads ``y`` first (PendingSplitSum;
+        pending for the depthwise convolution or pool that reads ``y`` first (PendingSplitSum;
         ``rows``: the rows, each with a bias, and the values of a row)."""
         if not deferrable:
             launch()

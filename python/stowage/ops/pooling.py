@@ -148,7 +148,7 @@ class PoolingOps(Core):
         unit = self._unit("pooling")
         gap = unit.defines.get("GAP_LOCAL", 64)
         split = self._take_pending_sum(x_var) if self._base(x_var) == x_var.name else None
-        if split is not None:  # a split reduction's parts, added up as they are read; x written for its other readers
+        if split is not None:  # a split reduction's parts, added up as read; x written for its other readers
             self._launch(unit, "stowage_global_avg_pool_split", split.workspace, dst, shapes.prod(shape[2:]),
                          split.parts, shapes.prod(shape), split.row, split.flags, split.bias, split.res, x_var,
                          grid=(gap, shape[0] * shape[1]), local=(gap, 1))

@@ -85,6 +85,7 @@ _SHORT = {
     "DW_SUMS": "dws",
     "DCONV_SE": "exc",
     "DW_R": "dwr",
+    "DW_SPLIT_RUN": "dsr",
     "STOWAGE_IN_AFFINE": "in",
     "STOWAGE_IN_ACT": "ina",
     "STOWAGE_A_NORM": "an",
