@@ -879,3 +879,39 @@ def test_depthwise_units_fix_heights_up_to_five_on_the_gpu_target():
     assert unit((8, 1, 5, 5), (2, 1), (2, 2, 2, 2)).endswith("_dwr5")
     assert "_dwr" not in unit((8, 1, 7, 7), (1, 1), (3, 3, 3, 3))
     assert "_dwr" not in unit((8, 1, 3, 3), (2, 2), (1, 1, 1, 1))
+
+
+def _split_conv_reference(x, w, b):
+    """A 2 x 2 convolution at stride 2 with bias, in float64."""
+    n, c, h, wd = x.shape
+    cols = x.astype(np.float64).reshape(n, c, h // 2, 2, wd // 2, 2).transpose(0, 2, 4, 1, 3, 5)
+    return np.einsum("npqcrs,kcrs->nkpq", cols, w.astype(np.float64)) + b.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.parametrize("reader", ["output", "view", "copy", "launch"])
+def test_a_pending_split_sum_is_added_up_before_any_other_reader(reader, device):
+    """An OpBuilder told to defer split sums (defer_split_sum, as the ONNX importer
+    does where a depthwise convolution or pool reads next) leaves a split
+    convolution's sum pending; the function's result, a reshape read by a kernel, a
+    copy and a kernel reading the tensor itself each launch the sum first, once; the
+    values as float64's."""
+    rng = np.random.default_rng(31)
+    x, w, b = rand(rng, 1, 256, 14, 14), rand(rng, 64, 256, 2, 2, low=-0.1, high=0.1), rand(rng, 64)
+    want = _split_conv_reference(x, w, b)
+    bb = sw.Builder()
+    with bb.function("main") as f:
+        ops = OpBuilder(bb, f, target="opencl-gpu")
+        ops.defer_split_sum = True
+        y = ops.conv2d(f.param("x", x.shape, "float32"), w, b, strides=(2, 2))
+        if reader == "view":
+            y, want = ops.unary("relu", ops.reshape(y, (64, 49))), np.maximum(want.reshape(64, 49), 0)
+        elif reader == "copy":
+            y = ops.cast(y, "float32", out=f.empty(tuple(y.shape), "float32"))
+        elif reader == "launch":
+            y, want = ops.binary("add", y, y), 2 * want
+        f.ret(ops.output(y))
+    module = bb.module()
+    kernels = re.findall(r"call_kernel\((stowage_[a-z0-9_]*)", str(module))
+    assert sum(k.startswith("stowage_conv2d_split_sum") for k in kernels) == 1, kernels
+    got = sw.VirtualMachine(sw.compile(module, target="opencl-gpu"), device=device).invoke("main", x).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
