@@ -234,13 +234,9 @@ class Core:
                     pending.launch()
 
     def _take_pending_sum(self, var):
-        """The PendingSplitSum of ``var`` (the whole output, not a view of part of it),
-        now the caller's to add up, or None."""
-        pending = self._pending_sums.get(var.name)
-        if pending is None:
-            return None
-        del self._pending_sums[var.name]
-        return pending
+        """The PendingSplitSum of ``var`` (the whole output: a view's name is never a
+        key), now the caller's to add up, or None."""
+        return self._pending_sums.pop(var.name, None)
 
     # ---- values -------------------------------------------------------------
 

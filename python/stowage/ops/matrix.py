@@ -674,21 +674,20 @@ class MatrixOps(Core):
                      *in_args, grid=grid, local=local)
         sum_grid, sum_local = shapes.launch_3d(n * p * q, k, 1)
         # The parts' layout [k_split][K][N P Q] is NCHW's for one image only.
-        deferrable = n == 1 and self._sum_deferrable(dst, res_var, bias_var, flags, act, 1.0, (1, 0))
+        deferrable = n == 1 and self._sum_deferrable(dst, res_var, act, 1.0, (1, 0))
         self._sum_later_or_now(
             deferrable, dst, partial, k_split, (k, p * q), bias_var, res_var, flags,
             lambda: self._launch(sum_unit, "stowage_conv2d_split_sum", partial, bias_var, res_var, dst, k_split, k,
                                  n * p * q, p * q, flags, *act, grid=sum_grid[:2], local=sum_local[:2]))
         return dst
 
-    def _sum_deferrable(self, y, res, bias, flags, act, alpha, sbias):
+    def _sum_deferrable(self, y, res, act, alpha, sbias):
         """Whether a split reduction writing ``y`` may leave its parts for the depthwise
         convolution or pool that reads y first (``defer_split_sum``, set by the caller
         that knows that reader): y whole, the sum's epilogue no more than a bias per
         channel (sbias: its strides over the rows and columns, rows being channels) and
         a residual that is not y's own storage, with no scaling or activation."""
         return (self.defer_split_sum and alpha == 1.0 and act[0] == 0 and tuple(sbias) == (1, 0)
-                and (bias is None or not flags & EPI_BIAS or isinstance(bias, Var))
                 and (res is None or self._base(res) != self._base(y)) and self._base(y) == y.name)
 
     def _sum_later_or_now(self, deferrable, y, workspace, parts, rows, bias, res, flags, launch):
@@ -710,7 +709,7 @@ class MatrixOps(Core):
         registers; else None (x's sum then runs before the convolution, as for any
         reader)."""
         pending = self._pending_sums.get(x.name)
-        if (pending is None or self._base(x) != x.name or self._base(dst) == x.name or g["n"] != 1
+        if (pending is None or self._base(dst) == x.name or g["n"] != 1
                 or (pending.channels, pending.row) != (g["c"], g["h"] * g["w"]) or (g["p"], g["q"]) != (g["h"], g["w"])
                 or tuple(g["strides"]) != (1, 1) or tuple(g["dilations"]) != (1, 1) or g["s"] > DW_ROW_TAPS):
             return None
@@ -1377,7 +1376,7 @@ class MatrixOps(Core):
         # The first part's sums go to Y itself unless Y shares storage with the residual
         # the sum reads (a residual updated in place), or the sum may be left to the
         # depthwise convolution reading Y (which then writes Y: every part apart).
-        deferrable = self._sum_deferrable(y, res, bias, flags, act, alpha, sbias) and a_norm is None and (
+        deferrable = self._sum_deferrable(y, res, act, alpha, sbias) and a_norm is None and (
             not outer and l1[0] == l2[0] == 1 and sym == n and launches[0][2] == 0)
         y_first = int((res is None or self._base(res) != self._base(y)) and not deferrable)
         # A normalized A splits only where its tiles are fewer than GEMM_NORM_SPLIT_BELOW:

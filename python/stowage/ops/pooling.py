@@ -147,7 +147,7 @@ class PoolingOps(Core):
         dst = self._dest(op, out, out_shape)
         unit = self._unit("pooling")
         gap = unit.defines.get("GAP_LOCAL", 64)
-        split = self._take_pending_sum(x_var) if self._base(x_var) == x_var.name else None
+        split = self._take_pending_sum(x_var)
         if split is not None:  # a split reduction's parts, added up as read; x written for its other readers
             self._launch(unit, "stowage_global_avg_pool_split", split.workspace, dst, shapes.prod(shape[2:]),
                          split.parts, shapes.prod(shape), split.row, split.flags, split.bias, split.res, x_var,
