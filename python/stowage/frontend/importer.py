@@ -16,8 +16,9 @@ import numpy as np
 from ..builder import Var
 from ..errors import InvalidInputError, StowageError, UnsupportedError
 from . import registry
-from .fusion import group_nodes, is_depthwise, last_uses
+from .fusion import graph_constant, group_nodes, is_depthwise, last_uses
 from .graph import Graph
+from .row_gather import push_row_gathers
 
 # What folding at import may create, per value, unless from_onnx is told otherwise.
 DEFAULT_FOLD_LIMIT = 256 << 20
@@ -175,6 +176,12 @@ class Importer:
     def run(self):
         self.resolve_ops()
         self.resolve_shape_reads()
+        moved = push_row_gathers(self.graph, lambda name: graph_constant(self.graph, name)) if (
+            self.ob.launch["PUSH_ROW_GATHERS"]) else self.graph
+        if moved is not self.graph:
+            self.values.update((name, value) for name, value in moved.initializers.items() if name not in self.values)
+            self.graph = moved
+            self.resolve_ops()
         self.find_known()
         order = group_nodes(self.graph, self.is_known)
         self.last_use = last_uses(self.graph, order)

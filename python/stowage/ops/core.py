@@ -25,7 +25,8 @@ LAUNCH_DEFAULTS = {"SPLIT_K_GROUPS": 128, "SPLIT_K_MIN_STEPS": 8, "SPLIT_K_MAX_B
                    "WINOGRAD_MIN_CHANNELS": 0, "WINOGRAD_MIN_MACS": 0, "WINOGRAD_MIN_CHUNK": 64,
                    "WINOGRAD_MAX_BYTES": 16 << 20, "GEMM_NORM_SPLIT_BELOW": 0, "GEMM_SHORT_K": 0,
                    "GEMM_NORM_SHORT_K": 0,
-                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0, "SPLIT_SUM_IN_DEPTHWISE": 0}
+                   "PATCHIFY_GEMM": 0, "DW_FIXED_ROWS": 0, "EXCITE_IN_CONV": 0, "SPLIT_SUM_IN_DEPTHWISE": 0,
+                   "PUSH_ROW_GATHERS": 1}
 
 
 # Defines the library sets per op: element types, the parameters a unit's kernels take
