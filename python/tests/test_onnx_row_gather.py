@@ -25,13 +25,13 @@ WEIGHTS = [("g2", rand(WIDTH) + 1.5), ("be2", rand(WIDTH)), ("w1", rand(WIDTH, H
            ("wh", rand(CLASSES, WIDTH)), ("bh", rand(CLASSES))]
 
 
-def token_head(index=0, before_gather=None, norm_output=False):
+def token_head(index=0, before_gather=None, norm_output=False, tokens=TOKENS):
     """A transformer block's end and a classifier on one token, as ViT ends:
     h = x + p (two inputs: the residual that stays whole), LayerNorm, MatMul, bias,
     Relu, MatMul, bias, plus h, LayerNorm, then Gather(axis 1, ``index``, a Constant)
     and Gemm. ``before_gather``: a node put between the last LayerNorm and the Gather
     (its input "n", its output "nb"); ``norm_output``: the last LayerNorm's output is
-    also an output of the graph."""
+    also an output of the graph; ``tokens``: the token extent the inputs declare."""
     nodes = [helper.make_node("Add", ["x", "p"], ["h"]),
              helper.make_node("LayerNormalization", ["h", "g2", "be2"], ["n2"], axis=-1, epsilon=1e-5),
              helper.make_node("MatMul", ["n2", "w1"], ["m1"]), helper.make_node("Add", ["b1", "m1"], ["a1"]),
@@ -47,7 +47,7 @@ def token_head(index=0, before_gather=None, norm_output=False):
     nodes += [helper.make_node("Gather", [taken, "i"], ["cls"], axis=1),
               helper.make_node("Gemm", ["cls", "wh", "bh"], ["y"], transB=1)]
     outputs = [tensor_info("y", np.float32, None)] + ([tensor_info("n", np.float32, None)] if norm_output else [])
-    inputs = [tensor_info(name, np.float32, (1, TOKENS, WIDTH)) for name in ("x", "p")]
+    inputs = [tensor_info(name, np.float32, (1, tokens, WIDTH)) for name in ("x", "p")]
     return onnx_model(nodes, inputs, outputs, WEIGHTS, opset=17)
 
 
@@ -97,3 +97,16 @@ def test_a_row_through_a_row_wise_node_before_the_gather(device):
     got, _, _ = stowage_outputs(model, FEEDS, device)
     assert_matches(got[0], reference_outputs(model, FEEDS)[0])
     assert hidden_shapes(module_text(model)) == {f"1, {HIDDEN}"}
+
+
+def test_a_token_count_given_at_import_keeps_every_row(device):
+    """Inputs whose token extent the model leaves open, given at import (7): the
+    extents are not known before the walk, so nothing moves (the last token, index
+    -1, would be counted from an extent guessed); the logits match ONNX Runtime's."""
+    model = token_head(index=-1, tokens="tokens")
+    feeds = {"x": rand(1, 7, WIDTH), "p": rand(1, 7, WIDTH)}
+    shapes = {"x": (1, 7, WIDTH), "p": (1, 7, WIDTH)}
+    module = sw.from_onnx(model, shapes=shapes)
+    assert f"1, 7, {HIDDEN}" in hidden_shapes(str(module))
+    vm = sw.VirtualMachine(sw.compile(module), device=device)
+    assert_matches(vm.invoke("main", feeds["x"], feeds["p"]).numpy(), reference_outputs(model, feeds)[0])

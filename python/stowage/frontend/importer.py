@@ -176,8 +176,9 @@ class Importer:
     def run(self):
         self.resolve_ops()
         self.resolve_shape_reads()
+        # (where the inputs are as declared: the rows' extents come from shape inference)
         moved = push_row_gathers(self.graph, lambda name: graph_constant(self.graph, name)) if (
-            self.ob.launch["PUSH_ROW_GATHERS"]) else self.graph
+            self.ob.launch["PUSH_ROW_GATHERS"] and self.inputs_as_declared()) else self.graph
         if moved is not self.graph:
             self.values.update((name, value) for name, value in moved.initializers.items() if name not in self.values)
             self.graph = moved
@@ -235,6 +236,12 @@ class Importer:
         self.ob.defer_split_sum = False
         self.check_shape_reads()
 
+    def inputs_as_declared(self):
+        """Whether every graph input has the static shape the model declares, so that
+        the front end's shape inference saw the shapes this import makes."""
+        return all(isinstance(self.values.get(v.name), Var) and v.dims is not None
+                   and tuple(v.dims) == tuple(self.shape(self.values[v.name])) for v in self.graph.inputs)
+
     def resolve_shape_reads(self):
         """Takes out of the graph each Shape node (no graph output) of a float32 value
         whose shape ONNX's shape inference gives, its result an initializer: a node
@@ -242,10 +249,7 @@ class Importer:
         leave unmade (ViT reads a query's shape beside the MatMul that reads it
         through a view). Only where every graph input has the static shape the model
         declares, so that the inference saw the shapes this import makes."""
-        declared = all(
-            isinstance(self.values.get(v.name), Var) and v.dims is not None
-            and tuple(v.dims) == tuple(self.shape(self.values[v.name])) for v in self.graph.inputs)
-        shapes = self.inferred_shapes() if declared else {}
+        shapes = self.inferred_shapes() if self.inputs_as_declared() else {}
         kept, resolved = [], {}
         for node in self.graph.nodes:
             shape = shapes.get(node.inputs[0]) if node.op_type == "Shape" and node.domain in ("", "ai.onnx") and \
