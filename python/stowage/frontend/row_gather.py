@@ -76,7 +76,8 @@ class _RowGathers:
         shape = self.shape(node.inputs[0])
         index = self.initializers.get(node.inputs[1])
         index = self.constant_of(node.inputs[1]) if index is None else index
-        if shape is None or index is None or getattr(index, "ndim", None) != 0 or index.dtype.kind not in "iu":
+        if (shape is None or not all(isinstance(d, int) for d in shape) or index is None
+                or getattr(index, "ndim", None) != 0 or index.dtype.kind not in "iu"):
             return None
         axis = node.attrs.get("axis", 0)
         if not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
