@@ -192,13 +192,7 @@ class _RowGathers:
         g = self.graph
         shapes, sizes = g.shape_hints, g.size_hints
         new_shapes = dict(self.new_shapes)
-        new_sizes = {name: 4 * _product(shape) for name, shape in new_shapes.items()}
+        new_sizes = {name: 4 * int(np.prod(shape, dtype=np.int64)) for name, shape in new_shapes.items()}
         return Graph(g.inputs, g.outputs, nodes, self.initializers, g.opsets,
                      shape_hints=lambda: {**shapes(), **new_shapes}, size_hints=lambda: {**sizes(), **new_sizes})
 
-
-def _product(shape):
-    total = 1
-    for d in shape:
-        total *= int(d)
-    return total

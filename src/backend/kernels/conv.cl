@@ -325,6 +325,19 @@ __kernel __attribute__((reqd_work_group_size(CONV_THREADS_N, CONV_THREADS_M, 1))
   }
 }
 
+// One kernel row of a depthwise window at unit stride: acc[i] += w[s] * v[i + s] over
+// its S taps (S <= DW_ROW_TAPS), v the row's DW_PX + S - 1 inputs; unrolled, so that
+// v and acc stay in registers. Both depthwise kernels take their rows through it.
+inline void stowage_dw_row_taps(float* acc, const float* v, const __global float* w, int S) {
+#pragma unroll
+  for (int s = 0; s < DW_ROW_TAPS; ++s) {
+    if (s >= S) break;
+    const float wv = w[s];
+#pragma unroll
+    for (int i = 0; i < DW_PX; ++i) acc[i] = fma(wv, v[i + s], acc[i]);
+  }
+}
+
 __kernel void stowage_conv2d_depthwise(__global const float* x, __global const float* w, __global const float* bias,
                                        __global const float* res, __global float* y, int N, int C, int H, int W, int K,
                                        int P, int Q, int R, int S, int stride_h, int stride_w, int pad_top,
@@ -367,13 +380,7 @@ __kernel void stowage_conv2d_depthwise(__global const float* x, __global const f
         const int iw = iw0 + j;
         v[j] = (row_inside && j < DW_PX + S - 1 && iw >= 0 && iw < W) ? row[iw] : 0.0f;
       }
-#pragma unroll
-      for (int s = 0; s < DW_ROW_TAPS; ++s) {
-        if (s >= S) break;
-        const float wv = wk[r * S + s];
-#pragma unroll
-        for (int i = 0; i < DW_PX; ++i) acc[i] = fma(wv, v[i + s], acc[i]);
-      }
+      stowage_dw_row_taps(acc, v, wk + r * S, S);
       continue;
     }
     for (int s = 0; s < S; ++s) {
@@ -486,13 +493,7 @@ __kernel void stowage_conv2d_depthwise_split(__global const float* x, __global c
     float v[DW_PX + DW_ROW_TAPS - 1];
 #pragma unroll
     for (int j = 0; j < DW_PX + DW_ROW_TAPS - 1; ++j) v[j] = j < DW_PX + S - 1 ? row[j] : 0.0f;
-#pragma unroll
-    for (int s = 0; s < DW_ROW_TAPS; ++s) {
-      if (s >= S) break;
-      const float wv = wk[r * S + s];
-#pragma unroll
-      for (int i = 0; i < DW_PX; ++i) acc[i] = fma(wv, v[i + s], acc[i]);
-    }
+    stowage_dw_row_taps(acc, v, wk + r * S, S);
   }
   const __global float* biases = (flags & STOWAGE_EPI_BIAS_AFTER_WEIGHTS) ? w + K * R * S : bias;
   const float bv = (flags & STOWAGE_EPI_BIAS) ? biases[k] : 0.0f;
