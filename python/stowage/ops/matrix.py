@@ -191,6 +191,51 @@ def conv_layer_key(g):
             f"group{g['group']}")
 
 
+def gemm_layer_key(m, n, k, batches, normalized=False):
+    """A GEMM's shape as the key of the tuning's per-layer choices: [m, n] outputs of
+    ``k`` terms, ``batches`` of them, its A normalized over k or not."""
+    return f"gemm m{m} n{n} k{k} batch{batches}" + (" norm" if normalized else "")
+
+
+def gemm_tiling_error(tiling, normalized=False):
+    """Why stowage_gemm cannot take ``tiling`` (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N[,
+    SLICES]), as gemm.cl's checks say, or None where it can."""
+    if len(tiling) not in (5, 6) or not all(isinstance(v, int) and 0 < v <= 256 for v in tiling):
+        return "expected 5 or 6 integers in [1, 256]"
+    tm, tn, tk, wm, wn, slices = tuple(tiling) + (1,) * (6 - len(tiling))
+    if tm % wm or tn % wn:
+        return "the tile's extents must be multiples of the outputs a work-item makes"
+    if wm % 4 or wn % 4 or tk % 4:
+        return "WPT_M, WPT_N and TILE_K must be multiples of 4"
+    if tk % slices or wm % slices:
+        return "SLICES must divide TILE_K and WPT_M"
+    threads = (tm // wm) * (tn // wn) * slices
+    if threads > 1024:
+        return f"{threads} work-items a work-group, above 1024"
+    if (tk * tm // 4) % threads or (tk * tn // 4) % threads:
+        return "the tiles must hold a multiple of 4 times the work-group size of elements"
+    if normalized and (threads % tm or 2 * threads + tm > 8 * tk * (tm // 4 + 1)):
+        return "a normalized A takes a work-group of a multiple of TILE_M work-items whose rows' sums fit in A's tile"
+    return None
+
+
+def gemm_policy_tiling(m, n, k, batches, normalized, launch):
+    """The launch policy's tiling of a GEMM (``launch``: the target's launch settings
+    over LAUNCH_DEFAULTS): the first of GEMM_CONFIGS whose tiles give at least
+    GEMM_GROUPS work-groups, else the last (the most work-groups), then in
+    GEMM_SHORT_K_SLICES slices where k is at most GEMM_SHORT_K, or GEMM_NORM_SHORT_K
+    for a normalized A whose reduction does not split (its tiles at least
+    GEMM_NORM_SPLIT_BELOW)."""
+    for config in GEMM_CONFIGS:
+        tiles = shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches
+        if tiles >= launch["GEMM_GROUPS"]:
+            return tuple(config)
+    short = launch["GEMM_SHORT_K"]  # none gave enough work-groups: the last, in more slices for a short reduction
+    if normalized and tiles >= launch["GEMM_NORM_SPLIT_BELOW"]:
+        short = max(short, launch["GEMM_NORM_SHORT_K"])
+    return tuple(config[:5]) + (GEMM_SHORT_K_SLICES,) if k <= short else tuple(config)
+
+
 def _weight_array(op, weight, rank):
     if isinstance(weight, Var):
         raise InvalidInputError(f"{op}: argument 'weight': expected a numpy array (weights are constants)")
@@ -1412,24 +1457,20 @@ class MatrixOps(Core):
 
     def _gemm_tiles(self, m, n, k, batches, normalized=False):
         """The tiling defines of a GEMM of ``batches`` [m, n] outputs and ``k`` terms:
-        the first of GEMM_CONFIGS whose tiles give at least GEMM_GROUPS work-groups,
-        else the last (the most work-groups), then in GEMM_SHORT_K_SLICES slices where
-        k is at most GEMM_SHORT_K, or GEMM_NORM_SHORT_K for a normalized A whose
-        reduction does not split (its tiles at least GEMM_NORM_SPLIT_BELOW); none where
-        the tuning sets the tiles for every GEMM."""
+        the one the tuning's per-layer choices name for its key (gemm_layer_key: what
+        `stowage.tuner` measured in the network), else the launch policy's
+        (gemm_policy_tiling); none where the tuning sets the tiles of every GEMM."""
+        key = gemm_layer_key(m, n, k, batches, normalized)
+        if key in self.layer_choices:
+            tiling = self.layer_choices[key]
+            problem = gemm_tiling_error(tiling, normalized) if isinstance(tiling, (list, tuple)) else (
+                "expected a list of TILE_M, TILE_N, TILE_K, WPT_M, WPT_N[, SLICES]")
+            if problem:
+                raise InvalidInputError(f"gemm: tuning 'layers': {tiling!r} for '{key}': {problem}")
+            return dict(zip(GEMM_TILE_NAMES, tiling))
         if any(name in self.tuning.get("gemm", {}) for name in GEMM_TILE_NAMES):
             return {}
-        for config in GEMM_CONFIGS:
-            tiles = shapes.ceil_div(m, config[0]) * shapes.ceil_div(n, config[1]) * batches
-            if tiles >= self.launch["GEMM_GROUPS"]:
-                break
-        else:  # none gave enough work-groups: the last, in more slices for a short reduction
-            short = self.launch["GEMM_SHORT_K"]
-            if normalized and tiles >= self.launch["GEMM_NORM_SPLIT_BELOW"]:
-                short = max(short, self.launch["GEMM_NORM_SHORT_K"])
-            if k <= short:
-                config = tuple(config[:5]) + (GEMM_SHORT_K_SLICES,)
-        return dict(zip(GEMM_TILE_NAMES, config))
+        return dict(zip(GEMM_TILE_NAMES, gemm_policy_tiling(m, n, k, batches, normalized, self.launch)))
 
     def _gemm_vectors(self, m, n, k, sam, sak, sbk, sbn, sym, levels, launches):
         """GEMM_A_VEC, GEMM_B_VEC and GEMM_Y_VEC: float4 accesses where every offset
