@@ -32,6 +32,12 @@ model runs fastest with, timed in the network's own sequence:
 
 `time-nets` adds a "nets" part to the cache (keeping the "layers" a cache file
 already has); from_onnx and stowage-import then take each listed model's choice.
+
+GEMM tilings per shape (stowage.tuner_gemms), timed in the network as well, go into
+the cache's "layers" beside the convolutions':
+
+    python -m stowage.tuner export-gemms MODEL.onnx [MODEL.onnx ...] DIR
+    python -m stowage.tuner time-gemms DIR --vm-run PATH [--rounds 3] [-o stowage-tuning.json]
 """
 
 import argparse
@@ -56,7 +62,7 @@ if __name__ == "__main__" and not __package__:
     __package__ = "stowage"
 
 from ._files import read_regular_file, write_atomically, write_text  # noqa: E402
-from . import tuner_nets  # noqa: E402
+from . import tuner_gemms, tuner_nets  # noqa: E402
 from ._progress import Progress  # noqa: E402
 from .errors import InvalidInputError, StowageError  # noqa: E402
 
@@ -214,7 +220,8 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
 
 
 def load(path):
-    """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel}},
+    """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel
+    or GEMM tiling}},
     and {"nets": {fingerprint: {"choice": candidate, ...}}} where the cache has whole networks."""
     cache = _read_json(path, "tuning cache")
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not isinstance(cache.get("layers", {}),
@@ -222,9 +229,15 @@ def load(path):
         raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
     choices = {}
     for key, entry in cache.get("layers", {}).items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("kernel"), str):
+        if tuner_gemms.is_gemm_key(key):  # a GEMM shape's tiling (stowage.tuner_gemms)
+            tiles = entry.get("tiles") if isinstance(entry, dict) else None
+            if not isinstance(tiles, list) or len(tiles) not in (5, 6) or any(type(v) is not int for v in tiles):
+                raise InvalidInputError(f"tuning cache '{path}': GEMM '{key}' names no tiling (5 or 6 integers)")
+            choices[key] = tiles
+        elif not isinstance(entry, dict) or not isinstance(entry.get("kernel"), str):
             raise InvalidInputError(f"tuning cache '{path}': layer '{key}' names no kernel")
-        choices[key] = entry["kernel"]
+        else:
+            choices[key] = entry["kernel"]
     tuning = {"layers": choices}
     if "nets" in cache:
         tuning["nets"] = tuner_nets.check_nets(cache["nets"], f"tuning cache '{path}'")
@@ -246,11 +259,20 @@ def print_table(cache, out=None):
     if cache.get("nets"):
         tuner_nets.print_nets_table(cache["nets"], out)
         print(file=out)
-    if not cache.get("layers"):
+    gemms = {key: e for key, e in (cache.get("layers") or {}).items() if tuner_gemms.is_gemm_key(key)}
+    if gemms:
+        print("| GEMM shape | tiling | network (us) | with the policy's tilings (us) |", file=out)
+        print("| --- | --- | ---: | ---: |", file=out)
+        for key, entry in gemms.items():
+            print(f"| {key} | {'x'.join(map(str, entry['tiles']))} | {entry.get('us', '-')} | "
+                  f"{entry.get('shipped_us', '-')} |", file=out)
+        print(file=out)
+    convs = {key: e for key, e in (cache.get("layers") or {}).items() if key not in gemms}
+    if not convs:
         return
     print("| layer | gemm (us) | direct (us) | winograd (us) | chosen |", file=out)
     print("| --- | ---: | ---: | ---: | --- |", file=out)
-    for key, entry in cache["layers"].items():
+    for key, entry in convs.items():
         cells = [f"{entry['us'][k]:.1f}" if k in entry["us"] else "-" for k in ("gemm", "direct", "winograd")]
         print(f"| {key} | {' | '.join(cells)} | {entry['kernel']} |", file=out)
 
@@ -270,11 +292,11 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 def main(argv=None):
     formatter = _Help
     parser = argparse.ArgumentParser(prog="python -m stowage.tuner",
-                                     description="The convolution tuner: which kernel each buffer convolution of a "
-                                                 "model takes, measured on the device, kept in a cache file that "
-                                                 "stowage-import --tuning applies.",
+                                     description="The tuner: which kernel each buffer convolution of a model takes, "
+                                                 "which mode and which tiles each GEMM shape, measured on the device, "
+                                                 "kept in a cache file that stowage-import --tuning applies.",
                                      epilog=EPILOG, formatter_class=formatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time,export-nets,time-nets}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time,export-nets,time-nets,export-gemms,time-gemms}")
     ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel (needs the compiler)",
                         description="Compiles each distinct buffer convolution of the models (not depthwise) as a "
                                     "function per kernel, into DIR: a .stw file and a zero input per layer, and "
@@ -316,8 +338,61 @@ def main(argv=None):
     tn.add_argument("--repeat", type=int, default=20, help="invocations per timed round")
     tn.add_argument("--reps", type=int, default=5, help="rounds per candidate; the median round counts")
     tn.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
+    eg = sub.add_parser("export-gemms", help="compile whole models once per GEMM shape and tiling (needs the "
+                                             "compiler)",
+                        description="Compiles each model (buffer mode) with the launch policy's GEMM tilings and once "
+                                    "per GEMM shape and candidate tiling, only that shape changed, into DIR, with zero "
+                                    "inputs and DIR/gemms.json.", epilog=EPILOG, formatter_class=formatter)
+    eg.add_argument("paths", nargs="+", metavar="PATH", help="MODEL.onnx [MODEL.onnx ...] DIR")
+    eg.add_argument("--target", default="opencl-gpu", help="a shipped target name or a target JSON file")
+    tg = sub.add_parser("time-gemms", help="time every exported GEMM variant in sequence and cache the tilings "
+                                           "that pay",
+                        description="Times each model's files with vm-run on the device, round after round, and "
+                                    "writes into the cache's per-layer entries the tiling of each GEMM shape that "
+                                    f"made its network at least {tuner_gemms.MIN_GAIN:.1%} faster than the "
+                                    "policy's (the shapes timed lose any earlier entry; the rest of an existing "
+                                    "cache is kept); prints every variant's times.",
+                        epilog=EPILOG, formatter_class=formatter)
+    tg.add_argument("dir", help="the folder export-gemms wrote")
+    tg.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
+    tg.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
+    tg.add_argument("--rounds", type=int, default=3, help="rounds over every file; each file's median round counts")
+    tg.add_argument("--repeat", type=int, default=50, help="invocations per timed run")
+    tg.add_argument("--reps", type=int, default=5, help="runs per file and round; vm-run's median counts")
+    tg.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "export-gemms":
+            if len(args.paths) < 2:
+                eg.error("export-gemms needs at least one model and the output directory")
+            with _steps(0, "compiling variants", True) as steps:
+                models = tuner_gemms.export_gemms(args.paths[:-1], args.paths[-1], args.target, steps=steps)
+            print(f"exported {sum(len(m['files']) for m in models)} files of {len(models)} models to "
+                  f"{args.paths[-1]}")
+            return 0
+        if args.command == "time-gemms":
+            if min(args.rounds, args.repeat, args.reps) < 1:
+                tg.error("--rounds, --repeat and --reps must be at least 1")
+            cache = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
+            if cache and cache.get("format") != CACHE_FORMAT:
+                raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
+            listing = _read_json(os.path.join(args.dir, "gemms.json"), "GEMM variant list")
+            total = sum(len(m.get("files", [])) for m in listing.get("models", []) if isinstance(m, dict)) \
+                if isinstance(listing, dict) and isinstance(listing.get("models"), list) else 0
+            with _steps(total * args.rounds, "timing variants", True) as steps:
+                chosen, rows, first = tuner_gemms.time_gemms(
+                    args.dir, lambda path, inputs: _time(args.vm_run, path, "main", inputs, args.device, args.repeat,
+                                                         args.reps), rounds=args.rounds, steps=steps)
+            timed = {key for _, key, _, _, _ in rows if key is not None}
+            layers = {key: e for key, e in cache.get("layers", {}).items() if key not in timed}
+            cache = {"format": CACHE_FORMAT, "target": listing.get("target"), **cache,
+                     "device": first or cache.get("device"), "layers": {**layers, **chosen}}
+            write_text(args.output, json.dumps(cache, indent=1))
+            tuner_gemms.print_rows(rows, sys.stdout)
+            print()
+            print_table(cache)
+            print(f"\nwrote {args.output}")
+            return 0
         if args.command == "export-nets":
             if len(args.paths) < 2:
                 en.error("export-nets needs at least one model and the output directory")
