@@ -46,6 +46,10 @@ runs each file of a seeded net once through `vm-run --output` and prints the lar
 error of its outputs against ONNX Runtime's (computed at export, same inputs), relative
 to the largest |output|.
 
+`--tuning CACHE` imports every net with a tuning cache's per-layer choices (`python -m
+stowage.tuner`: convolution kernels, GEMM tilings per shape) in both modes; each row
+names the cache.
+
 A sitting that must end within a time limit measures a subset (`--nets`), stops
 starting nets after `--time-limit` seconds, and with `--results FILE` merges each net's
 row into FILE as soon as it is measured (a later run adds to it or replaces that net's
@@ -216,9 +220,9 @@ def default_mode():
 # ---- Stowage -------------------------------------------------------------------------
 
 
-def stowage_compile(model, texture, target):
+def stowage_compile(model, texture, target, tuning=None):
     start = time.perf_counter()
-    module = sw.from_onnx(model, texture=texture, target=target)
+    module = sw.from_onnx(model, texture=texture, target=target, tuning=tuning)
     exe = sw.compile(module, target=target)
     return exe, time.perf_counter() - start
 
@@ -444,10 +448,16 @@ def compile_net(key, source, what, args):
     if args.zero_weights:
         model = zero_weights(model)
     row["default_mode"] = default_mode()
+    tuning = None
+    if args.tuning:  # a tuning cache (stowage.tuner): its per-layer choices, in both modes
+        import stowage.tuner
+
+        tuning = {"layers": stowage.tuner.load(args.tuning)["layers"]}
+        row["tuning"] = os.path.basename(args.tuning)
     exes = {}
     for mode in MODES:
         try:
-            exes[mode], row["compile_s"][mode] = stowage_compile(model, mode == "texture", args.target)
+            exes[mode], row["compile_s"][mode] = stowage_compile(model, mode == "texture", args.target, tuning)
             row["memory"][mode] = activation_figures(exes[mode])
         except Exception as e:  # the mode's row says why; the other mode goes on
             row["errors"][mode] = first_line(e)
@@ -850,6 +860,8 @@ def main():
     parser.add_argument("--from", dest="from_dir", metavar="DIR", help="time the files --export wrote")
     parser.add_argument("--vm-run", default=os.path.join("build", "src", "vm-run"))
     parser.add_argument("--zero-weights", action="store_true", help="export zeros for weights (see above)")
+    parser.add_argument("--tuning", metavar="CACHE", help="import with a tuning cache's per-layer choices "
+                        "(python -m stowage.tuner: convolution kernels, GEMM tilings)")
     parser.add_argument("--check", action="store_true", help="with --from: the outputs against ONNX Runtime's")
     parser.add_argument("--results", metavar="FILE", help="merge each measured net's row into this json file")
     parser.add_argument("--report", metavar="FILE", nargs="+", help="print the tables of these results files")
