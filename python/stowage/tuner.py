@@ -219,6 +219,16 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
     return {"format": CACHE_FORMAT, "target": from_file["target"], "device": device_name, "layers": entries}
 
 
+def keep_untimed(old, cache):
+    """``cache`` (convolution layers just timed) with what an existing cache ``old``
+    holds that `time` does not measure: its GEMM tilings and its whole-network choices."""
+    gemms = {key: e for key, e in (old.get("layers") or {}).items() if tuner_gemms.is_gemm_key(key)}
+    kept = dict(cache, layers={**gemms, **cache["layers"]})
+    if "nets" in old:
+        kept["nets"] = old["nets"]
+    return kept
+
+
 def load(path):
     """The tuning a cache file gives, for from_onnx / OpBuilder: {"layers": {key: kernel
     or GEMM tiling}},
@@ -307,7 +317,8 @@ def main(argv=None):
                     help="a shipped target name or a target JSON file: the target the models will be imported for")
     tm = sub.add_parser("time", help="time the exported layers with vm-run and write the cache (needs vm-run alone)",
                         description="Times every exported layer under each kernel with vm-run on the device, writes "
-                                    "the cache (the faster kernel per layer and both times) and prints the table.",
+                                    "the cache (the faster kernel per layer and both times; an existing cache's GEMM "
+                                    "tilings and network choices stay) and prints the table.",
                         epilog=EPILOG, formatter_class=formatter)
     tm.add_argument("dir", help="the folder export wrote")
     tm.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
@@ -316,7 +327,7 @@ def main(argv=None):
                          "else the first suitable, GPUs first)")
     tm.add_argument("--repeat", type=int, default=50, help="invocations per timed round")
     tm.add_argument("--reps", type=int, default=5, help="rounds per layer and kernel; the median round counts")
-    tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write")
+    tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache to write")
     en = sub.add_parser("export-nets", help="compile whole models once per mode and kernel choice (needs the compiler)",
                         description="Compiles each model once per candidate (buffer mode by the launch policy, "
                                     "every convolution as GEMM, as direct, every 3x3 stride-1 one as Winograd, as a "
@@ -431,7 +442,11 @@ def main(argv=None):
             return 0
         if args.repeat < 1 or args.reps < 1:
             tm.error("--repeat and --reps must be at least 1")
+        old = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
+        if old and old.get("format") != CACHE_FORMAT:
+            raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
         cache = time_layers(args.dir, args.vm_run, args.device, repeat=args.repeat, reps=args.reps, progress=True)
+        cache = keep_untimed(old, cache)
         write_text(args.output, json.dumps(cache, indent=1))
     except StowageError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

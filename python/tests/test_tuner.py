@@ -174,6 +174,30 @@ def test_export_and_time_write_a_cache_that_import_applies(tmp_path, device):
     assert tuner.load(str(path)) == {"layers": {k: e["kernel"] for k, e in cache["layers"].items()}}
 
 
+def test_time_keeps_what_an_existing_cache_holds_beside_the_convolutions(tmp_path, device):
+    """`time` replaces the convolution entries and keeps the GEMM tilings and the
+    whole-network choices that the other commands wrote."""
+    vm_run = os.environ.get("STOWAGE_VM_RUN")
+    if not vm_run:
+        pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
+    model_path = tmp_path / "small.onnx"
+    onnx.save(small_model(), model_path)
+    tuner.export([str(model_path)], str(tmp_path / "layers"), target="opencl")
+    gemm = "gemm m196 n64 k256 batch1"
+    nets = {"ab" * 32: {"model": "small", "choice": "buffer", "us": {"buffer": 1.0}}}
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "target": "opencl", "device": "any", "nets": nets,
+                                "layers": {gemm: {"tiles": [32, 32, 32, 4, 4, 4]},
+                                           POINTWISE: {"kernel": "winograd", "us": {"winograd": 1.0}}}}))
+    assert tuner.main(["time", str(tmp_path / "layers"), "--vm-run", vm_run, "--device", device, "--repeat", "2",
+                       "--reps", "2", "-o", str(path)]) == 0
+    cache = json.loads(path.read_text())
+    assert cache["nets"] == nets
+    assert cache["layers"][gemm] == {"tiles": [32, 32, 32, 4, 4, 4]}
+    assert set(cache["layers"]) == {gemm, POINTWISE, STRIDED}
+    assert cache["layers"][POINTWISE]["kernel"] in ("gemm", "direct")  # timed again
+
+
 def test_the_command_line_shows_defaults_exit_codes_and_progress(tmp_path, capsys):
     for argv in (["--help"], ["time", "--help"], ["export", "--help"]):
         with pytest.raises(SystemExit) as e:
