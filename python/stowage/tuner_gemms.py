@@ -129,6 +129,7 @@ def export_gemms(models, out_dir, target="opencl-gpu", steps=None):
     from . import compile as compile_module
     from .frontend.onnx import from_onnx
     from .frontend.onnx_model import load_model
+    from .tuner_nets import write_zero_inputs
 
     if len(models) > MAX_MODELS:
         raise InvalidInputError(f"export-gemms: {len(models)} models, above the limit of {MAX_MODELS}")
@@ -158,12 +159,7 @@ def export_gemms(models, out_dir, target="opencl-gpu", steps=None):
                 write_atomically(os.path.join(out_dir, file), lambda f, src=os.path.join(temp, "net.stw"): _xz(src, f))
             entry["files"].append({"key": key, "tiling": tiling, "file": file})
             if not entry["inputs"]:
-                main = next(f for f in exe.functions if f["name"] == "main")
-                for p in main["params"]:
-                    path = f"{stem}.{p['name']}.npy"
-                    x = np.zeros(p["shape"], p["dtype"])
-                    write_atomically(os.path.join(out_dir, path), lambda f, x=x: np.save(f, x))
-                    entry["inputs"][p["name"]] = path
+                entry["inputs"] = write_zero_inputs(exe, out_dir, stem)
             if steps:
                 steps.done(f"{label}: {what}")
         entries.append(entry)

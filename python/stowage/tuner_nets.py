@@ -123,6 +123,19 @@ def choice_for(proto, tuning):
     return texture, rest or None, entry["choice"]
 
 
+def write_zero_inputs(exe, out_dir, stem):
+    """Writes a zero .npy file per parameter of exe's main into out_dir; returns
+    {parameter: file name}."""
+    inputs = {}
+    main = next(f for f in exe.functions if f["name"] == "main")
+    for p in main["params"]:
+        path = f"{stem}.{p['name']}.npy"
+        x = np.zeros(p["shape"], p["dtype"])
+        write_atomically(os.path.join(out_dir, path), lambda f, x=x: np.save(f, x))
+        inputs[p["name"]] = path
+    return inputs
+
+
 def export_nets(models, out_dir, target="opencl-gpu", layers=None, shapes=None, steps=None):
     """Compiles each model once per candidate into out_dir (a .stw file per candidate,
     a zero .npy input per graph input) and writes out_dir/nets.json; returns its entries.
@@ -161,12 +174,7 @@ def export_nets(models, out_dir, target="opencl-gpu", layers=None, shapes=None, 
             exe.save(os.path.join(out_dir, file))
             entry["candidates"][name] = file
             if not entry["inputs"]:
-                main = next(f for f in exe.functions if f["name"] == "main")
-                for p in main["params"]:
-                    path = f"{stem}.{p['name']}.npy"
-                    x = np.zeros(p["shape"], p["dtype"])
-                    write_atomically(os.path.join(out_dir, path), lambda f, x=x: np.save(f, x))
-                    entry["inputs"][p["name"]] = path
+                entry["inputs"] = write_zero_inputs(exe, out_dir, stem)
             if steps:
                 steps.done(f"{label}: {name}")
         entries.append(entry)
