@@ -219,6 +219,14 @@ def time_layers(in_dir, vm_run, device=None, repeat=50, reps=5, progress=False):
     return {"format": CACHE_FORMAT, "target": from_file["target"], "device": device_name, "layers": entries}
 
 
+def _existing_cache(path):
+    """The cache file at path as JSON, or {} where there is none yet."""
+    cache = _read_json(path, "tuning cache") if os.path.exists(path) else {}
+    if cache and (not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT):
+        raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
+    return cache
+
+
 def keep_untimed(old, cache):
     """``cache`` (convolution layers just timed) with what an existing cache ``old``
     holds that `time` does not measure: its GEMM tilings and its whole-network choices."""
@@ -306,7 +314,8 @@ def main(argv=None):
                                                  "which mode and which tiles each GEMM shape, measured on the device, "
                                                  "kept in a cache file that stowage-import --tuning applies.",
                                      epilog=EPILOG, formatter_class=formatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,time,export-nets,time-nets,export-gemms,time-gemms}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{export,time,export-nets,time-nets,export-gemms,time-gemms}")
     ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel (needs the compiler)",
                         description="Compiles each distinct buffer convolution of the models (not depthwise) as a "
                                     "function per kernel, into DIR: a .stw file and a zero input per layer, and "
@@ -384,9 +393,7 @@ def main(argv=None):
         if args.command == "time-gemms":
             if min(args.rounds, args.repeat, args.reps) < 1:
                 tg.error("--rounds, --repeat and --reps must be at least 1")
-            cache = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
-            if cache and cache.get("format") != CACHE_FORMAT:
-                raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
+            cache = _existing_cache(args.output)
             listing = _read_json(os.path.join(args.dir, "gemms.json"), "GEMM variant list")
             total = sum(len(m.get("files", [])) for m in listing.get("models", []) if isinstance(m, dict)) \
                 if isinstance(listing, dict) and isinstance(listing.get("models"), list) else 0
@@ -417,9 +424,7 @@ def main(argv=None):
         if args.command == "time-nets":
             if args.repeat < 1 or args.reps < 1:
                 tn.error("--repeat and --reps must be at least 1")
-            cache = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
-            if cache and cache.get("format") != CACHE_FORMAT:
-                raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
+            cache = _existing_cache(args.output)
             listing = _read_json(os.path.join(args.dir, "nets.json"), "network list")
             total = sum(len(n.get("candidates", {})) for n in listing.get("nets", []) if isinstance(n, dict)) \
                 if isinstance(listing, dict) and isinstance(listing.get("nets"), list) else 0
@@ -442,9 +447,7 @@ def main(argv=None):
             return 0
         if args.repeat < 1 or args.reps < 1:
             tm.error("--repeat and --reps must be at least 1")
-        old = _read_json(args.output, "tuning cache") if os.path.exists(args.output) else {}
-        if old and old.get("format") != CACHE_FORMAT:
-            raise InvalidInputError(f"tuning cache '{args.output}': not a {CACHE_FORMAT} file")
+        old = _existing_cache(args.output)
         cache = time_layers(args.dir, args.vm_run, args.device, repeat=args.repeat, reps=args.reps, progress=True)
         cache = keep_untimed(old, cache)
         write_text(args.output, json.dumps(cache, indent=1))

@@ -35,8 +35,9 @@ from .errors import InvalidInputError
 
 # The tilings tried for each shape (TILE_M, TILE_N, TILE_K, WPT_M, WPT_N, SLICES): the
 # policy's 64 x 64 and 32 x 64 (two or four slices), and 32 x 32 and 64 x 32 tiles of
-# 256 work-items, which lose less to padding where an extent is 196 or 49 (ConvNeXt-T's
-# stage-3 GEMMs ran 1.4% and 2.9% faster with them on an H200: docs/performance.md).
+# 256 work-items, which lose less to padding where an extent is 196 or 49 (with them
+# on its stage-3 GEMMs ConvNeXt-T ran 0.7% and 2.2% faster on an H200:
+# docs/performance.md, "GEMM tilings per shape, timed in the network").
 CANDIDATE_TILINGS = ((64, 64, 16, 4, 4, 1), (32, 64, 32, 8, 4, 2), (32, 64, 32, 8, 4, 4), (32, 32, 32, 4, 4, 4),
                      (64, 32, 32, 4, 4, 2))
 # A shape keeps the policy's tiling unless another made the network this much faster.
