@@ -155,3 +155,16 @@ def test_the_shipped_h200_cache_loads_and_each_tiling_is_one_the_kernel_takes():
     assert len(gemms) == 6
     for key, tiles in gemms.items():
         assert gemm_tiling_error(tiles, tuner_gemms.parse_key(key)[4]) is None
+
+
+def test_time_nets_buffer_layers_candidate_carries_the_gemm_tilings(tmp_path):
+    """export-nets --layers CACHE: the buffer-layers candidate compiles the cache's GEMM
+    tilings together, so time-nets measures them against the policy's."""
+    from stowage import tuner_nets
+
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "layers": {DOWN: {"tiles": [64, 32, 32, 4, 4, 2]}}}))
+    texture, tuning = tuner_nets.candidate_settings("buffer-layers", tuner.load(str(path))["layers"])
+    assert not texture
+    module = sw.from_onnx(mlp_model(), target="opencl-gpu", tuning=tuning)
+    assert any("_sl2_k32_m64_n32_wm4_wn4" in k for k in gemm_kernels(module))
