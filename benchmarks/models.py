@@ -92,7 +92,6 @@ TORCH_PEERS = ("eager", "graph", "compile")  # the GPU peers a ratio is taken ag
 # The host's time to issue an invocation, over the invocation's time, from which the
 # host rather than the device set the pace (docs/vm_overhead.md).
 HOST_PACED = 0.95
-ZERO_AT_LEAST = 1024  # --zero-weights zeroes floating-point initializers of this many values or more
 
 
 def mb(nbytes):
@@ -197,15 +196,12 @@ def file_inputs(model, path):
 
 
 def zero_weights(model):
-    """The model with the values of every floating-point initializer of ZERO_AT_LEAST values
-    or more set to zero (same shapes); shape constants and small scalars keep theirs."""
-    from onnx import numpy_helper
+    """The model with the values of every floating-point initializer of 1024 values or
+    more set to zero (same shapes); shape constants and small scalars keep theirs
+    (stowage.tuner_gemms.zero_weights, which the tuner's exports take too)."""
+    from stowage.tuner_gemms import zero_weights as zeroed
 
-    for i, t in enumerate(model.graph.initializer):
-        array = numpy_helper.to_array(t)
-        if array.dtype.kind == "f" and array.size >= ZERO_AT_LEAST:
-            model.graph.initializer[i].CopyFrom(numpy_helper.from_array(np.zeros_like(array), t.name))
-    return model
+    return zeroed(model)
 
 
 def default_mode():

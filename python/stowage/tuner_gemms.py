@@ -87,6 +87,19 @@ def shapes_of(model, target="opencl-gpu"):
     return recorder.asked
 
 
+def _compile_saved(proto, target, tuning, path):
+    """Compiles the model in buffer mode with ``tuning`` and writes it xz-compressed to
+    ``path``; returns the executable."""
+    from . import compile as compile_module
+    from .frontend.onnx import from_onnx
+
+    exe = compile_module(from_onnx(proto, texture=False, target=target, tuning=tuning), target=target)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as temp:
+        exe.save(os.path.join(temp, "net.stw"))
+        write_atomically(path, lambda f, src=os.path.join(temp, "net.stw"): _xz(src, f))
+    return exe
+
+
 def target_launch(target):
     """The target's launch settings over the library's defaults (what from_onnx uses
     without a tuning)."""
@@ -127,8 +140,6 @@ def export_gemms(models, out_dir, target="opencl-gpu", steps=None):
     (shape, candidate tiling) into out_dir as xz-compressed .stw files, with zero
     inputs, and writes out_dir/gemms.json; returns its entries. ``steps``: a progress
     line (stowage._progress.Progress) or None."""
-    from . import compile as compile_module
-    from .frontend.onnx import from_onnx
     from .frontend.onnx_model import load_model
     from .tuner_nets import write_zero_inputs
 
@@ -140,27 +151,28 @@ def export_gemms(models, out_dir, target="opencl-gpu", steps=None):
         label = os.path.basename(os.fsdecode(model)) if isinstance(model, (str, os.PathLike)) else f"model{i}"
         proto = zero_weights(load_model(model))
         stem = f"net{i:03d}"
-        variants = [(None, None)] + [(key, tiling) for key in shapes_of(proto, target)
-                                     for tiling in candidates(key, target)]
+        if steps:
+            steps.total += 1
+            steps.start(f"{label}: shipped")
+        # The policy's tilings; the import names the model's GEMM shapes meanwhile.
+        recorder = _GemmRecorder()
+        exe = _compile_saved(proto, target, {"layers": recorder}, os.path.join(out_dir, f"{stem}.000.stw.xz"))
+        entry = {"model": label, "inputs": write_zero_inputs(exe, out_dir, stem),
+                 "files": [{"key": None, "tiling": None, "file": f"{stem}.000.stw.xz"}]}
+        variants = [(key, tiling) for key in recorder.asked for tiling in candidates(key, target)]
         if len(variants) > MAX_VARIANTS:
-            raise InvalidInputError(f"export-gemms: {label} has {len(variants) - 1} GEMM variants, above the limit "
+            raise InvalidInputError(f"export-gemms: {label} has {len(variants)} GEMM variants, above the limit "
                                     f"of {MAX_VARIANTS}")
-        if steps:  # the variants are known once the model's shapes are
+        if steps:
+            steps.done(f"{label}: shipped")
             steps.total += len(variants)
-        entry = {"model": label, "inputs": {}, "files": []}
-        for j, (key, tiling) in enumerate(variants):
-            what = "shipped" if key is None else f"{key}: {'x'.join(map(str, tiling))}"
+        for j, (key, tiling) in enumerate(variants, 1):
+            what = f"{key}: {'x'.join(map(str, tiling))}"
             if steps:
                 steps.start(f"{label}: {what}")
-            tuning = None if key is None else {"layers": {key: tiling}}
-            exe = compile_module(from_onnx(proto, texture=False, target=target, tuning=tuning), target=target)
             file = f"{stem}.{j:03d}.stw.xz"
-            with tempfile.TemporaryDirectory(dir=out_dir) as temp:
-                exe.save(os.path.join(temp, "net.stw"))
-                write_atomically(os.path.join(out_dir, file), lambda f, src=os.path.join(temp, "net.stw"): _xz(src, f))
+            _compile_saved(proto, target, {"layers": {key: tiling}}, os.path.join(out_dir, file))
             entry["files"].append({"key": key, "tiling": tiling, "file": file})
-            if not entry["inputs"]:
-                entry["inputs"] = write_zero_inputs(exe, out_dir, stem)
             if steps:
                 steps.done(f"{label}: {what}")
         entries.append(entry)
