@@ -22,7 +22,8 @@ describes the kernels, their launches and the tuning constants.
 from .elementwise import ElementwiseOps
 from .layout import LayoutOps
 from .math import MathOps
-from .matrix import CONV_KERNELS, MatrixOps, conv_kernels_for, conv_layer_key, gemm_layer_key, gemm_policy_tiling
+from .matrix import (CONV_KERNELS, MatrixOps, conv_kernels_for, conv_layer_key, conv_policy_kernel, gemm_layer_key,
+                     gemm_policy_tiling)
 from .movement import MovementOps
 from .pooling import PoolingOps
 from .recurrent import RecurrentOps
@@ -48,5 +49,5 @@ class OpBuilder(MatrixOps, ElementwiseOps, PoolingOps, LayoutOps, MathOps, Movem
         super().__init__(builder, function, texture=texture, target=target, tuning=tuning)
 
 
-__all__ = ["OpBuilder", "Unit", "FAMILIES", "CONV_KERNELS", "conv_kernels_for", "conv_layer_key", "gemm_layer_key",
-           "gemm_policy_tiling", "kernel_dir"]
+__all__ = ["OpBuilder", "Unit", "FAMILIES", "CONV_KERNELS", "conv_kernels_for", "conv_layer_key", "conv_policy_kernel",
+           "gemm_layer_key", "gemm_policy_tiling", "kernel_dir"]

@@ -177,6 +177,37 @@ def conv_kernels_for(g):
     """The CONV_KERNELS a convolution of geometry ``g`` can take."""
     return tuple(k for k in CONV_KERNELS if k != "winograd" or winograd_fits(g))
 
+
+def direct_by_policy(g, launch):
+    """Whether the launch policy (``launch``: the target's settings over
+    LAUNCH_DEFAULTS) runs a buffer convolution that is not depthwise as a direct
+    convolution: few output pixels (DIRECT_MAX_PIXELS), a short reduction
+    (DIRECT_MAX_REDUCTION, 0: any) and, under DIRECT_POINTWISE_ONLY, a 1x1 kernel."""
+    one_by_one = g["r"] == g["s"] == 1
+    pixels = g["n"] * g["p"] * g["q"]
+    reduction = g["c"] // g["group"] * g["r"] * g["s"]
+    longest = launch["DIRECT_MAX_REDUCTION"]
+    return (pixels <= launch["DIRECT_MAX_PIXELS"] and (one_by_one or not launch["DIRECT_POINTWISE_ONLY"])
+            and (longest == 0 or reduction <= longest))
+
+
+def winograd_by_policy(g, launch):
+    """Whether the launch policy runs a convolution that winograd_fits as Winograd: at
+    least WINOGRAD_MIN_CHANNELS input and output channels (0: never) and
+    WINOGRAD_MIN_MACS multiply-adds (N P Q K C 9)."""
+    least = launch["WINOGRAD_MIN_CHANNELS"]
+    macs = g["n"] * g["p"] * g["q"] * g["k"] * g["c"] * 9
+    return least > 0 and min(g["c"], g["k"]) >= least and macs >= launch["WINOGRAD_MIN_MACS"]
+
+
+def conv_policy_kernel(g, launch):
+    """The CONV_KERNELS entry the launch policy gives a buffer convolution of geometry
+    ``g`` with constant weights, not depthwise (conv2d's order: Winograd first)."""
+    if winograd_fits(g) and winograd_by_policy(g, launch):
+        return "winograd"
+    return "direct" if direct_by_policy(g, launch) else "gemm"
+
+
 # Winograd F(4x4, 3x3)'s weight transform G (6 x 3), points 0, 1, -1, 2, -2 and
 # infinity; the input and output transforms are written out in winograd.cl.
 WINOGRAD_G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
@@ -782,14 +813,7 @@ class MatrixOps(Core):
         """Whether a (not depthwise) buffer convolution runs as a direct convolution:
         as the tuning's per-layer choices say (stowage.tuner), else by the launch policy."""
         choice = self._layer_choice(g)
-        if choice is not None:
-            return choice == "direct"
-        one_by_one = g["r"] == g["s"] == 1
-        pixels = g["n"] * g["p"] * g["q"]
-        reduction = g["c"] // g["group"] * g["r"] * g["s"]
-        longest = self.launch["DIRECT_MAX_REDUCTION"]
-        return (pixels <= self.launch["DIRECT_MAX_PIXELS"] and (one_by_one or not self.launch["DIRECT_POINTWISE_ONLY"])
-                and (longest == 0 or reduction <= longest))
+        return choice == "direct" if choice is not None else direct_by_policy(g, self.launch)
 
     def _winograd_conv(self, g):
         """Whether a buffer convolution runs as Winograd F(4x4, 3x3) (winograd.cl): a
@@ -801,11 +825,7 @@ class MatrixOps(Core):
         if not winograd_fits(g):
             return False
         choice = self._layer_choice(g)
-        if choice is not None:
-            return choice == "winograd"
-        least = self.launch["WINOGRAD_MIN_CHANNELS"]
-        macs = g["n"] * g["p"] * g["q"] * g["k"] * g["c"] * 9
-        return least > 0 and min(g["c"], g["k"]) >= least and macs >= self.launch["WINOGRAD_MIN_MACS"]
+        return choice == "winograd" if choice is not None else winograd_by_policy(g, self.launch)
 
     def _conv2d_winograd(self, x_buf, w, bias_var, res_var, dst, g, flags, act):
         """The convolution as Winograd F(4x4, 3x3): input transform, 36 GEMMs, output
