@@ -198,8 +198,8 @@ def file_inputs(model, path):
 def zero_weights(model):
     """The model with the values of every floating-point initializer of 1024 values or
     more set to zero (same shapes); shape constants and small scalars keep theirs
-    (stowage.tuner_gemms.zero_weights, which the tuner's exports take too)."""
-    from stowage.tuner_gemms import zero_weights as zeroed
+    (stowage.tuner_variants.zero_weights, which the tuner's exports take too)."""
+    from stowage.tuner_variants import zero_weights as zeroed
 
     return zeroed(model)
 

@@ -33,11 +33,14 @@ model runs fastest with, timed in the network's own sequence:
 `time-nets` adds a "nets" part to the cache (keeping the "layers" a cache file
 already has); from_onnx and stowage-import then take each listed model's choice.
 
-GEMM tilings per shape (stowage.tuner_gemms), timed in the network as well, go into
-the cache's "layers" beside the convolutions':
+Per-layer choices timed in the network (stowage.tuner_variants): each GEMM shape's
+tiles and each convolution's kernel, the model compiled once per layer and
+alternative, only that layer changed; they go into the cache's "layers":
 
-    python -m stowage.tuner export-gemms MODEL.onnx [MODEL.onnx ...] DIR
-    python -m stowage.tuner time-gemms DIR --vm-run PATH [--rounds 3] [-o stowage-tuning.json]
+    python -m stowage.tuner export-variants MODEL.onnx [MODEL.onnx ...] DIR [--only gemms|convs]
+    python -m stowage.tuner time-variants DIR --vm-run PATH [--rounds 3] [-o stowage-tuning.json]
+
+(`export-gemms` is `export-variants --only gemms`, `time-gemms` is `time-variants`.)
 """
 
 import argparse
@@ -62,7 +65,7 @@ if __name__ == "__main__" and not __package__:
     __package__ = "stowage"
 
 from ._files import read_regular_file, write_atomically, write_text  # noqa: E402
-from . import tuner_gemms, tuner_nets  # noqa: E402
+from . import tuner_nets, tuner_variants  # noqa: E402
 from ._progress import Progress  # noqa: E402
 from .errors import InvalidInputError, StowageError  # noqa: E402
 
@@ -89,13 +92,9 @@ class _Recorder(dict):
 
 def _geometry(key):
     """The conv2d arguments of a layer key (stowage.ops.conv_layer_key)."""
-    m = re.fullmatch(r"n(\d+) c(\d+) h(\d+) w(\d+) k(\d+) r(\d+) s(\d+) stride(\d+),(\d+) "
-                     r"pad(\d+),(\d+),(\d+),(\d+) dil(\d+),(\d+) group(\d+)", key)
-    if m is None:
-        raise ValueError(f"'{key}' is no layer key")
-    n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g = map(int, m.groups())
-    return dict(x=(n, c, h, w), weight=(k, c // g, r, s), strides=(sh, sw), pads=(pt, pl, pb, pr),
-                dilations=(dh, dw), group=g)
+    g = tuner_variants.parse_conv_key(key)
+    return dict(x=(g["n"], g["c"], g["h"], g["w"]), weight=(g["k"], g["c"] // g["group"], g["r"], g["s"]),
+                strides=g["strides"], pads=g["pads"], dilations=g["dilations"], group=g["group"])
 
 
 def layers_of(model, target="opencl-gpu"):
@@ -228,10 +227,10 @@ def _existing_cache(path):
 
 
 def keep_untimed(old, cache):
-    """``cache`` (convolution layers just timed) with what an existing cache ``old``
-    holds that `time` does not measure: its GEMM tilings and its whole-network choices."""
-    gemms = {key: e for key, e in (old.get("layers") or {}).items() if tuner_gemms.is_gemm_key(key)}
-    kept = dict(cache, layers={**gemms, **cache["layers"]})
+    """``cache`` (convolution layers just timed alone) with what an existing cache ``old``
+    holds that this timing did not measure: its other per-layer entries (GEMM tilings,
+    choices timed in the network) and its whole-network choices."""
+    kept = dict(cache, layers={**(old.get("layers") or {}), **cache["layers"]})
     if "nets" in old:
         kept["nets"] = old["nets"]
     return kept
@@ -247,7 +246,7 @@ def load(path):
         raise InvalidInputError(f"tuning cache '{path}': not a {CACHE_FORMAT} file")
     choices = {}
     for key, entry in cache.get("layers", {}).items():
-        if tuner_gemms.is_gemm_key(key):  # a GEMM shape's tiling (stowage.tuner_gemms)
+        if tuner_variants.is_gemm_key(key):  # a GEMM shape's tiling (stowage.tuner_variants)
             tiles = entry.get("tiles") if isinstance(entry, dict) else None
             if not isinstance(tiles, list) or len(tiles) not in (5, 6) or any(type(v) is not int for v in tiles):
                 raise InvalidInputError(f"tuning cache '{path}': GEMM '{key}' names no tiling (5 or 6 integers)")
@@ -277,20 +276,22 @@ def print_table(cache, out=None):
     if cache.get("nets"):
         tuner_nets.print_nets_table(cache["nets"], out)
         print(file=out)
-    gemms = {key: e for key, e in (cache.get("layers") or {}).items() if tuner_gemms.is_gemm_key(key)}
-    if gemms:
-        print("| GEMM shape | tiling | network (us) | with the policy's tilings (us) |", file=out)
+    layers = cache.get("layers") or {}
+    in_net = {key: e for key, e in layers.items() if tuner_variants.is_gemm_key(key) or "shipped_us" in e}
+    if in_net:
+        print("| layer | choice | network (us) | with the policy's choices (us) |", file=out)
         print("| --- | --- | ---: | ---: |", file=out)
-        for key, entry in gemms.items():
-            print(f"| {key} | {'x'.join(map(str, entry['tiles']))} | {entry.get('us', '-')} | "
+        for key, entry in in_net.items():
+            choice = entry["tiles"] if tuner_variants.is_gemm_key(key) else entry["kernel"]
+            print(f"| {key} | {tuner_variants.choice_text(choice)} | {entry.get('us', '-')} | "
                   f"{entry.get('shipped_us', '-')} |", file=out)
         print(file=out)
-    convs = {key: e for key, e in (cache.get("layers") or {}).items() if key not in gemms}
-    if not convs:
+    alone = {key: e for key, e in layers.items() if key not in in_net}
+    if not alone:
         return
     print("| layer | gemm (us) | direct (us) | winograd (us) | chosen |", file=out)
     print("| --- | ---: | ---: | ---: | --- |", file=out)
-    for key, entry in convs.items():
+    for key, entry in alone.items():
         cells = [f"{entry['us'][k]:.1f}" if k in entry["us"] else "-" for k in ("gemm", "direct", "winograd")]
         print(f"| {key} | {' | '.join(cells)} | {entry['kernel']} |", file=out)
 
@@ -315,7 +316,7 @@ def main(argv=None):
                                                  "kept in a cache file that stowage-import --tuning applies.",
                                      epilog=EPILOG, formatter_class=formatter)
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{export,time,export-nets,time-nets,export-gemms,time-gemms}")
+                                metavar="{export,time,export-nets,time-nets,export-variants,time-variants}")
     ex = sub.add_parser("export", help="compile each convolution layer of the models, per kernel (needs the compiler)",
                         description="Compiles each distinct buffer convolution of the models (not depthwise) as a "
                                     "function per kernel, into DIR: a .stw file and a zero input per layer, and "
@@ -358,47 +359,52 @@ def main(argv=None):
     tn.add_argument("--repeat", type=int, default=20, help="invocations per timed round")
     tn.add_argument("--reps", type=int, default=5, help="rounds per candidate; the median round counts")
     tn.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
-    eg = sub.add_parser("export-gemms", help="compile whole models once per GEMM shape and tiling (needs the "
-                                             "compiler)",
-                        description="Compiles each model (buffer mode) with the launch policy's GEMM tilings and once "
-                                    "per GEMM shape and candidate tiling, only that shape changed, into DIR, with zero "
-                                    "inputs and DIR/gemms.json.", epilog=EPILOG, formatter_class=formatter)
-    eg.add_argument("paths", nargs="+", metavar="PATH", help="MODEL.onnx [MODEL.onnx ...] DIR")
-    eg.add_argument("--target", default="opencl-gpu", help="a shipped target name or a target JSON file")
-    tg = sub.add_parser("time-gemms", help="time every exported GEMM variant in sequence and cache the tilings "
-                                           "that pay",
+    ev = sub.add_parser("export-variants", aliases=["export-gemms"],
+                        help="compile whole models once per layer and alternative choice (needs the compiler)",
+                        description="Compiles each model (buffer mode) with the launch policy's choices and once per "
+                                    "GEMM shape and candidate tiling and per convolution and other kernel, only that "
+                                    "layer changed, into DIR, with zero inputs and DIR/variants.json. export-gemms "
+                                    "is export-variants --only gemms.", epilog=EPILOG, formatter_class=formatter)
+    ev.add_argument("paths", nargs="+", metavar="PATH", help="MODEL.onnx [MODEL.onnx ...] DIR")
+    ev.add_argument("--target", default="opencl-gpu", help="a shipped target name or a target JSON file")
+    ev.add_argument("--only", choices=tuner_variants.KINDS, default=None,
+                    help="vary only GEMM tilings or only convolution kernels (default: both)")
+    tv = sub.add_parser("time-variants", aliases=["time-gemms"],
+                        help="time every exported variant in sequence and cache the choices that pay",
                         description="Times each model's files with vm-run on the device, round after round, and "
-                                    "writes into the cache's per-layer entries the tiling of each GEMM shape that "
-                                    f"made its network at least {tuner_gemms.MIN_GAIN:.1%} faster than the "
-                                    "policy's (the shapes timed lose any earlier entry; the rest of an existing "
-                                    "cache is kept); prints every variant's times.",
+                                    "writes into the cache's per-layer entries the choice of each layer that made its "
+                                    f"network at least {tuner_variants.MIN_GAIN:.1%} faster than the policy's (the "
+                                    "layers timed lose any earlier entry; the rest of an existing cache is kept); "
+                                    "prints every variant's times. time-gemms is time-variants.",
                         epilog=EPILOG, formatter_class=formatter)
-    tg.add_argument("dir", help="the folder export-gemms wrote")
-    tg.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
-    tg.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
-    tg.add_argument("--rounds", type=int, default=3, help="rounds over every file; each file's median round counts")
-    tg.add_argument("--repeat", type=int, default=50, help="invocations per timed run")
-    tg.add_argument("--reps", type=int, default=5, help="runs per file and round; vm-run's median counts")
-    tg.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
+    tv.add_argument("dir", help="the folder export-variants wrote")
+    tv.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
+    tv.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
+    tv.add_argument("--rounds", type=int, default=3, help="rounds over every file; each file's median round counts")
+    tv.add_argument("--repeat", type=int, default=50, help="invocations per timed run")
+    tv.add_argument("--reps", type=int, default=5, help="runs per file and round; vm-run's median counts")
+    tv.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
     args = parser.parse_args(argv)
     try:
-        if args.command == "export-gemms":
+        if args.command in ("export-variants", "export-gemms"):
             if len(args.paths) < 2:
-                eg.error("export-gemms needs at least one model and the output directory")
+                ev.error(f"{args.command} needs at least one model and the output directory")
+            only = "gemms" if args.command == "export-gemms" else args.only
             with _steps(0, "compiling variants", True) as steps:
-                models = tuner_gemms.export_gemms(args.paths[:-1], args.paths[-1], args.target, steps=steps)
+                models = tuner_variants.export_variants(args.paths[:-1], args.paths[-1], args.target, steps=steps,
+                                                        kinds=(only,) if only else tuner_variants.KINDS)
             print(f"exported {sum(len(m['files']) for m in models)} files of {len(models)} models to "
                   f"{args.paths[-1]}")
             return 0
-        if args.command == "time-gemms":
+        if args.command in ("time-variants", "time-gemms"):
             if min(args.rounds, args.repeat, args.reps) < 1:
-                tg.error("--rounds, --repeat and --reps must be at least 1")
+                tv.error("--rounds, --repeat and --reps must be at least 1")
             cache = _existing_cache(args.output)
-            listing = _read_json(os.path.join(args.dir, "gemms.json"), "GEMM variant list")
+            listing = _read_json(os.path.join(args.dir, "variants.json"), "variant list")
             total = sum(len(m.get("files", [])) for m in listing.get("models", []) if isinstance(m, dict)) \
                 if isinstance(listing, dict) and isinstance(listing.get("models"), list) else 0
             with _steps(total * args.rounds, "timing variants", True) as steps:
-                chosen, rows, first = tuner_gemms.time_gemms(
+                chosen, rows, first = tuner_variants.time_variants(
                     args.dir, lambda path, inputs: _time(args.vm_run, path, "main", inputs, args.device, args.repeat,
                                                          args.reps), rounds=args.rounds, steps=steps)
             timed = {key for _, key, _, _, _ in rows if key is not None}
@@ -406,7 +412,7 @@ def main(argv=None):
             cache = {"format": CACHE_FORMAT, "target": listing.get("target"), **cache,
                      "device": first or cache.get("device"), "layers": {**layers, **chosen}}
             write_text(args.output, json.dumps(cache, indent=1))
-            tuner_gemms.print_rows(rows, sys.stdout)
+            tuner_variants.print_rows(rows, sys.stdout)
             print()
             print_table(cache)
             print(f"\nwrote {args.output}")
