@@ -7,7 +7,7 @@ with it, by at least MIN_GAIN of the network's time with the launch policy's
 choices, in the median of the rounds; every other layer keeps the policy's. The
 choices are the tuning cache's per-layer entries (keys `stowage.ops.gemm_layer_key`
 and `stowage.ops.conv_layer_key`), so `from_onnx(..., tuning=stowage.tuner.load(FILE))`
-applies them, and `time-nets`' ``buffer-layers`` candidate times them together.
+applies them.
 
 How: the launch policy picks a GEMM's tiles from its work-group count alone
 (`stowage.ops.gemm_policy_tiling`) and a convolution's kernel from its pixels,
@@ -18,10 +18,12 @@ launches (a split reduction adds one), which rules tuned on some nets get wrong 
 others. So, per model, the model is compiled once with the policy's choices
 ("shipped") and once per (layer, alternative) with only that layer changed: each
 tiling of CANDIDATE_TILINGS the GEMM kernel can take and the policy does not pick,
-each kernel of `stowage.ops.conv_kernels_for` other than the policy's. `time` runs
-every file in each round, shipped first, so that a drift of the device's pace falls
-on all alike. Choosing per layer from one-change variants assumes their gains add
-up; `time-nets` (or a benchmark) times the combination.
+each kernel of `stowage.ops.conv_kernels_for` other than the policy's.
+`time_variants` runs every file in each round, shipped first, so that a drift of the
+device's pace falls on all alike. Choosing per layer from one-change variants
+assumes their gains add up, which they need not (choices that each add a split's
+launch can together lose where the host sets the pace): time the combination with
+`time-nets`' ``buffer-layers`` candidate or a benchmark before keeping it.
 
     python -m stowage.tuner export-variants MODEL.onnx [MODEL.onnx ...] DIR [--target opencl-gpu] [--only gemms]
     python -m stowage.tuner time-variants DIR --vm-run PATH [--device gpu] [--rounds 3] [-o stowage-tuning.json]
