@@ -416,6 +416,9 @@ def main(argv=None):
             print()
             print_table(cache)
             print(f"\nwrote {args.output}")
+            for model, choice in tuner_variants.stale_net_choices(listing["models"], cache.get("nets") or {}):
+                print(f"note: {model}: the cache's whole-network choice for it ({choice}) compiles it without the "
+                      "per-layer entries; time it again with export-nets --layers and time-nets", file=sys.stderr)
             return 0
         if args.command == "export-nets":
             if len(args.paths) < 2:

@@ -199,7 +199,7 @@ def export_variants(models, out_dir, target="opencl-gpu", steps=None, kinds=KIND
     inputs, and writes out_dir/variants.json; returns its entries. ``steps``: a
     progress line (stowage._progress.Progress) or None."""
     from .frontend.onnx_model import load_model
-    from .tuner_nets import write_zero_inputs
+    from .tuner_nets import fingerprint, write_zero_inputs
 
     if len(models) > MAX_MODELS:
         raise InvalidInputError(f"export-variants: {len(models)} models, above the limit of {MAX_MODELS}")
@@ -218,7 +218,7 @@ def export_variants(models, out_dir, target="opencl-gpu", steps=None, kinds=KIND
         # The policy's choices; the import names the model's layers meanwhile.
         recorder = _LayerRecorder()
         exe = _compile_saved(proto, target, {"layers": recorder}, os.path.join(out_dir, f"{stem}.000.stw.xz"))
-        entry = {"model": label, "inputs": write_zero_inputs(exe, out_dir, stem),
+        entry = {"model": label, "fingerprint": fingerprint(proto), "inputs": write_zero_inputs(exe, out_dir, stem),
                  "files": [{"key": None, "choice": None, "file": f"{stem}.000.stw.xz"}]}
         variants = [(key, choice) for key in recorder.asked if kind_of(key) in kinds
                     for choice in candidates(key, target)]
@@ -340,6 +340,19 @@ def _time_rounds(model, files, paths, inputs, measured, time_one, rounds, steps)
             out.append(us)
             if steps:
                 steps.done(f"round {r + 1}, {model['model']}: {what} {us:.1f} us")
+
+
+def stale_net_choices(models, nets):
+    """(model, choice) of each timed model (variants.json's entries) whose cache entry
+    among ``nets`` chose a candidate other than buffer-layers: from_onnx then compiles
+    that model without the per-layer entries, so its whole-network choice wants
+    timing again (export-nets --layers, time-nets)."""
+    found = []
+    for model in models:
+        entry = nets.get(model.get("fingerprint")) if isinstance(model.get("fingerprint"), str) else None
+        if isinstance(entry, dict) and entry.get("choice") != "buffer-layers":
+            found.append((model.get("model"), entry.get("choice")))
+    return found
 
 
 def print_rows(rows, out):

@@ -174,9 +174,14 @@ def test_export_and_time_write_a_cache_that_import_applies(tmp_path, device):
     assert tuner.load(str(path)) == {"layers": {k: e["kernel"] for k, e in cache["layers"].items()}}
 
 
+# A convolution of another model, chosen in the network (export-variants / time-variants).
+OTHER = "n1 c32 h14 w14 k64 r1 s1 stride1,1 pad0,0,0,0 dil1,1 group1"
+
+
 def test_time_keeps_what_an_existing_cache_holds_beside_the_convolutions(tmp_path, device):
-    """`time` replaces the convolution entries and keeps the GEMM tilings and the
-    whole-network choices that the other commands wrote."""
+    """`time` replaces the convolution entries it times and keeps the GEMM tilings,
+    the choices timed in the network for other layers and the whole-network choices
+    that the other commands wrote."""
     vm_run = os.environ.get("STOWAGE_VM_RUN")
     if not vm_run:
         pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
@@ -188,13 +193,15 @@ def test_time_keeps_what_an_existing_cache_holds_beside_the_convolutions(tmp_pat
     path = tmp_path / "tuning.json"
     path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "target": "opencl", "device": "any", "nets": nets,
                                 "layers": {gemm: {"tiles": [32, 32, 32, 4, 4, 4]},
-                                           POINTWISE: {"kernel": "winograd", "us": {"winograd": 1.0}}}}))
+                                           POINTWISE: {"kernel": "winograd", "us": {"winograd": 1.0}},
+                                           OTHER: {"kernel": "direct", "us": 9.0, "shipped_us": 10.0}}}))
     assert tuner.main(["time", str(tmp_path / "layers"), "--vm-run", vm_run, "--device", device, "--repeat", "2",
                        "--reps", "2", "-o", str(path)]) == 0
     cache = json.loads(path.read_text())
     assert cache["nets"] == nets
     assert cache["layers"][gemm] == {"tiles": [32, 32, 32, 4, 4, 4]}
-    assert set(cache["layers"]) == {gemm, POINTWISE, STRIDED}
+    assert cache["layers"][OTHER] == {"kernel": "direct", "us": 9.0, "shipped_us": 10.0}
+    assert set(cache["layers"]) == {gemm, POINTWISE, STRIDED, OTHER}
     assert cache["layers"][POINTWISE]["kernel"] in ("gemm", "direct")  # timed again
 
 

@@ -13,7 +13,7 @@ from onnx import helper
 
 import stowage as sw
 from onnx_testing import assert_matches, onnx_model, reference_outputs, tensor_info
-from stowage import ops, tuner, tuner_variants
+from stowage import ops, tuner, tuner_nets, tuner_variants
 from stowage.errors import InvalidInputError
 from stowage.ops.matrix import conv_layer_key, gemm_layer_key, gemm_policy_tiling, gemm_tiling_error
 from stowage.tuner_variants import target_launch
@@ -242,10 +242,11 @@ def test_choose_writes_a_kernel_for_a_convolution_and_tiles_for_a_gemm():
     assert CONV1 not in chosen  # no gain
 
 
-def test_export_variants_of_a_cnn_then_time_them_with_the_real_vm_run(tmp_path, device):
+def test_export_variants_of_a_cnn_then_time_them_with_the_real_vm_run(tmp_path, device, capsys):
     """export-variants varies each convolution's kernel (export-gemms none); the
     cache time-variants writes loads, names kernels the layers take, and from_onnx
-    launches them."""
+    launches them. A whole-network choice the cache held for the model stays, with a
+    note that it compiles the model without the per-layer entries."""
     vm_run = os.environ.get("STOWAGE_VM_RUN")
     if not vm_run:
         pytest.skip("STOWAGE_VM_RUN names no vm-run binary")
@@ -259,8 +260,16 @@ def test_export_variants_of_a_cnn_then_time_them_with_the_real_vm_run(tmp_path, 
     assert [(f["key"], f["choice"]) for f in files[1:]] == [
         (key, kernel) for key in (CONV3, CONV1) for kernel in tuner_variants.candidates(key)]
     cache_path = tmp_path / "cache.json"
+    nets = {tuner_nets.fingerprint(cnn_model()): {"model": "cnn", "choice": "texture",
+                                                 "us": {"buffer": 2.0, "texture": 1.0}}}
+    cache_path.write_text(json.dumps({"format": tuner.CACHE_FORMAT, "target": "opencl-gpu", "device": "any",
+                                      "layers": {}, "nets": nets}))
+    capsys.readouterr()
     assert tuner.main(["time-variants", str(out), "--vm-run", vm_run, "--device", device, "--rounds", "1",
                        "--repeat", "2", "--reps", "2", "-o", str(cache_path)]) == 0
+    assert "note: cnn.onnx: the cache's whole-network choice for it (texture) compiles it without" in \
+        " ".join(capsys.readouterr().err.split())
+    assert json.loads(cache_path.read_text())["nets"] == nets
     layers = json.loads(cache_path.read_text())["layers"]
     assert set(layers) <= {CONV3, CONV1}
     for key, entry in layers.items():
