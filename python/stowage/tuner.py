@@ -308,6 +308,14 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
+def _vm_run_options(parser):
+    """The options of a command that times files with vm-run: which vm-run, which device."""
+    parser.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
+    parser.add_argument("--device", default=None,
+                        help="the device, as vm-run's --device takes it (default: vm-run's choice: STOWAGE_DEVICE, "
+                             "else the first suitable, GPUs first)")
+
+
 def main(argv=None):
     formatter = _Help
     parser = argparse.ArgumentParser(prog="python -m stowage.tuner",
@@ -331,10 +339,7 @@ def main(argv=None):
                                     "tilings and network choices stay) and prints the table.",
                         epilog=EPILOG, formatter_class=formatter)
     tm.add_argument("dir", help="the folder export wrote")
-    tm.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
-    tm.add_argument("--device", default=None,
-                    help="the device, as vm-run's --device takes it (default: vm-run's choice: STOWAGE_DEVICE, "
-                         "else the first suitable, GPUs first)")
+    _vm_run_options(tm)
     tm.add_argument("--repeat", type=int, default=50, help="invocations per timed round")
     tm.add_argument("--reps", type=int, default=5, help="rounds per layer and kernel; the median round counts")
     tm.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache to write")
@@ -354,8 +359,7 @@ def main(argv=None):
                                     "'layers' of an existing cache file are kept) and prints the table.",
                         epilog=EPILOG, formatter_class=formatter)
     tn.add_argument("dir", help="the folder export-nets wrote")
-    tn.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
-    tn.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
+    _vm_run_options(tn)
     tn.add_argument("--repeat", type=int, default=20, help="invocations per timed round")
     tn.add_argument("--reps", type=int, default=5, help="rounds per candidate; the median round counts")
     tn.add_argument("-o", "--output", default=DEFAULT_CACHE, help="the cache file to write (or add to)")
@@ -378,8 +382,7 @@ def main(argv=None):
                                     "prints every variant's times. time-gemms is time-variants.",
                         epilog=EPILOG, formatter_class=formatter)
     tv.add_argument("dir", help="the folder export-variants wrote")
-    tv.add_argument("--vm-run", default="vm-run", help="the vm-run program (a path, or a name on PATH)")
-    tv.add_argument("--device", default=None, help="the device, as vm-run's --device takes it")
+    _vm_run_options(tv)
     tv.add_argument("--rounds", type=int, default=3, help="rounds over every file; each file's median round counts")
     tv.add_argument("--repeat", type=int, default=50, help="invocations per timed run")
     tv.add_argument("--reps", type=int, default=5, help="runs per file and round; vm-run's median counts")
